@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/snapexec/snapexec/api"
+	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/handlers"
+	"github.com/snapexec/snapexec/internal/service"
+)
+
+// run is the whole server: it parses its configuration, serves until ctx ends
+// or SIGINT/SIGTERM arrives, then drains and returns.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	cfg, err := parseConfig(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	logger, err := newLogger(cfg, stderr)
+	if err != nil {
+		return err
+	}
+	reapCtx, stopReaping := context.WithCancel(context.Background())
+	defer stopReaping()
+	if err := exec.Reap(reapCtx); err != nil {
+		logger.Warn().Err(err).Msg("cannot become a child subreaper; orphaned grandchildren are left to PID 1")
+	}
+
+	procs := exec.NewManager(exec.Options{Grace: cfg.grace, MaxOutputBytes: cfg.maxOutputBytes})
+	srv := handlers.New(service.New(procs), handlers.Limits{
+		DefaultTimeout: cfg.defaultTimeout,
+		MaxTimeout:     cfg.maxTimeout,
+	}, api.Spec)
+	router, err := handlers.NewRouter(srv, logger)
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	httpServer := &http.Server{
+		Handler:           router,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return logger.WithContext(context.Background()) },
+	}
+	fmt.Fprintf(stdout, "snapexec listening on http://%s\n", ln.Addr())
+	logger.Info().Str("addr", ln.Addr().String()).Msg("listening")
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpServer.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		return err
+	case <-ctx.Done():
+	}
+
+	// Shutdown: readiness turns 503 and new commands are refused; running
+	// process groups are terminated (their requests answer status shutdown);
+	// then in-flight requests drain and the listener closes.
+	logger.Info().Msg("shutting down")
+	srv.Drain()
+	procCtx, cancel := context.WithTimeout(context.Background(), 2*cfg.grace+time.Second)
+	defer cancel()
+	if err := procs.Shutdown(procCtx); err != nil {
+		logger.Error().Err(err).Msg("processes outlived the shutdown grace")
+	}
+	httpCtx, cancelHTTP := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelHTTP()
+	if err := httpServer.Shutdown(httpCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("http shutdown: %w", err)
+	}
+	logger.Info().Msg("stopped")
+	return nil
+}
+
+func newLogger(cfg config, stderr io.Writer) (zerolog.Logger, error) {
+	level, err := zerolog.ParseLevel(cfg.logLevel)
+	if err != nil {
+		return zerolog.Logger{}, fmt.Errorf("--log-level: %w", err)
+	}
+	out := stderr
+	if cfg.logFormat == "console" {
+		out = zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.RFC3339}
+	}
+	return zerolog.New(out).Level(level).With().Timestamp().Logger(), nil
+}

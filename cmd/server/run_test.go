@@ -1,0 +1,274 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer that run's goroutines and the test can share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// testServer is a real server started through run on 127.0.0.1:0.
+type testServer struct {
+	url    string
+	cancel context.CancelFunc
+	done   chan error
+	logs   *syncBuffer
+}
+
+var listenLine = regexp.MustCompile(`listening on (http://\S+)`)
+
+// startServer calls run with args (after the program name) and env, and waits
+// until /healthz answers.
+func startServer(t *testing.T, env map[string]string, args ...string) *testServer {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stdout, logs := &syncBuffer{}, &syncBuffer{}
+	s := &testServer{cancel: cancel, done: make(chan error, 1), logs: logs}
+	getenv := func(k string) string { return env[k] }
+	argv := append([]string{"snapexec", "--addr", "127.0.0.1:0", "--grace", "300ms"}, args...)
+	go func() { s.done <- run(ctx, argv, getenv, strings.NewReader(""), stdout, logs) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.url == "" {
+		if m := listenLine.FindStringSubmatch(stdout.String()); m != nil {
+			s.url = m[1]
+			break
+		}
+		select {
+		case err := <-s.done:
+			t.Fatalf("run() returned early: %v; logs:\n%s", err, logs)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no listening line; logs:\n%s", logs)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for {
+		resp, err := http.Get(s.url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/healthz never answered 200: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Cleanup(func() { s.stop(t) })
+	return s
+}
+
+// stop cancels run's context and checks that it returns nil.
+func (s *testServer) stop(t *testing.T) {
+	t.Helper()
+	if s.cancel == nil {
+		return
+	}
+	s.cancel()
+	s.cancel = nil
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Errorf("run() = %v, want nil", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Errorf("run() did not return after cancel")
+	}
+}
+
+// post sends body as JSON and decodes the answer into a map.
+func (s *testServer) post(t *testing.T, path string, body any) (int, map[string]any, http.Header) {
+	t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(s.url+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("POST %s answered %d with non-JSON %q", path, resp.StatusCode, raw)
+	}
+	return resp.StatusCode, out, resp.Header
+}
+
+func TestRunServesExec(t *testing.T) {
+	s := startServer(t, nil)
+	tests := []struct {
+		name       string
+		body       map[string]any
+		wantStatus string
+		wantCode   any
+		wantStdout string
+		wantStderr string
+	}{
+		{"echo", map[string]any{"argv": []string{"echo", "hi"}}, "exited", 0.0, "hi\n", ""},
+		{"exit code", map[string]any{"argv": []string{"sh", "-c", "exit 3"}}, "exited", 3.0, "", ""},
+		{"stderr", map[string]any{"argv": []string{"sh", "-c", "echo err >&2"}}, "exited", 0.0, "", "err\n"},
+		{"stdin round trip", map[string]any{"argv": []string{"cat"}, "stdin": "line one\nline two\n"}, "exited", 0.0, "line one\nline two\n", ""},
+		{"signaled", map[string]any{"argv": []string{"sh", "-c", "kill -KILL $$"}}, "signaled", nil, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, got, hdr := s.post(t, "/exec", tt.body)
+			if code != http.StatusOK {
+				t.Fatalf("POST /exec %v = %d %v, want 200", tt.body, code, got)
+			}
+			if got["status"] != tt.wantStatus || got["exitCode"] != tt.wantCode {
+				t.Errorf("POST /exec %v = status %v exitCode %v, want %v %v", tt.body, got["status"], got["exitCode"], tt.wantStatus, tt.wantCode)
+			}
+			if got["stdout"] != tt.wantStdout || got["stderr"] != tt.wantStderr {
+				t.Errorf("POST /exec %v output = %q %q, want %q %q", tt.body, got["stdout"], got["stderr"], tt.wantStdout, tt.wantStderr)
+			}
+			if hdr.Get("X-Request-Id") == "" {
+				t.Errorf("POST /exec has no X-Request-Id")
+			}
+		})
+	}
+}
+
+func TestRunBinaryOutputRoundTrip(t *testing.T) {
+	s := startServer(t, nil)
+	code, got, _ := s.post(t, "/exec", map[string]any{"argv": []string{"printf", `\377\376\000x`}})
+	if code != http.StatusOK {
+		t.Fatalf("POST /exec = %d %v", code, got)
+	}
+	if _, ok := got["stdout"]; ok {
+		t.Errorf("binary stdout came as text %q, want stdoutBase64 only", got["stdout"])
+	}
+	if got["stdoutBase64"] != "//4AeA==" {
+		t.Errorf("stdoutBase64 = %v, want //4AeA==", got["stdoutBase64"])
+	}
+}
+
+// TestRunTimeoutLeavesNoProcess: a shell that starts a grandchild ignoring
+// SIGTERM, then waits; after the timeout neither may be left.
+func TestRunTimeoutLeavesNoProcess(t *testing.T) {
+	s := startServer(t, nil)
+	script := `trap '' TERM; sh -c 'trap "" TERM; echo $$; exec sleep 30'; wait`
+	code, got, _ := s.post(t, "/exec", map[string]any{"argv": []string{"sh", "-c", script}, "timeoutMs": 300})
+	if code != http.StatusOK {
+		t.Fatalf("POST /exec = %d %v", code, got)
+	}
+	if got["status"] != "timed_out" || got["signal"] != "SIGKILL" {
+		t.Errorf("POST /exec timeout = %v %v, want timed_out SIGKILL", got["status"], got["signal"])
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(got["stdout"].(string)))
+	if err != nil {
+		t.Fatalf("grandchild pid %q: %v", got["stdout"], err)
+	}
+	if alive(pid) {
+		t.Errorf("grandchild %d alive after the timeout", pid)
+	}
+	if leader := int(got["pid"].(float64)); alive(leader) {
+		t.Errorf("leader %d alive after the timeout", leader)
+	}
+}
+
+func TestRunProblems(t *testing.T) {
+	s := startServer(t, nil)
+	tests := []struct {
+		name     string
+		body     map[string]any
+		wantHTTP int
+		wantCode string
+	}{
+		{"missing program", map[string]any{"argv": []string{"/no/such/program"}}, 422, "spawn_failed"},
+		{"missing cwd", map[string]any{"argv": []string{"true"}, "cwd": "/no/such/dir"}, 422, "cwd_not_found"},
+		{"empty argv", map[string]any{"argv": []string{}}, 400, "invalid_request"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, got, hdr := s.post(t, "/exec", tt.body)
+			if code != tt.wantHTTP || got["code"] != tt.wantCode {
+				t.Errorf("POST /exec %v = %d %v, want %d %s", tt.body, code, got["code"], tt.wantHTTP, tt.wantCode)
+			}
+			if ct := hdr.Get("Content-Type"); ct != "application/problem+json" {
+				t.Errorf("Content-Type = %q, want application/problem+json", ct)
+			}
+		})
+	}
+}
+
+func TestRunShutdownTerminatesChildren(t *testing.T) {
+	s := startServer(t, nil)
+	type answer struct {
+		code int
+		body map[string]any
+	}
+	answers := make(chan answer, 1)
+	go func() {
+		code, body, _ := s.post(t, "/exec", map[string]any{"argv": []string{"sh", "-c", "echo $$; exec sleep 30"}})
+		answers <- answer{code, body}
+	}()
+	time.Sleep(300 * time.Millisecond) // let the command start
+	s.stop(t)
+	a := <-answers
+	if a.code != http.StatusOK || a.body["status"] != "shutdown" {
+		t.Errorf("in-flight /exec on shutdown = %d %v, want 200 shutdown", a.code, a.body["status"])
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(a.body["stdout"].(string))); err != nil || alive(pid) {
+		t.Errorf("child %q alive after shutdown (err %v)", a.body["stdout"], err)
+	}
+}
+
+func TestRunReadyzAndContract(t *testing.T) {
+	s := startServer(t, nil)
+	resp, err := http.Get(s.url + "/readyz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /readyz = %v %v, want 200", resp, err)
+	}
+	resp.Body.Close()
+	resp, err = http.Get(s.url + "/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	want, _ := os.ReadFile("../../api/openapi.yaml")
+	if !bytes.Equal(body, want) {
+		t.Errorf("GET /openapi.yaml differs from api/openapi.yaml")
+	}
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+}

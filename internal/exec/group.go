@@ -1,0 +1,98 @@
+package exec
+
+import (
+	"errors"
+	"syscall"
+	"time"
+)
+
+// killer ends a process group in two steps: SIGTERM to the whole group, then,
+// once the grace period is over, SIGKILL to the whole group. os/exec's own
+// WaitDelay kill reaches only the direct child, which is why this exists.
+type killer struct {
+	pgid  int
+	grace time.Duration
+	step  int              // 0: nothing sent, 1: SIGTERM sent, 2: SIGKILL sent, 3: given up
+	next  <-chan time.Time // fires when the next step is due
+}
+
+// terminate starts the kill unless it has started, and returns the ending to
+// record: the first reason given wins.
+func (k *killer) terminate(ending, why Status) Status {
+	if k.step == 0 {
+		k.escalate()
+	}
+	if ending != "" {
+		return ending
+	}
+	return why
+}
+
+// escalate takes the next step of the kill.
+func (k *killer) escalate() {
+	k.step++
+	switch k.step {
+	case 1:
+		signalGroup(k.pgid, syscall.SIGTERM)
+	case 2:
+		signalGroup(k.pgid, syscall.SIGKILL)
+	}
+	k.next = time.After(k.grace)
+}
+
+// reap runs after the group's leader has exited. Descendants may still run and
+// hold the pipes: it gives them drain (or the rest of the grace, once a kill has
+// started) to finish, then ends whatever is left of the group, so that no
+// request ever leaves a process behind. It returns once the group is empty and
+// the pipes are closed, or once a process has outlived SIGKILL's grace.
+func (k *killer) reap(pipesClosed <-chan struct{}, drain time.Duration) {
+	if k.step == 0 {
+		k.next = time.After(drain)
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	closed := false
+	for k.step < 3 {
+		if !closed && isClosed(pipesClosed) {
+			closed, pipesClosed = true, nil
+		}
+		if !groupAlive(k.pgid) && (closed || k.step == 2) {
+			// Empty group; with the pipes still open after SIGKILL, only a
+			// process that left the group holds them, and it is not ours to wait on.
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-pipesClosed:
+		case <-k.next:
+			k.escalate()
+		}
+	}
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// signalGroup sends sig to every process of the group pgid. A group that is
+// already gone is not an error.
+func signalGroup(pgid int, sig syscall.Signal) {
+	if pgid <= 0 {
+		return // never signal our own group or every process
+	}
+	_ = syscall.Kill(-pgid, sig)
+}
+
+// groupAlive reports whether any process (a zombie included) is still in the group.
+func groupAlive(pgid int) bool {
+	if pgid <= 0 {
+		return false
+	}
+	err := syscall.Kill(-pgid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

@@ -1,0 +1,227 @@
+package exec
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func testManager() *Manager {
+	return NewManager(Options{Grace: 300 * time.Millisecond, Drain: 50 * time.Millisecond})
+}
+
+func run(t *testing.T, m *Manager, spec Spec) Result {
+	t.Helper()
+	p, err := m.Run(context.Background(), spec)
+	if err != nil {
+		t.Fatalf("Run(%q) error %v", spec.Argv, err)
+	}
+	return p.Result()
+}
+
+func TestRunEndings(t *testing.T) {
+	m := testManager()
+	code := func(c int) *int { return &c }
+	tests := []struct {
+		name       string
+		spec       Spec
+		wantStatus Status
+		wantCode   *int
+		wantSignal string
+		wantStdout string
+		wantStderr string
+	}{
+		{"echo", Spec{Argv: []string{"echo", "hi"}}, StatusExited, code(0), "", "hi\n", ""},
+		{"exit code", Spec{Argv: []string{"sh", "-c", "exit 3"}}, StatusExited, code(3), "", "", ""},
+		{"stderr", Spec{Argv: []string{"sh", "-c", "echo err >&2"}}, StatusExited, code(0), "", "", "err\n"},
+		{"stdin", Spec{Argv: []string{"cat"}, Stdin: []byte("typed\n")}, StatusExited, code(0), "", "typed\n", ""},
+		{"no stdin is /dev/null", Spec{Argv: []string{"cat"}}, StatusExited, code(0), "", "", ""},
+		{"signaled", Spec{Argv: []string{"sh", "-c", "kill -9 $$"}}, StatusSignaled, nil, "SIGKILL", "", ""},
+		{"env is exact", Spec{Argv: []string{"/usr/bin/env"}, Env: []string{"ONLY=1"}}, StatusExited, code(0), "", "ONLY=1\n", ""},
+		{"cwd", Spec{Argv: []string{"pwd"}, Dir: "/tmp"}, StatusExited, code(0), "", "/tmp\n", ""},
+		{"timeout", Spec{Argv: []string{"sleep", "10"}, Timeout: 50 * time.Millisecond}, StatusTimedOut, nil, "SIGTERM", "", ""},
+		{"idle timeout", Spec{Argv: []string{"sh", "-c", "echo a; sleep 10"}, IdleTimeout: 100 * time.Millisecond}, StatusIdleTimeout, nil, "SIGTERM", "a\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := run(t, m, tt.spec)
+			if got.Status != tt.wantStatus {
+				t.Errorf("Run(%q).Status = %q, want %q", tt.spec.Argv, got.Status, tt.wantStatus)
+			}
+			if (got.ExitCode == nil) != (tt.wantCode == nil) || (got.ExitCode != nil && *got.ExitCode != *tt.wantCode) {
+				t.Errorf("Run(%q).ExitCode = %v, want %v", tt.spec.Argv, fmtCode(got.ExitCode), fmtCode(tt.wantCode))
+			}
+			if got.Signal != tt.wantSignal {
+				t.Errorf("Run(%q).Signal = %q, want %q", tt.spec.Argv, got.Signal, tt.wantSignal)
+			}
+			if string(got.Stdout.Data) != tt.wantStdout || string(got.Stderr.Data) != tt.wantStderr {
+				t.Errorf("Run(%q) output = %q, %q, want %q, %q", tt.spec.Argv, got.Stdout.Data, got.Stderr.Data, tt.wantStdout, tt.wantStderr)
+			}
+		})
+	}
+}
+
+func fmtCode(c *int) string {
+	if c == nil {
+		return "nil"
+	}
+	return strconv.Itoa(*c)
+}
+
+func TestStartErrors(t *testing.T) {
+	m := testManager()
+	tests := []struct {
+		name string
+		spec Spec
+		want error
+	}{
+		{"empty argv", Spec{}, ErrEmptyArgv},
+		{"empty program", Spec{Argv: []string{""}}, ErrEmptyArgv},
+		{"missing program", Spec{Argv: []string{"no-such-program-here"}}, ErrSpawn},
+		{"missing path", Spec{Argv: []string{"/no/such/program"}}, ErrSpawn},
+		{"not executable", Spec{Argv: []string{"/etc/passwd"}}, ErrSpawn},
+		{"missing cwd", Spec{Argv: []string{"true"}, Dir: "/no/such/dir"}, ErrCwdNotFound},
+		{"cwd is a file", Spec{Argv: []string{"true"}, Dir: "/etc/passwd"}, ErrCwdNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := m.Start(tt.spec)
+			if !errors.Is(err, tt.want) {
+				t.Errorf("Start(%q) error = %v, want %v", tt.spec.Argv, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestPathLookupUsesChildPath(t *testing.T) {
+	m := testManager()
+	if _, err := m.Start(Spec{Argv: []string{"true"}, Env: []string{"PATH=/nonexistent"}}); !errors.Is(err, ErrSpawn) {
+		t.Errorf("Start(true) with PATH=/nonexistent error = %v, want ErrSpawn", err)
+	}
+	if got := run(t, m, Spec{Argv: []string{"true"}, Env: []string{"PATH=/usr/bin:/bin"}}); got.Status != StatusExited {
+		t.Errorf("Run(true) with PATH=/usr/bin:/bin = %q, want exited", got.Status)
+	}
+}
+
+func TestBinaryOutputKeptExactly(t *testing.T) {
+	m := testManager()
+	got := run(t, m, Spec{Argv: []string{"printf", `\377\000\001abc`}})
+	if want := []byte{0xff, 0, 1, 'a', 'b', 'c'}; !bytes.Equal(got.Stdout.Data, want) {
+		t.Errorf("Stdout = %v, want %v", got.Stdout.Data, want)
+	}
+}
+
+func TestMaxOutputKeepsHeadAndTail(t *testing.T) {
+	m := testManager()
+	got := run(t, m, Spec{Argv: []string{"sh", "-c", "printf 'HEAD'; head -c 100000 /dev/zero; printf 'TAIL'"}, MaxOutputBytes: 10})
+	if want := "HEAD\x00\x00TAIL"; string(got.Stdout.Data) != want {
+		t.Errorf("Stdout = %q, want %q", got.Stdout.Data, want)
+	}
+	if got.Stdout.Total != 100008 || !got.Stdout.Truncated {
+		t.Errorf("Stdout totals = %d, %v, want 100008, true", got.Stdout.Total, got.Stdout.Truncated)
+	}
+}
+
+// TestTimeoutKillsWholeGroup runs a child that ignores SIGTERM and has a
+// grandchild that ignores it too and holds stdout: after the timeout, neither
+// may be left.
+func TestTimeoutKillsWholeGroup(t *testing.T) {
+	m := testManager()
+	spec := helperSpec(t, "grandchild")
+	spec.Timeout = 200 * time.Millisecond
+	start := time.Now()
+	got := run(t, m, spec)
+	if got.Status != StatusTimedOut || got.Signal != "SIGKILL" {
+		t.Errorf("Run(grandchild) = %q %q, want timed_out SIGKILL", got.Status, got.Signal)
+	}
+	assertGone(t, got)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Run(grandchild) took %v, want about timeout+grace", d)
+	}
+}
+
+// TestExitedLeaderLeavesNoGrandchild: the leader exits at once, its grandchild
+// holds stdout and ignores SIGTERM; the group is still ended.
+func TestExitedLeaderLeavesNoGrandchild(t *testing.T) {
+	m := testManager()
+	got := run(t, m, helperSpec(t, "grandchild", "exit"))
+	if got.Status != StatusExited || got.ExitCode == nil || *got.ExitCode != 0 {
+		t.Errorf("Run(grandchild exit) = %q %v, want exited 0", got.Status, fmtCode(got.ExitCode))
+	}
+	assertGone(t, got)
+}
+
+func assertGone(t *testing.T, got Result) {
+	t.Helper()
+	line, _, _ := strings.Cut(string(got.Stdout.Data), "\n")
+	gc, err := strconv.Atoi(line)
+	if err != nil {
+		t.Fatalf("grandchild pid line %q: %v", line, err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for pidAlive(gc) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pidAlive(gc) {
+		t.Errorf("grandchild %d still alive after the group was ended", gc)
+	}
+}
+
+func TestTerminateAndShutdown(t *testing.T) {
+	m := testManager()
+	p, err := m.Start(helperSpec(t, "ignore-term"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Terminate(StatusTerminated) {
+		t.Errorf("Terminate() = false for a running process, want true")
+	}
+	if got := p.Result(); got.Status != StatusTerminated {
+		t.Errorf("Result().Status = %q, want terminated", got.Status)
+	}
+	if p.Terminate(StatusTerminated) {
+		t.Errorf("Terminate() = true for an ended process, want false")
+	}
+
+	var procs []*Process
+	for range 5 {
+		p, err := m.Start(helperSpec(t, "ignore-term"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, p)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := m.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown() = %v", err)
+	}
+	for _, p := range procs {
+		if got := p.Result(); got.Status != StatusShutdown {
+			t.Errorf("after Shutdown, Status = %q, want shutdown", got.Status)
+		}
+		if pidAlive(p.Pid()) {
+			t.Errorf("process %d alive after Shutdown", p.Pid())
+		}
+	}
+	if _, err := m.Start(Spec{Argv: []string{"true"}}); !errors.Is(err, ErrShuttingDown) {
+		t.Errorf("Start after Shutdown error = %v, want ErrShuttingDown", err)
+	}
+}
+
+func TestRunContextCancelTerminates(t *testing.T) {
+	m := testManager()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	p, err := m.Run(ctx, Spec{Argv: []string{"sleep", "10"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Result(); got.Status != StatusTerminated {
+		t.Errorf("Result().Status = %q, want terminated", got.Status)
+	}
+}

@@ -1,0 +1,28 @@
+package exec
+
+import (
+	"time"
+)
+
+// Spec describes one process to run.
+type Spec struct {
+	// Argv is the program and its arguments; Argv[0] without a slash is looked up
+	// in the child's PATH (the server's when the child has none).
+	Argv []string
+	// Dir is the working directory; empty means the server's.
+	Dir string
+	// Env is exactly the child's environment, as NAME=VALUE pairs. Nil is an empty
+	// environment, never the server's.
+	Env []string
+	// Stdin is written to the child and then closed; empty means /dev/null.
+	Stdin []byte
+	// Timeout ends the process group when it has run this long; zero means none.
+	Timeout time.Duration
+	// IdleTimeout ends the process group when it has written nothing for this
+	// long; zero means none.
+	IdleTimeout time.Duration
+	// MaxOutputBytes bounds the bytes kept per stream for the result: beyond it the
+	// middle is dropped and the head and tail are kept. Zero means the manager's
+	// default.
+	MaxOutputBytes int
+}

@@ -1,0 +1,99 @@
+package handlers
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"time"
+
+	"github.com/felixge/httpsnoop"
+	"github.com/go-chi/chi/v5"
+	"github.com/rs/zerolog"
+)
+
+// Log field names, kept in one place so that every line agrees.
+const (
+	logRequestID = "requestId"
+	logMethod    = "method"
+	logRoute     = "route"
+	logStatus    = "status"
+	logDuration  = "durationMs"
+	logBytes     = "bytes"
+)
+
+type requestIDKey struct{}
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// withRequestID takes X-Request-Id from the request when it is sane, else makes
+// one; it echoes it on the response and puts it on the context and the logger.
+func withRequestID(base zerolog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			id := r.Header.Get("X-Request-Id")
+			if !saneRequestID(id) {
+				var b [12]byte
+				_, _ = rand.Read(b[:])
+				id = hex.EncodeToString(b[:])
+			}
+			w.Header().Set("X-Request-Id", id)
+			logger := base.With().Str(logRequestID, id).Logger()
+			ctx := context.WithValue(r.Context(), requestIDKey{}, id)
+			next.ServeHTTP(w, r.WithContext(logger.WithContext(ctx)))
+		})
+	}
+}
+
+// saneRequestID accepts ids a log can carry safely: 1 to 128 printable ASCII
+// characters without spaces or quotes.
+func saneRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c <= ' ' || c > '~' || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// accessLog writes one line per request: id, method, route template (never the
+// raw path, which may carry scope ids), status, duration and size. httpsnoop
+// keeps the writer's optional interfaces, http.Flusher among them.
+func accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m := httpsnoop.CaptureMetrics(next, w, r)
+		route := "unmatched"
+		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+			route = rc.RoutePattern()
+		}
+		zerolog.Ctx(r.Context()).Info().
+			Str(logMethod, r.Method).
+			Str(logRoute, route).
+			Int(logStatus, m.Code).
+			Float64(logDuration, float64(m.Duration)/float64(time.Millisecond)).
+			Int64(logBytes, m.Written).
+			Msg("request")
+	})
+}
+
+// recoverer turns a panic in a handler into a 500 problem and a log line.
+func recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				zerolog.Ctx(r.Context()).Error().Interface("panic", v).Msg("handler panicked")
+				writeProblem(w, r, &problem{status: http.StatusInternalServerError, code: Internal, detail: "internal error; see the server log for this request id"})
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,190 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/rs/zerolog"
+
+	"github.com/snapexec/snapexec/internal/envpolicy"
+	"github.com/snapexec/snapexec/internal/exec"
+)
+
+// problem is an error that knows what the client sees: a status, a stable code
+// and a detail written for the client. Its cause is only logged.
+type problem struct {
+	status int
+	code   ProblemCode
+	detail string
+	field  string
+	cause  error
+}
+
+func (p *problem) Error() string {
+	if p.cause != nil {
+		return fmt.Sprintf("%s: %s: %v", p.code, p.detail, p.cause)
+	}
+	return fmt.Sprintf("%s: %s", p.code, p.detail)
+}
+
+func (p *problem) Unwrap() error { return p.cause }
+
+var errShuttingDown = &problem{status: http.StatusServiceUnavailable, code: ShuttingDown, detail: "the server is shutting down"}
+
+// invalid is a 400 problem about one request field.
+func invalid(field, detail string) error {
+	return &problem{status: http.StatusBadRequest, code: InvalidRequest, field: field, detail: detail}
+}
+
+func invalidf(field, format string, args ...any) error {
+	return invalid(field, fmt.Sprintf(format, args...))
+}
+
+// problemFor maps any error to what the client sees: the one table from domain
+// errors to statuses. Errors it does not know are internal; their text stays in
+// the log.
+func problemFor(err error) *problem {
+	var p *problem
+	if errors.As(err, &p) {
+		return p
+	}
+	var fe *envpolicy.FieldError
+	switch {
+	case errors.As(err, &fe):
+		return &problem{status: http.StatusBadRequest, code: InvalidRequest, field: fe.Field, detail: fe.Error(), cause: err}
+	case errors.Is(err, exec.ErrEmptyArgv):
+		return &problem{status: http.StatusBadRequest, code: InvalidRequest, field: "argv", detail: "argv must not be empty", cause: err}
+	case errors.Is(err, exec.ErrCwdNotFound):
+		return &problem{status: http.StatusUnprocessableEntity, code: CwdNotFound, field: "cwd", detail: "the working directory does not exist or is not a directory", cause: err}
+	case errors.Is(err, exec.ErrSpawn):
+		return &problem{status: http.StatusUnprocessableEntity, code: SpawnFailed, field: "argv", detail: "the program could not be started: it was not found or is not executable", cause: err}
+	case errors.Is(err, exec.ErrShuttingDown):
+		return errShuttingDown
+	}
+	return &problem{status: http.StatusInternalServerError, code: Internal, detail: "internal error; see the server log for this request id", cause: err}
+}
+
+// writeProblem answers with err as an RFC 9457 problem and logs its cause.
+func writeProblem(w http.ResponseWriter, r *http.Request, err error) {
+	p := problemFor(err)
+	ev := zerolog.Ctx(r.Context()).Warn()
+	if p.status >= 500 {
+		ev = zerolog.Ctx(r.Context()).Error()
+	}
+	ev.Err(err).Str("code", string(p.code)).Msg("request failed")
+
+	body := Problem{
+		Type:      "https://snapexec.dev/problems/" + string(p.code),
+		Title:     http.StatusText(p.status),
+		Status:    p.status,
+		Code:      p.code,
+		RequestId: requestID(r.Context()),
+	}
+	if p.detail != "" {
+		body.Detail = &p.detail
+	}
+	if p.field != "" {
+		body.Field = &p.field
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(p.status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// requestDecodeError is the strict server's hook for a body it cannot decode
+// after validation let it through.
+func requestDecodeError(w http.ResponseWriter, r *http.Request, err error) {
+	writeProblem(w, r, &problem{status: http.StatusBadRequest, code: InvalidRequest, detail: "the request body does not match the operation's schema", cause: err})
+}
+
+// parameterError is the chi wrapper's hook for a path or query parameter that
+// does not bind.
+func parameterError(w http.ResponseWriter, r *http.Request, err error) {
+	field := ""
+	var ipf *InvalidParamFormatError
+	var rpe *RequiredParamError
+	switch {
+	case errors.As(err, &ipf):
+		field = ipf.ParamName
+	case errors.As(err, &rpe):
+		field = rpe.ParamName
+	}
+	writeProblem(w, r, &problem{status: http.StatusBadRequest, code: InvalidRequest, field: field, detail: "parameter " + field + " is not valid", cause: err})
+}
+
+// validationError is the contract validator's hook: the request does not
+// match api/openapi.yaml. The validator's own message quotes the whole request
+// value, env values included, so neither the client nor the log gets it: only
+// the reason and the field.
+func validationError(w http.ResponseWriter, r *http.Request, err error) {
+	p := &problem{status: http.StatusBadRequest, code: InvalidRequest, detail: "the request does not match the contract"}
+	var re *openapi3filter.RequestError
+	if !errors.As(err, &re) {
+		writeProblem(w, r, p)
+		return
+	}
+	if re.Parameter != nil {
+		p.field = re.Parameter.Name
+		p.detail = "parameter " + re.Parameter.Name + " is not valid"
+	}
+	var se *openapi3.SchemaError
+	var pe *openapi3filter.ParseError
+	switch {
+	case re.RequestBody != nil && strings.HasPrefix(re.Reason, "header Content-Type has unexpected value"):
+		p.status, p.code, p.field = http.StatusUnsupportedMediaType, UnsupportedMediaType, "Content-Type"
+		p.detail = "send the body as JSON, with the header Content-Type: application/json (curl: -H 'Content-Type: application/json')"
+	case errors.As(re.Err, &se):
+		p.detail = se.Reason
+		p.field = "body"
+		if ptr := se.JSONPointer(); len(ptr) > 0 {
+			p.field = fieldPath(ptr)
+		}
+	case errors.As(re.Err, &pe):
+		p.detail = "the request body is not valid JSON"
+		if pe.Cause != nil {
+			p.detail += ": " + pe.Cause.Error()
+		}
+	case errors.Is(re.Err, openapi3filter.ErrInvalidRequired):
+		p.detail = "a request body is required"
+		if re.Parameter != nil {
+			p.detail = "parameter " + re.Parameter.Name + " is required"
+		}
+	}
+	writeProblem(w, r, p)
+}
+
+// fieldPath renders a JSON pointer as a field path such as env["A"] or argv[0].
+func fieldPath(ptr []string) string {
+	out := ""
+	for i, part := range ptr {
+		switch {
+		case isIndex(part):
+			out += "[" + part + "]"
+		case i > 0 && (out == "env" || out == "envPolicy.set"):
+			out += fmt.Sprintf("[%q]", part)
+		case out == "":
+			out = part
+		default:
+			out += "." + part
+		}
+	}
+	return out
+}
+
+func isIndex(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}

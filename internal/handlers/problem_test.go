@@ -1,0 +1,190 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/snapexec/snapexec/api"
+	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/service"
+)
+
+// fakeExecutor is an Executor whose behaviour each test sets.
+type fakeExecutor struct {
+	ExecFn func(ctx context.Context, in service.ExecInput) (service.ExecOutput, error)
+}
+
+func (f *fakeExecutor) Exec(ctx context.Context, in service.ExecInput) (service.ExecOutput, error) {
+	return f.ExecFn(ctx, in)
+}
+
+func newTestRouter(t *testing.T, ex Executor, logs io.Writer) http.Handler {
+	t.Helper()
+	h, err := NewRouter(New(ex, Limits{MaxTimeout: 60_000_000_000}, api.Spec), zerolog.New(logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func okExecutor() *fakeExecutor {
+	return &fakeExecutor{ExecFn: func(context.Context, service.ExecInput) (service.ExecOutput, error) {
+		code := 0
+		return service.ExecOutput{ProcessID: "p-1", Result: exec.Result{Status: exec.StatusExited, ExitCode: &code}}, nil
+	}}
+}
+
+func TestProblemResponses(t *testing.T) {
+	internalErr := &fakeExecutor{ExecFn: func(context.Context, service.ExecInput) (service.ExecOutput, error) {
+		return service.ExecOutput{}, errors.New("secret internal detail /var/lib/x")
+	}}
+	spawnErr := &fakeExecutor{ExecFn: func(context.Context, service.ExecInput) (service.ExecOutput, error) {
+		return service.ExecOutput{}, fmt.Errorf("%w: nope: not found", exec.ErrSpawn)
+	}}
+	cwdErr := &fakeExecutor{ExecFn: func(context.Context, service.ExecInput) (service.ExecOutput, error) {
+		return service.ExecOutput{}, fmt.Errorf("%w: /x", exec.ErrCwdNotFound)
+	}}
+	tests := []struct {
+		name        string
+		ex          Executor
+		method      string
+		path        string
+		contentType string
+		body        string
+		wantStatus  int
+		wantCode    string
+		wantField   string
+	}{
+		{"malformed JSON", okExecutor(), "POST", "/exec", "application/json", `{"argv":`, 400, "invalid_request", ""},
+		{"not an object", okExecutor(), "POST", "/exec", "application/json", `[1,2]`, 400, "invalid_request", "body"},
+		{"unknown field", okExecutor(), "POST", "/exec", "application/json", `{"argv":["true"],"argz":1}`, 400, "invalid_request", "body"},
+		{"wrong type argv", okExecutor(), "POST", "/exec", "application/json", `{"argv":"true"}`, 400, "invalid_request", "argv"},
+		{"wrong type element", okExecutor(), "POST", "/exec", "application/json", `{"argv":[1]}`, 400, "invalid_request", "argv[0]"},
+		{"wrong type env value", okExecutor(), "POST", "/exec", "application/json", `{"argv":["true"],"env":{"A":1}}`, 400, "invalid_request", `env["A"]`},
+		{"wrong type timeout", okExecutor(), "POST", "/exec", "application/json", `{"argv":["true"],"timeoutMs":"5"}`, 400, "invalid_request", "timeoutMs"},
+		{"fractional timeout", okExecutor(), "POST", "/exec", "application/json", `{"argv":["true"],"timeoutMs":1.5}`, 400, "invalid_request", "timeoutMs"},
+		{"zero timeout", okExecutor(), "POST", "/exec", "application/json", `{"argv":["true"],"timeoutMs":0}`, 400, "invalid_request", "timeoutMs"},
+		{"timeout above max", okExecutor(), "POST", "/exec", "application/json", `{"argv":["true"],"timeoutMs":60001}`, 400, "invalid_request", "timeoutMs"},
+		{"empty argv", okExecutor(), "POST", "/exec", "application/json", `{"argv":[]}`, 400, "invalid_request", "argv"},
+		{"missing argv", okExecutor(), "POST", "/exec", "application/json", `{}`, 400, "invalid_request", "argv"},
+		{"empty program", okExecutor(), "POST", "/exec", "application/json", `{"argv":[""]}`, 400, "invalid_request", "argv[0]"},
+		{"relative cwd", okExecutor(), "POST", "/exec", "application/json", `{"argv":["true"],"cwd":"tmp"}`, 400, "invalid_request", "cwd"},
+		{"env name with =", okExecutor(), "POST", "/exec", "application/json", `{"argv":["true"],"env":{"A=B":"1"}}`, 400, "invalid_request", `env["A=B"]`},
+		{"env value with NUL", okExecutor(), "POST", "/exec", "application/json", `{"argv":["true"],"env":{"A":"\u0000"}}`, 400, "invalid_request", `env["A"]`},
+		{"no body", okExecutor(), "POST", "/exec", "application/json", ``, 400, "invalid_request", ""},
+		{"text/plain body", okExecutor(), "POST", "/exec", "text/plain", `{"argv":["true"]}`, 415, "unsupported_media_type", "Content-Type"},
+		{"form body", okExecutor(), "POST", "/exec", "application/x-www-form-urlencoded", `{"argv":["true"]}`, 415, "unsupported_media_type", "Content-Type"},
+		{"unknown path", okExecutor(), "GET", "/nope", "", ``, 404, "not_found", ""},
+		{"wrong method", okExecutor(), "GET", "/exec", "", ``, 405, "method_not_allowed", ""},
+		{"spawn failed", spawnErr, "POST", "/exec", "application/json", `{"argv":["nope"]}`, 422, "spawn_failed", "argv"},
+		{"cwd not found", cwdErr, "POST", "/exec", "application/json", `{"argv":["true"],"cwd":"/x"}`, 422, "cwd_not_found", "cwd"},
+		{"internal error", internalErr, "POST", "/exec", "application/json", `{"argv":["true"]}`, 500, "internal", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs strings.Builder
+			h := newTestRouter(t, tt.ex, &logs)
+			req := httptest.NewRequest(tt.method, tt.path, strings.NewReader(tt.body))
+			if tt.contentType != "" {
+				req.Header.Set("Content-Type", tt.contentType)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			got := decodeProblem(t, rec)
+			if rec.Code != tt.wantStatus || got.Code != ProblemCode(tt.wantCode) || got.Status != tt.wantStatus {
+				t.Errorf("%s %s %s = %d %q (status field %d), want %d %q", tt.method, tt.path, tt.body, rec.Code, got.Code, got.Status, tt.wantStatus, tt.wantCode)
+			}
+			if field := deref(got.Field); field != tt.wantField {
+				t.Errorf("%s %s %s field = %q, want %q", tt.method, tt.path, tt.body, field, tt.wantField)
+			}
+			if got.RequestId == "" || got.RequestId != rec.Header().Get("X-Request-Id") {
+				t.Errorf("problem requestId %q, header %q, want equal and set", got.RequestId, rec.Header().Get("X-Request-Id"))
+			}
+			if strings.Contains(rec.Body.String(), "secret internal detail") {
+				t.Errorf("internal error text reached the client: %s", rec.Body)
+			}
+		})
+	}
+}
+
+func TestValidationNeverLogsValues(t *testing.T) {
+	var logs strings.Builder
+	h := newTestRouter(t, okExecutor(), &logs)
+	req := httptest.NewRequest("POST", "/exec", strings.NewReader(`{"argv":["true"],"env":{"TOKEN":"hunter2-value"},"bogus":1}`))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 400 {
+		t.Fatalf("status = %d, want 400", rec.Code)
+	}
+	if strings.Contains(logs.String(), "hunter2-value") || strings.Contains(rec.Body.String(), "hunter2-value") {
+		t.Errorf("an env value reached the log or the client:\nlog: %s\nbody: %s", logs.String(), rec.Body)
+	}
+}
+
+func TestParameterErrorHook(t *testing.T) {
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/processes/x", nil)
+	parameterError(rec, req, &InvalidParamFormatError{ParamName: "afterSeq", Err: errors.New("strconv: bad")})
+	got := decodeProblem(t, rec)
+	if rec.Code != 400 || got.Code != InvalidRequest || deref(got.Field) != "afterSeq" {
+		t.Errorf("parameterError = %d %q %q, want 400 invalid_request afterSeq", rec.Code, got.Code, deref(got.Field))
+	}
+	if strings.Contains(rec.Body.String(), "strconv") {
+		t.Errorf("binding error text reached the client: %s", rec.Body)
+	}
+}
+
+func TestRequestDecodeErrorHook(t *testing.T) {
+	rec := httptest.NewRecorder()
+	requestDecodeError(rec, httptest.NewRequest("POST", "/exec", nil), errors.New("json: cannot unmarshal internal"))
+	got := decodeProblem(t, rec)
+	if rec.Code != 400 || got.Code != InvalidRequest || strings.Contains(rec.Body.String(), "unmarshal") {
+		t.Errorf("requestDecodeError = %d %q %s, want 400 invalid_request without the cause", rec.Code, got.Code, rec.Body)
+	}
+}
+
+func TestRequestIDIsEchoedWhenSane(t *testing.T) {
+	h := newTestRouter(t, okExecutor(), io.Discard)
+	for _, tt := range []struct{ in, want string }{{"abc-123", "abc-123"}, {"has space", ""}, {strings.Repeat("x", 200), ""}} {
+		req := httptest.NewRequest("GET", "/healthz", nil)
+		req.Header.Set("X-Request-Id", tt.in)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		got := rec.Header().Get("X-Request-Id")
+		if tt.want != "" && got != tt.want || tt.want == "" && (got == tt.in || got == "") {
+			t.Errorf("X-Request-Id %q echoed as %q, want %q (or a fresh one when empty)", tt.in, got, tt.want)
+		}
+	}
+}
+
+func decodeProblem(t *testing.T, rec *httptest.ResponseRecorder) Problem {
+	t.Helper()
+	if ct := rec.Header().Get("Content-Type"); ct != "application/problem+json" {
+		t.Fatalf("Content-Type = %q (body %s), want application/problem+json", ct, rec.Body)
+	}
+	var p Problem
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+		t.Fatalf("problem body %q: %v", rec.Body, err)
+	}
+	if p.Type == "" || p.Title == "" {
+		t.Errorf("problem %+v lacks type or title", p)
+	}
+	return p
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,70 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/go-chi/chi/v5"
+	validator "github.com/oapi-codegen/nethttp-middleware"
+	"github.com/rs/zerolog"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+)
+
+// NewRouter returns the whole HTTP surface of snapexec: every route is here.
+func NewRouter(s *Server, logger zerolog.Logger) (http.Handler, error) {
+	contract, err := openapi3.NewLoader().LoadFromData(s.spec)
+	if err != nil {
+		return nil, fmt.Errorf("load contract: %w", err)
+	}
+	contract.Servers = nil // any host may serve it; the Host check is the server's own
+
+	r := chi.NewRouter()
+	r.Use(withRequestID(logger), accessLog, routeLabel, recoverer)
+	// The contract validator runs per operation, after chi has matched the
+	// route, so that 404 and 405 stay chi's and every log line has its route.
+	validate := validator.OapiRequestValidatorWithOptions(contract, &validator.Options{
+		Options: openapi3filter.Options{
+			AuthenticationFunc: func(context.Context, *openapi3filter.AuthenticationInput) error { return nil },
+		},
+		ErrorHandlerWithOpts: func(_ context.Context, err error, w http.ResponseWriter, r *http.Request, _ validator.ErrorHandlerOpts) {
+			validationError(w, r, err)
+		},
+	})
+	strict := NewStrictHandlerWithOptions(s, nil, StrictHTTPServerOptions{
+		RequestErrorHandlerFunc:  requestDecodeError,
+		ResponseErrorHandlerFunc: writeProblem,
+	})
+	HandlerWithOptions(strict, ChiServerOptions{
+		BaseRouter:       r,
+		Middlewares:      []MiddlewareFunc{validate},
+		ErrorHandlerFunc: parameterError,
+	})
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, r, &problem{status: http.StatusNotFound, code: NotFound, detail: "no such path"})
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, r, &problem{status: http.StatusMethodNotAllowed, code: MethodNotAllowed, detail: r.Method + " is not allowed here"})
+	})
+	return otelhttp.NewHandler(r, "snapexec",
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }),
+	), nil
+}
+
+// routeLabel labels otelhttp's metrics and span with the route template chi
+// matched, never the raw path.
+func routeLabel(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r)
+		route := chi.RouteContext(r.Context()).RoutePattern()
+		if route == "" {
+			return
+		}
+		if l, ok := otelhttp.LabelerFromContext(r.Context()); ok {
+			l.Add(semconv.HTTPRoute(route))
+		}
+	})
+}
