@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/signal"
 	"syscall"
 	"time"
@@ -29,6 +30,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
+	// getenv cannot list variables, and an envPolicy inherits from all of them:
+	// the server's environment is read whole, once, here.
+	serverEnv := os.Environ()
 	logger, err := newLogger(cfg, stderr)
 	if err != nil {
 		return err
@@ -40,7 +44,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 
 	procs := exec.NewManager(exec.Options{Grace: cfg.grace, MaxOutputBytes: cfg.maxOutputBytes})
-	srv := handlers.New(service.New(procs), handlers.Limits{
+	srv := handlers.New(service.New(procs, serverEnv), handlers.Limits{
 		DefaultTimeout: cfg.defaultTimeout,
 		MaxTimeout:     cfg.maxTimeout,
 	}, api.Spec)

@@ -15,6 +15,27 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for EnvPolicyInherit.
+const (
+	All  EnvPolicyInherit = "all"
+	Core EnvPolicyInherit = "core"
+	None EnvPolicyInherit = "none"
+)
+
+// Valid indicates whether the value is a known member of the EnvPolicyInherit enum.
+func (e EnvPolicyInherit) Valid() bool {
+	switch e {
+	case All:
+		return true
+	case Core:
+		return true
+	case None:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ExitStatus.
 const (
 	Exited      ExitStatus = "exited"
@@ -132,6 +153,23 @@ func (e ProblemCode) Valid() bool {
 	}
 }
 
+// EnvPolicy Which of the server's own variables a child gets, applied in this order: inherit,
+// the default excludes (*KEY*, *SECRET*, *TOKEN*) unless ignored, exclude, set,
+// includeOnly. Patterns use * and ?, match the whole name, and ignore ASCII case.
+// The server's own secrets never reach a child.
+type EnvPolicy struct {
+	Exclude               *[]string `json:"exclude,omitempty"`
+	IgnoreDefaultExcludes *bool     `json:"ignoreDefaultExcludes,omitempty"`
+	IncludeOnly           *[]string `json:"includeOnly,omitempty"`
+
+	// Inherit all of the server's variables, only the core ones (PATH, HOME, USER, LANG, ...), or none.
+	Inherit *EnvPolicyInherit  `json:"inherit,omitempty"`
+	Set     *map[string]string `json:"set,omitempty"`
+}
+
+// EnvPolicyInherit all of the server's variables, only the core ones (PATH, HOME, USER, LANG, ...), or none.
+type EnvPolicyInherit string
+
 // ExecRequest defines model for ExecRequest.
 type ExecRequest struct {
 	// Argv The program and its arguments; no shell unless argv names one.
@@ -140,8 +178,15 @@ type ExecRequest struct {
 	// Cwd Absolute directory; default the server's working directory.
 	Cwd *string `json:"cwd,omitempty"`
 
-	// Env Exactly the child's environment; nothing is inherited from the server.
+	// Env Without envPolicy, exactly the child's environment: nothing is inherited from
+	// the server. With envPolicy, laid over the policy's result, and it wins.
 	Env *map[string]string `json:"env,omitempty"`
+
+	// EnvPolicy Which of the server's own variables a child gets, applied in this order: inherit,
+	// the default excludes (*KEY*, *SECRET*, *TOKEN*) unless ignored, exclude, set,
+	// includeOnly. Patterns use * and ?, match the whole name, and ignore ASCII case.
+	// The server's own secrets never reach a child.
+	EnvPolicy *EnvPolicy `json:"envPolicy,omitempty"`
 
 	// Stdin Written to the child, then closed; without it stdin is /dev/null.
 	Stdin *string `json:"stdin,omitempty"`

@@ -28,8 +28,8 @@ func (s *Server) Exec(ctx context.Context, req ExecRequestObject) (ExecResponseO
 }
 
 // execInput checks what the contract cannot say and translates the body.
-func (s *Server) execInput(b *ExecRequest) (service.ExecInput, error) {
-	in := service.ExecInput{Argv: b.Argv, Timeout: s.limits.DefaultTimeout}
+func (s *Server) execInput(b *ExecRequest) (in service.ExecInput, err error) {
+	in = service.ExecInput{Argv: b.Argv, Timeout: s.limits.DefaultTimeout}
 	if b.Argv[0] == "" {
 		return in, invalid("argv[0]", "the program name must not be empty")
 	}
@@ -44,6 +44,9 @@ func (s *Server) execInput(b *ExecRequest) (service.ExecInput, error) {
 			return in, err
 		}
 		in.Env = *b.Env
+	}
+	if in.EnvPolicy, err = policyFrom(b.EnvPolicy); err != nil {
+		return in, err
 	}
 	if b.Stdin != nil {
 		in.Stdin = []byte(*b.Stdin)

@@ -1,0 +1,31 @@
+package handlers
+
+import "github.com/snapexec/snapexec/internal/envpolicy"
+
+// policyFrom translates a request's envPolicy and checks what the contract
+// cannot say (names with '=' or NUL, values with NUL).
+func policyFrom(p *EnvPolicy) (*envpolicy.Policy, error) {
+	if p == nil {
+		return nil, nil
+	}
+	out := envpolicy.Policy{Inherit: envpolicy.InheritAll}
+	if p.Inherit != nil {
+		out.Inherit = envpolicy.Inherit(*p.Inherit)
+	}
+	if p.IgnoreDefaultExcludes != nil {
+		out.IgnoreDefaultExcludes = *p.IgnoreDefaultExcludes
+	}
+	if p.Exclude != nil {
+		out.Exclude = *p.Exclude
+	}
+	if p.Set != nil {
+		out.Set = *p.Set
+	}
+	if p.IncludeOnly != nil {
+		out.IncludeOnly = *p.IncludeOnly
+	}
+	if err := out.Validate(); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
