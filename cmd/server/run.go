@@ -18,6 +18,7 @@ import (
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/handlers"
 	"github.com/snapexec/snapexec/internal/service"
+	"github.com/snapexec/snapexec/internal/shellsnap"
 )
 
 // run is the whole server: it parses its configuration, serves until ctx ends
@@ -44,7 +45,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 
 	procs := exec.NewManager(exec.Options{Grace: cfg.grace, MaxOutputBytes: cfg.maxOutputBytes})
-	srv := handlers.New(service.New(procs, serverEnv), handlers.Limits{
+	snapshots, err := shellsnap.New(shellsnap.Options{})
+	if err != nil {
+		return err
+	}
+	srv := handlers.New(service.New(procs, snapshots, serverEnv), handlers.Limits{
 		DefaultTimeout: cfg.defaultTimeout,
 		MaxTimeout:     cfg.maxTimeout,
 	}, api.Spec)

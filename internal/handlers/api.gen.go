@@ -153,6 +153,60 @@ func (e ProblemCode) Valid() bool {
 	}
 }
 
+// Defines values for SnapshotReceiptOutcome.
+const (
+	Fallback     SnapshotReceiptOutcome = "fallback"
+	Ineligible   SnapshotReceiptOutcome = "ineligible"
+	NotRequested SnapshotReceiptOutcome = "not_requested"
+	Used         SnapshotReceiptOutcome = "used"
+)
+
+// Valid indicates whether the value is a known member of the SnapshotReceiptOutcome enum.
+func (e SnapshotReceiptOutcome) Valid() bool {
+	switch e {
+	case Fallback:
+		return true
+	case Ineligible:
+		return true
+	case NotRequested:
+		return true
+	case Used:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SnapshotReceiptState.
+const (
+	CacheHit       SnapshotReceiptState = "cache_hit"
+	CapturePending SnapshotReceiptState = "capture_pending"
+	OnDemand       SnapshotReceiptState = "on_demand"
+	PrewarmPending SnapshotReceiptState = "prewarm_pending"
+	PrewarmReady   SnapshotReceiptState = "prewarm_ready"
+	Unavailable    SnapshotReceiptState = "unavailable"
+)
+
+// Valid indicates whether the value is a known member of the SnapshotReceiptState enum.
+func (e SnapshotReceiptState) Valid() bool {
+	switch e {
+	case CacheHit:
+		return true
+	case CapturePending:
+		return true
+	case OnDemand:
+		return true
+	case PrewarmPending:
+		return true
+	case PrewarmReady:
+		return true
+	case Unavailable:
+		return true
+	default:
+		return false
+	}
+}
+
 // EnvPolicy Which of the server's own variables a child gets, applied in this order: inherit,
 // the default excludes (*KEY*, *SECRET*, *TOKEN*) unless ignored, exclude, set,
 // includeOnly. Patterns use * and ?, match the whole name, and ignore ASCII case.
@@ -188,6 +242,17 @@ type ExecRequest struct {
 	// The server's own secrets never reach a child.
 	EnvPolicy *EnvPolicy `json:"envPolicy,omitempty"`
 
+	// IdleTimeoutMs Like timeoutMs, when no output has arrived for this long.
+	IdleTimeoutMs *int64 `json:"idleTimeoutMs,omitempty"`
+
+	// MaxOutputBytes Bytes kept per stream in the response; beyond it the middle is dropped and head and tail are kept.
+	MaxOutputBytes *int `json:"maxOutputBytes,omitempty"`
+
+	// ShellSnapshot Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
+	// A scope id is 1 to 256 bytes (else 422 invalid_scope); any other argv shape runs
+	// unchanged (outcome ineligible); a shell other than bash, zsh or sh is 422 unsupported_shell.
+	ShellSnapshot *ShellSnapshotRequest `json:"shellSnapshot,omitempty"`
+
 	// Stdin Written to the child, then closed; without it stdin is /dev/null.
 	Stdin *string `json:"stdin,omitempty"`
 
@@ -206,6 +271,9 @@ type ExecResult struct {
 
 	// Signal The ending signal, such as SIGKILL, or null.
 	Signal *string `json:"signal"`
+
+	// Snapshot What happened to the command's snapshot request.
+	Snapshot SnapshotReceipt `json:"snapshot"`
 
 	// Status How the process ended: exited on its own, signaled, timed out (timeoutMs),
 	// idle timeout (idleTimeoutMs), terminated by a client, or shut down with the server.
@@ -256,6 +324,48 @@ type Problem struct {
 
 // ProblemCode A stable machine-readable code.
 type ProblemCode string
+
+// ShellInfo defines model for ShellInfo.
+type ShellInfo struct {
+	// Name bash, zsh or sh.
+	Name string `json:"name"`
+
+	// Path The shell's path, exactly as argv[0] gives it.
+	Path string `json:"path"`
+}
+
+// ShellSnapshotRequest Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
+// A scope id is 1 to 256 bytes (else 422 invalid_scope); any other argv shape runs
+// unchanged (outcome ineligible); a shell other than bash, zsh or sh is 422 unsupported_shell.
+type ShellSnapshotRequest struct {
+	ScopeId string    `json:"scopeId"`
+	Shell   ShellInfo `json:"shell"`
+}
+
+// SnapshotReceipt What happened to the command's snapshot request.
+type SnapshotReceipt struct {
+	// Outcome used: the command ran with the snapshot replayed. fallback: it ran as the plain
+	// login shell it asked for (the capture failed or is backing off). ineligible: argv
+	// does not have the shape a snapshot can replace. not_requested: no shellSnapshot.
+	Outcome SnapshotReceiptOutcome `json:"outcome"`
+
+	// Reason Why, on fallback or ineligible.
+	Reason *string `json:"reason,omitempty"`
+
+	// State The snapshot's availability as the command found it.
+	State *SnapshotReceiptState `json:"state,omitempty"`
+
+	// WaitMs Time the command waited for the snapshot.
+	WaitMs float64 `json:"waitMs"`
+}
+
+// SnapshotReceiptOutcome used: the command ran with the snapshot replayed. fallback: it ran as the plain
+// login shell it asked for (the capture failed or is backing off). ineligible: argv
+// does not have the shape a snapshot can replace. not_requested: no shellSnapshot.
+type SnapshotReceiptOutcome string
+
+// SnapshotReceiptState The snapshot's availability as the command found it.
+type SnapshotReceiptState string
 
 // ExecJSONRequestBody defines body for Exec for application/json ContentType.
 type ExecJSONRequestBody = ExecRequest

@@ -9,6 +9,7 @@ import (
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/service"
+	"github.com/snapexec/snapexec/internal/shellsnap"
 )
 
 // Exec runs a command to completion.
@@ -48,17 +49,37 @@ func (s *Server) execInput(b *ExecRequest) (in service.ExecInput, err error) {
 	if in.EnvPolicy, err = policyFrom(b.EnvPolicy); err != nil {
 		return in, err
 	}
+	if b.ShellSnapshot != nil {
+		in.Snapshot = &shellsnap.Request{
+			ScopeID: b.ShellSnapshot.ScopeId,
+			Shell:   shellsnap.Shell{Name: b.ShellSnapshot.Shell.Name, Path: b.ShellSnapshot.Shell.Path},
+		}
+	}
 	if b.Stdin != nil {
 		in.Stdin = []byte(*b.Stdin)
 	}
-	if b.TimeoutMs != nil {
-		d := time.Duration(*b.TimeoutMs) * time.Millisecond
-		if s.limits.MaxTimeout > 0 && (d > s.limits.MaxTimeout || *b.TimeoutMs > s.limits.MaxTimeout.Milliseconds()) {
-			return in, invalidf("timeoutMs", "timeoutMs must be at most %d", s.limits.MaxTimeout.Milliseconds())
+	if b.IdleTimeoutMs != nil {
+		if in.IdleTimeout, err = s.duration("idleTimeoutMs", *b.IdleTimeoutMs); err != nil {
+			return in, err
 		}
-		in.Timeout = d
+	}
+	if b.MaxOutputBytes != nil {
+		in.MaxOutputBytes = *b.MaxOutputBytes
+	}
+	if b.TimeoutMs != nil {
+		if in.Timeout, err = s.duration("timeoutMs", *b.TimeoutMs); err != nil {
+			return in, err
+		}
 	}
 	return in, nil
+}
+
+// duration checks a millisecond limit against the server's maximum.
+func (s *Server) duration(field string, ms int64) (time.Duration, error) {
+	if s.limits.MaxTimeout > 0 && ms > s.limits.MaxTimeout.Milliseconds() {
+		return 0, invalidf(field, "%s must be at most %d", field, s.limits.MaxTimeout.Milliseconds())
+	}
+	return time.Duration(ms) * time.Millisecond, nil
 }
 
 func execResult(out service.ExecOutput) ExecResult {
@@ -77,9 +98,25 @@ func execResult(out service.ExecOutput) ExecResult {
 	if r.Signal != "" {
 		res.Signal = &r.Signal
 	}
+	res.Snapshot = receipt(out.Snapshot)
 	res.Stdout, res.StdoutBase64 = textOrBytes(r.Stdout)
 	res.Stderr, res.StderrBase64 = textOrBytes(r.Stderr)
 	return res
+}
+
+func receipt(r shellsnap.Receipt) SnapshotReceipt {
+	out := SnapshotReceipt{
+		Outcome: SnapshotReceiptOutcome(r.Outcome),
+		WaitMs:  float64(r.Wait) / float64(time.Millisecond),
+	}
+	if r.State != "" {
+		state := SnapshotReceiptState(r.State)
+		out.State = &state
+	}
+	if r.Reason != "" {
+		out.Reason = &r.Reason
+	}
+	return out
 }
 
 // textOrBytes returns the output as text when it is UTF-8, else as bytes that

@@ -13,6 +13,7 @@ import (
 
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/shellsnap"
 )
 
 // problem is an error that knows what the client sees: a status, a stable code
@@ -63,6 +64,10 @@ func problemFor(err error) *problem {
 		return &problem{status: http.StatusUnprocessableEntity, code: CwdNotFound, field: "cwd", detail: "the working directory does not exist or is not a directory", cause: err}
 	case errors.Is(err, exec.ErrSpawn):
 		return &problem{status: http.StatusUnprocessableEntity, code: SpawnFailed, field: "argv", detail: "the program could not be started: it was not found or is not executable", cause: err}
+	case errors.Is(err, shellsnap.ErrInvalidScope):
+		return &problem{status: http.StatusUnprocessableEntity, code: InvalidScope, field: "shellSnapshot.scopeId", detail: err.Error(), cause: err}
+	case errors.Is(err, shellsnap.ErrUnsupportedShell):
+		return &problem{status: http.StatusUnprocessableEntity, code: UnsupportedShell, field: "shellSnapshot.shell.name", detail: "shell snapshots support bash, zsh and sh", cause: err}
 	case errors.Is(err, exec.ErrShuttingDown):
 		return errShuttingDown
 	}

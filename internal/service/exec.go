@@ -9,6 +9,7 @@ import (
 
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/shellsnap"
 )
 
 // ExecInput is one command to run, as a client asked for it.
@@ -19,8 +20,12 @@ type ExecInput struct {
 	// environment, with it laid over the policy's result.
 	Env       map[string]string
 	EnvPolicy *envpolicy.Policy
-	Stdin     []byte
-	Timeout   time.Duration
+	// Snapshot asks for the scope's shell snapshot to be replayed.
+	Snapshot       *shellsnap.Request
+	Stdin          []byte
+	Timeout        time.Duration
+	IdleTimeout    time.Duration
+	MaxOutputBytes int
 }
 
 // ExecOutput is a command's ending.
@@ -28,34 +33,61 @@ type ExecOutput struct {
 	ProcessID string
 	Pid       int
 	Result    exec.Result
+	Snapshot  shellsnap.Receipt
 }
 
 // Service runs commands.
 type Service struct {
 	procs     *exec.Manager
+	snapshots *shellsnap.Cache
 	serverEnv map[string]string
 }
 
-// New returns a Service that runs processes through procs. serverEnv is the
-// server's own environment (NAME=VALUE pairs), which an envPolicy inherits from.
-func New(procs *exec.Manager, serverEnv []string) *Service {
-	return &Service{procs: procs, serverEnv: envMap(serverEnv)}
+// New returns a Service that runs processes through procs and replays shell
+// snapshots from snapshots. serverEnv is the server's own environment
+// (NAME=VALUE pairs), which an envPolicy inherits from.
+func New(procs *exec.Manager, snapshots *shellsnap.Cache, serverEnv []string) *Service {
+	return &Service{procs: procs, snapshots: snapshots, serverEnv: envMap(serverEnv)}
 }
 
 // Exec runs in to completion. If ctx ends first, the process group is
 // terminated and its ending is still returned.
 func (s *Service) Exec(ctx context.Context, in ExecInput) (ExecOutput, error) {
-	p, err := s.procs.Run(ctx, exec.Spec{
-		Argv:    in.Argv,
-		Dir:     in.Cwd,
-		Env:     envList(s.childEnv(in)),
-		Stdin:   in.Stdin,
-		Timeout: in.Timeout,
-	})
+	spec, receipt, err := s.prepare(ctx, in)
 	if err != nil {
 		return ExecOutput{}, err
 	}
-	return ExecOutput{ProcessID: p.ID(), Pid: p.Pid(), Result: p.Result()}, nil
+	p, err := s.procs.Run(ctx, spec)
+	if err != nil {
+		return ExecOutput{}, err
+	}
+	return ExecOutput{ProcessID: p.ID(), Pid: p.Pid(), Result: p.Result(), Snapshot: receipt}, nil
+}
+
+// prepare turns in into the spec to spawn: the child's environment, then the
+// snapshot replay, which may rewrite argv and env. A capture failure never
+// fails the command; only an invalid scope or an unsupported shell does.
+func (s *Service) prepare(ctx context.Context, in ExecInput) (exec.Spec, shellsnap.Receipt, error) {
+	cmd := shellsnap.Command{
+		Argv:       in.Argv,
+		Cwd:        in.Cwd,
+		Env:        s.childEnv(in),
+		RequestEnv: in.Env,
+		Policy:     in.EnvPolicy,
+	}
+	receipt, err := s.snapshots.Prepare(ctx, in.Snapshot, &cmd, shellsnap.Execution)
+	if err != nil {
+		return exec.Spec{}, receipt, err
+	}
+	return exec.Spec{
+		Argv:           cmd.Argv,
+		Dir:            in.Cwd,
+		Env:            envList(cmd.Env),
+		Stdin:          in.Stdin,
+		Timeout:        in.Timeout,
+		IdleTimeout:    in.IdleTimeout,
+		MaxOutputBytes: in.MaxOutputBytes,
+	}, receipt, nil
 }
 
 // childEnv is the environment of in's child (SHELL-SNAPSHOTS.md 6.1): with a

@@ -1,0 +1,35 @@
+package shellsnap
+
+// Reason is the bounded enumeration of capture failure causes, used as the
+// failure_reason metric tag (SHELL-SNAPSHOTS.md section 8.2). It never carries
+// free text.
+type Reason string
+
+// The failure reasons. Parse reports the last four of the reference's list; the
+// capture reports the others.
+const (
+	ReasonUnsupportedShell   Reason = "unsupported_shell"
+	ReasonMissingCommand     Reason = "missing_command"
+	ReasonSpawnFailed        Reason = "spawn_failed"
+	ReasonMissingOutput      Reason = "missing_output"
+	ReasonReadFailed         Reason = "read_failed"
+	ReasonTooLarge           Reason = "too_large"
+	ReasonWaitFailed         Reason = "wait_failed"
+	ReasonNonzeroExit        Reason = "nonzero_exit"
+	ReasonTimeout            Reason = "timeout"
+	ReasonMissingEnvironment Reason = "missing_environment"
+	ReasonMissingState       Reason = "missing_state"
+	ReasonInvalidUTF8        Reason = "invalid_utf8"
+	ReasonStateTooLarge      Reason = "state_too_large"
+)
+
+// CaptureError is a failed capture: a Reason for metrics and the reference's
+// message, such as "shell snapshot is missing its environment" or
+// "shell snapshot capture exited with exit status: 7".
+type CaptureError struct {
+	Reason  Reason
+	Message string
+}
+
+// Error returns the message.
+func (e *CaptureError) Error() string { return e.Message }
