@@ -21,6 +21,9 @@ import (
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
 
+// version is the server's version, reported by /stats and the dashboard.
+const version = "0.1.0"
+
 // run is the whole server: it parses its configuration, serves until ctx ends
 // or SIGINT/SIGTERM arrives, then drains and returns.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -44,16 +47,29 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		logger.Warn().Err(err).Msg("cannot become a child subreaper; orphaned grandchildren are left to PID 1")
 	}
 
-	procs := exec.NewManager(exec.Options{Grace: cfg.grace, MaxOutputBytes: cfg.maxOutputBytes})
-	snapshots, err := shellsnap.New(shellsnap.Options{})
+	tel, err := setupTelemetry()
 	if err != nil {
 		return err
 	}
-	srv := handlers.New(service.New(procs, snapshots, serverEnv), handlers.Limits{
+	defer func() { _ = tel.shutdown(context.Background()) }()
+
+	procs := exec.NewManager(exec.Options{Grace: cfg.grace, MaxOutputBytes: cfg.maxOutputBytes})
+	snapshots, err := shellsnap.New(shellsnap.Options{Meter: tel.meter()})
+	if err != nil {
+		return err
+	}
+	svc, err := service.New(procs, snapshots, serverEnv, tel.meter())
+	if err != nil {
+		return err
+	}
+	srv := handlers.New(handlers.Deps{Exec: svc, Snapshots: svc, Stats: svc}, handlers.Limits{
 		DefaultTimeout: cfg.defaultTimeout,
 		MaxTimeout:     cfg.maxTimeout,
-	}, api.Spec)
-	router, err := handlers.NewRouter(srv, logger)
+	}, api.Spec, version)
+	router, err := handlers.NewRouter(srv, logger, handlers.RouterOptions{
+		MeterProvider: tel.meterProvider,
+		Metrics:       tel.metrics,
+	})
 	if err != nil {
 		return err
 	}

@@ -7,9 +7,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/oapi-codegen/runtime"
@@ -153,6 +155,30 @@ func (e ProblemCode) Valid() bool {
 	}
 }
 
+// Defines values for SnapshotEntryState.
+const (
+	Exhausted SnapshotEntryState = "exhausted"
+	Failed    SnapshotEntryState = "failed"
+	Pending   SnapshotEntryState = "pending"
+	Ready     SnapshotEntryState = "ready"
+)
+
+// Valid indicates whether the value is a known member of the SnapshotEntryState enum.
+func (e SnapshotEntryState) Valid() bool {
+	switch e {
+	case Exhausted:
+		return true
+	case Failed:
+		return true
+	case Pending:
+		return true
+	case Ready:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SnapshotReceiptOutcome.
 const (
 	Fallback     SnapshotReceiptOutcome = "fallback"
@@ -205,6 +231,19 @@ func (e SnapshotReceiptState) Valid() bool {
 	default:
 		return false
 	}
+}
+
+// CaptureCounts defines model for CaptureCounts.
+type CaptureCounts struct {
+	Failure int64 `json:"failure"`
+	Success int64 `json:"success"`
+}
+
+// CaptureSample defines model for CaptureSample.
+type CaptureSample struct {
+	At      time.Time `json:"at"`
+	Ms      float64   `json:"ms"`
+	Success bool      `json:"success"`
 }
 
 // EnvPolicy Which of the server's own variables a child gets, applied in this order: inherit,
@@ -298,6 +337,20 @@ type ExecResult struct {
 // idle timeout (idleTimeoutMs), terminated by a client, or shut down with the server.
 type ExitStatus string
 
+// FinishedCounts defines model for FinishedCounts.
+type FinishedCounts struct {
+	Error      int64 `json:"error"`
+	Success    int64 `json:"success"`
+	Terminated int64 `json:"terminated"`
+}
+
+// HTTPStats defines model for HTTPStats.
+type HTTPStats struct {
+	// Errors Responses with a 5xx status.
+	Errors   int64 `json:"errors"`
+	Requests int64 `json:"requests"`
+}
+
 // Health defines model for Health.
 type Health struct {
 	Status HealthStatus `json:"status"`
@@ -305,6 +358,26 @@ type Health struct {
 
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
+
+// OutcomeCounts defines model for OutcomeCounts.
+type OutcomeCounts struct {
+	Fallback int64 `json:"fallback"`
+	Used     int64 `json:"used"`
+}
+
+// PrewarmRequest defines model for PrewarmRequest.
+type PrewarmRequest struct {
+	// Cwd Absolute directory; part of the cache key.
+	Cwd *string            `json:"cwd,omitempty"`
+	Env *map[string]string `json:"env,omitempty"`
+
+	// EnvPolicy Which of the server's own variables a child gets, applied in this order: inherit,
+	// the default excludes (*KEY*, *SECRET*, *TOKEN*) unless ignored, exclude, set,
+	// includeOnly. Patterns use * and ?, match the whole name, and ignore ASCII case.
+	// The server's own secrets never reach a child.
+	EnvPolicy *EnvPolicy `json:"envPolicy,omitempty"`
+	Shell     ShellInfo  `json:"shell"`
+}
 
 // Problem defines model for Problem.
 type Problem struct {
@@ -325,6 +398,20 @@ type Problem struct {
 // ProblemCode A stable machine-readable code.
 type ProblemCode string
 
+// ProcessStats defines model for ProcessStats.
+type ProcessStats struct {
+	Finished FinishedCounts `json:"finished"`
+	Running  int            `json:"running"`
+}
+
+// Quantiles defines model for Quantiles.
+type Quantiles struct {
+	Count int64    `json:"count"`
+	P50   *float64 `json:"p50,omitempty"`
+	P90   *float64 `json:"p90,omitempty"`
+	P99   *float64 `json:"p99,omitempty"`
+}
+
 // ShellInfo defines model for ShellInfo.
 type ShellInfo struct {
 	// Name bash, zsh or sh.
@@ -340,6 +427,66 @@ type ShellInfo struct {
 type ShellSnapshotRequest struct {
 	ScopeId string    `json:"scopeId"`
 	Shell   ShellInfo `json:"shell"`
+}
+
+// SnapshotEntries defines model for SnapshotEntries.
+type SnapshotEntries struct {
+	Entries []SnapshotEntry `json:"entries"`
+}
+
+// SnapshotEntry defines model for SnapshotEntry.
+type SnapshotEntry struct {
+	AliasCount int        `json:"aliasCount"`
+	Attempts   int        `json:"attempts"`
+	CaptureMs  *float64   `json:"captureMs,omitempty"`
+	CapturedAt *time.Time `json:"capturedAt,omitempty"`
+	Cwd        string     `json:"cwd"`
+	EnvCount   int        `json:"envCount"`
+
+	// EnvNames Names only; values never leave the server.
+	EnvNames []string `json:"envNames"`
+
+	// EnvPolicy Which of the server's own variables a child gets, applied in this order: inherit,
+	// the default excludes (*KEY*, *SECRET*, *TOKEN*) unless ignored, exclude, set,
+	// includeOnly. Patterns use * and ?, match the whole name, and ignore ASCII case.
+	// The server's own secrets never reach a child.
+	EnvPolicy     *EnvPolicy `json:"envPolicy,omitempty"`
+	FunctionCount int        `json:"functionCount"`
+	Hits          int64      `json:"hits"`
+
+	// Key A short stable id of the cache key.
+	Key         string         `json:"key"`
+	LastError   *SnapshotError `json:"lastError,omitempty"`
+	LastUsedAt  *time.Time     `json:"lastUsedAt,omitempty"`
+	MaxAttempts int            `json:"maxAttempts"`
+	OptionCount int            `json:"optionCount"`
+
+	// Prewarmed The ready snapshot was captured by a prewarm.
+	Prewarmed bool       `json:"prewarmed"`
+	RetryAt   *time.Time `json:"retryAt,omitempty"`
+	ScopeId   string     `json:"scopeId"`
+	Shell     ShellInfo  `json:"shell"`
+
+	// State failed is in backoff or retryable; exhausted has spent its retry budget.
+	State      SnapshotEntryState `json:"state"`
+	StateBytes int                `json:"stateBytes"`
+}
+
+// SnapshotEntryState failed is in backoff or retryable; exhausted has spent its retry budget.
+type SnapshotEntryState string
+
+// SnapshotError defines model for SnapshotError.
+type SnapshotError struct {
+	Message string `json:"message"`
+
+	// Reason A bounded enumeration, such as nonzero_exit, timeout, too_large.
+	Reason string `json:"reason"`
+}
+
+// SnapshotList defines model for SnapshotList.
+type SnapshotList struct {
+	Capacity int             `json:"capacity"`
+	Entries  []SnapshotEntry `json:"entries"`
 }
 
 // SnapshotReceipt What happened to the command's snapshot request.
@@ -367,8 +514,43 @@ type SnapshotReceiptOutcome string
 // SnapshotReceiptState The snapshot's availability as the command found it.
 type SnapshotReceiptState string
 
+// SnapshotStats defines model for SnapshotStats.
+type SnapshotStats struct {
+	Cached           int           `json:"cached"`
+	Capacity         int           `json:"capacity"`
+	CaptureLatencyMs Quantiles     `json:"captureLatencyMs"`
+	Captures         CaptureCounts `json:"captures"`
+
+	// Commands Commands by the availability state they found, each split by outcome.
+	Commands map[string]OutcomeCounts `json:"commands"`
+
+	// RecentCaptures The last captures (at most 256), oldest first.
+	RecentCaptures []CaptureSample `json:"recentCaptures"`
+}
+
+// Stats defines model for Stats.
+type Stats struct {
+	Http      HTTPStats     `json:"http"`
+	Processes ProcessStats  `json:"processes"`
+	Snapshots SnapshotStats `json:"snapshots"`
+	StartedAt time.Time     `json:"startedAt"`
+	UptimeMs  int64         `json:"uptimeMs"`
+	Version   string        `json:"version"`
+}
+
+// ScopeId defines model for ScopeId.
+type ScopeId = string
+
+// PrewarmSnapshotParams defines parameters for PrewarmSnapshot.
+type PrewarmSnapshotParams struct {
+	Wait *bool `form:"wait,omitempty" json:"wait,omitempty"`
+}
+
 // ExecJSONRequestBody defines body for Exec for application/json ContentType.
 type ExecJSONRequestBody = ExecRequest
+
+// PrewarmSnapshotJSONRequestBody defines body for PrewarmSnapshot for application/json ContentType.
+type PrewarmSnapshotJSONRequestBody = PrewarmRequest
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -384,6 +566,21 @@ type ServerInterface interface {
 	// Readyz Readiness; 503 while draining on shutdown.
 	// (GET /readyz)
 	Readyz(w http.ResponseWriter, r *http.Request)
+	// ListSnapshots The shell-snapshot cache, least recently used first.
+	// (GET /snapshots)
+	ListSnapshots(w http.ResponseWriter, r *http.Request)
+	// ForgetSnapshots Forget the scope's entries; captures in flight finish but are not kept.
+	// (DELETE /snapshots/{scopeId})
+	ForgetSnapshots(w http.ResponseWriter, r *http.Request, scopeId ScopeId)
+	// GetSnapshots The entries of one scope (cwd and policy are part of the key, so a scope can hold several).
+	// (GET /snapshots/{scopeId})
+	GetSnapshots(w http.ResponseWriter, r *http.Request, scopeId ScopeId)
+	// PrewarmSnapshot Capture the scope's snapshot now, or join the capture in flight.
+	// (POST /snapshots/{scopeId}/prewarm)
+	PrewarmSnapshot(w http.ResponseWriter, r *http.Request, scopeId ScopeId, params PrewarmSnapshotParams)
+	// GetStats A JSON summary for the dashboard.
+	// (GET /stats)
+	GetStats(w http.ResponseWriter, r *http.Request)
 }
 
 // Unimplemented server implementation that returns http.StatusNotImplemented for each endpoint.
@@ -411,6 +608,36 @@ func (_ Unimplemented) GetOpenAPI(w http.ResponseWriter, r *http.Request) {
 // Readyz Readiness; 503 while draining on shutdown.
 // (GET /readyz)
 func (_ Unimplemented) Readyz(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListSnapshots The shell-snapshot cache, least recently used first.
+// (GET /snapshots)
+func (_ Unimplemented) ListSnapshots(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ForgetSnapshots Forget the scope's entries; captures in flight finish but are not kept.
+// (DELETE /snapshots/{scopeId})
+func (_ Unimplemented) ForgetSnapshots(w http.ResponseWriter, r *http.Request, scopeId ScopeId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetSnapshots The entries of one scope (cwd and policy are part of the key, so a scope can hold several).
+// (GET /snapshots/{scopeId})
+func (_ Unimplemented) GetSnapshots(w http.ResponseWriter, r *http.Request, scopeId ScopeId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// PrewarmSnapshot Capture the scope's snapshot now, or join the capture in flight.
+// (POST /snapshots/{scopeId}/prewarm)
+func (_ Unimplemented) PrewarmSnapshot(w http.ResponseWriter, r *http.Request, scopeId ScopeId, params PrewarmSnapshotParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetStats A JSON summary for the dashboard.
+// (GET /stats)
+func (_ Unimplemented) GetStats(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -470,6 +697,128 @@ func (siw *ServerInterfaceWrapper) Readyz(w http.ResponseWriter, r *http.Request
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.Readyz(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListSnapshots operation middleware
+func (siw *ServerInterfaceWrapper) ListSnapshots(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListSnapshots(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ForgetSnapshots operation middleware
+func (siw *ServerInterfaceWrapper) ForgetSnapshots(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "scopeId" -------------
+	var scopeId ScopeId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "scopeId", chi.URLParam(r, "scopeId"), &scopeId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "scopeId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ForgetSnapshots(w, r, scopeId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetSnapshots operation middleware
+func (siw *ServerInterfaceWrapper) GetSnapshots(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "scopeId" -------------
+	var scopeId ScopeId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "scopeId", chi.URLParam(r, "scopeId"), &scopeId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "scopeId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetSnapshots(w, r, scopeId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// PrewarmSnapshot operation middleware
+func (siw *ServerInterfaceWrapper) PrewarmSnapshot(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "scopeId" -------------
+	var scopeId ScopeId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "scopeId", chi.URLParam(r, "scopeId"), &scopeId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "scopeId", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PrewarmSnapshotParams
+
+	// ------------- Optional query parameter "wait" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "wait", r.URL.Query(), &params.Wait, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "wait"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "wait", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.PrewarmSnapshot(w, r, scopeId, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetStats operation middleware
+func (siw *ServerInterfaceWrapper) GetStats(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetStats(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -594,6 +943,21 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/exec", wrapper.Exec)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/snapshots", wrapper.ListSnapshots)
+	})
+	r.Group(func(r chi.Router) {
+		r.Delete(options.BaseURL+"/snapshots/{scopeId}", wrapper.ForgetSnapshots)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/snapshots/{scopeId}", wrapper.GetSnapshots)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/snapshots/{scopeId}/prewarm", wrapper.PrewarmSnapshot)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/stats", wrapper.GetStats)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/healthz", wrapper.Healthz)
@@ -843,6 +1207,269 @@ func (response ReadyzdefaultApplicationProblemPlusJSONResponse) VisitReadyzRespo
 	return err
 }
 
+type ListSnapshotsRequestObject struct {
+}
+
+type ListSnapshotsResponseObject interface {
+	VisitListSnapshotsResponse(w http.ResponseWriter) error
+}
+
+type ListSnapshots200JSONResponse SnapshotList
+
+func (response ListSnapshots200JSONResponse) VisitListSnapshotsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSnapshotsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListSnapshotsdefaultApplicationProblemPlusJSONResponse) VisitListSnapshotsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForgetSnapshotsRequestObject struct {
+	ScopeId ScopeId `json:"scopeId"`
+}
+
+type ForgetSnapshotsResponseObject interface {
+	VisitForgetSnapshotsResponse(w http.ResponseWriter) error
+}
+
+type ForgetSnapshots204Response struct {
+}
+
+func (response ForgetSnapshots204Response) VisitForgetSnapshotsResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type ForgetSnapshotsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ForgetSnapshotsdefaultApplicationProblemPlusJSONResponse) VisitForgetSnapshotsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSnapshotsRequestObject struct {
+	ScopeId ScopeId `json:"scopeId"`
+}
+
+type GetSnapshotsResponseObject interface {
+	VisitGetSnapshotsResponse(w http.ResponseWriter) error
+}
+
+type GetSnapshots200JSONResponse SnapshotEntries
+
+func (response GetSnapshots200JSONResponse) VisitGetSnapshotsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSnapshots404ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetSnapshots404ApplicationProblemPlusJSONResponse) VisitGetSnapshotsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSnapshotsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetSnapshotsdefaultApplicationProblemPlusJSONResponse) VisitGetSnapshotsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PrewarmSnapshotRequestObject struct {
+	ScopeId ScopeId `json:"scopeId"`
+	Params  PrewarmSnapshotParams
+	Body    *PrewarmSnapshotJSONRequestBody
+}
+
+type PrewarmSnapshotResponseObject interface {
+	VisitPrewarmSnapshotResponse(w http.ResponseWriter) error
+}
+
+type PrewarmSnapshot200JSONResponse SnapshotEntry
+
+func (response PrewarmSnapshot200JSONResponse) VisitPrewarmSnapshotResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PrewarmSnapshot202JSONResponse SnapshotEntry
+
+func (response PrewarmSnapshot202JSONResponse) VisitPrewarmSnapshotResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PrewarmSnapshot400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response PrewarmSnapshot400ApplicationProblemPlusJSONResponse) VisitPrewarmSnapshotResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PrewarmSnapshot422ApplicationProblemPlusJSONResponse Problem
+
+func (response PrewarmSnapshot422ApplicationProblemPlusJSONResponse) VisitPrewarmSnapshotResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PrewarmSnapshot502ApplicationProblemPlusJSONResponse Problem
+
+func (response PrewarmSnapshot502ApplicationProblemPlusJSONResponse) VisitPrewarmSnapshotResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PrewarmSnapshotdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response PrewarmSnapshotdefaultApplicationProblemPlusJSONResponse) VisitPrewarmSnapshotResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetStatsRequestObject struct {
+}
+
+type GetStatsResponseObject interface {
+	VisitGetStatsResponse(w http.ResponseWriter) error
+}
+
+type GetStats200JSONResponse Stats
+
+func (response GetStats200JSONResponse) VisitGetStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetStatsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetStatsdefaultApplicationProblemPlusJSONResponse) VisitGetStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// Exec Run a command to completion.
@@ -857,6 +1484,21 @@ type StrictServerInterface interface {
 	// Readyz Readiness; 503 while draining on shutdown.
 	// (GET /readyz)
 	Readyz(ctx context.Context, request ReadyzRequestObject) (ReadyzResponseObject, error)
+	// ListSnapshots The shell-snapshot cache, least recently used first.
+	// (GET /snapshots)
+	ListSnapshots(ctx context.Context, request ListSnapshotsRequestObject) (ListSnapshotsResponseObject, error)
+	// ForgetSnapshots Forget the scope's entries; captures in flight finish but are not kept.
+	// (DELETE /snapshots/{scopeId})
+	ForgetSnapshots(ctx context.Context, request ForgetSnapshotsRequestObject) (ForgetSnapshotsResponseObject, error)
+	// GetSnapshots The entries of one scope (cwd and policy are part of the key, so a scope can hold several).
+	// (GET /snapshots/{scopeId})
+	GetSnapshots(ctx context.Context, request GetSnapshotsRequestObject) (GetSnapshotsResponseObject, error)
+	// PrewarmSnapshot Capture the scope's snapshot now, or join the capture in flight.
+	// (POST /snapshots/{scopeId}/prewarm)
+	PrewarmSnapshot(ctx context.Context, request PrewarmSnapshotRequestObject) (PrewarmSnapshotResponseObject, error)
+	// GetStats A JSON summary for the dashboard.
+	// (GET /stats)
+	GetStats(ctx context.Context, request GetStatsRequestObject) (GetStatsResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx context.Context, w http.ResponseWriter, r *http.Request, request any) (any, error)
@@ -994,6 +1636,140 @@ func (sh *strictHandler) Readyz(w http.ResponseWriter, r *http.Request) {
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(ReadyzResponseObject); ok {
 		if err := validResponse.VisitReadyzResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListSnapshots operation middleware
+func (sh *strictHandler) ListSnapshots(w http.ResponseWriter, r *http.Request) {
+	var request ListSnapshotsRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListSnapshots(ctx, request.(ListSnapshotsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListSnapshots")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListSnapshotsResponseObject); ok {
+		if err := validResponse.VisitListSnapshotsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ForgetSnapshots operation middleware
+func (sh *strictHandler) ForgetSnapshots(w http.ResponseWriter, r *http.Request, scopeId ScopeId) {
+	var request ForgetSnapshotsRequestObject
+
+	request.ScopeId = scopeId
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ForgetSnapshots(ctx, request.(ForgetSnapshotsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ForgetSnapshots")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ForgetSnapshotsResponseObject); ok {
+		if err := validResponse.VisitForgetSnapshotsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetSnapshots operation middleware
+func (sh *strictHandler) GetSnapshots(w http.ResponseWriter, r *http.Request, scopeId ScopeId) {
+	var request GetSnapshotsRequestObject
+
+	request.ScopeId = scopeId
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSnapshots(ctx, request.(GetSnapshotsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSnapshots")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetSnapshotsResponseObject); ok {
+		if err := validResponse.VisitGetSnapshotsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// PrewarmSnapshot operation middleware
+func (sh *strictHandler) PrewarmSnapshot(w http.ResponseWriter, r *http.Request, scopeId ScopeId, params PrewarmSnapshotParams) {
+	var request PrewarmSnapshotRequestObject
+
+	request.ScopeId = scopeId
+	request.Params = params
+
+	var body PrewarmSnapshotJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.PrewarmSnapshot(ctx, request.(PrewarmSnapshotRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PrewarmSnapshot")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(PrewarmSnapshotResponseObject); ok {
+		if err := validResponse.VisitPrewarmSnapshotResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetStats operation middleware
+func (sh *strictHandler) GetStats(w http.ResponseWriter, r *http.Request) {
+	var request GetStatsRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetStats(ctx, request.(GetStatsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetStats")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetStatsResponseObject); ok {
+		if err := validResponse.VisitGetStatsResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

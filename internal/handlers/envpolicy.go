@@ -29,3 +29,22 @@ func policyFrom(p *EnvPolicy) (*envpolicy.Policy, error) {
 	}
 	return &out, nil
 }
+
+// wirePolicy is the inverse of policyFrom, for showing an entry's key.
+func wirePolicy(p *envpolicy.Policy) *EnvPolicy {
+	if p == nil {
+		return nil
+	}
+	inherit := EnvPolicyInherit(p.Inherit)
+	out := &EnvPolicy{Inherit: &inherit, IgnoreDefaultExcludes: &p.IgnoreDefaultExcludes}
+	if p.Exclude != nil {
+		out.Exclude = &p.Exclude
+	}
+	if p.Set != nil {
+		out.Set = &p.Set
+	}
+	if p.IncludeOnly != nil {
+		out.IncludeOnly = &p.IncludeOnly
+	}
+	return out
+}

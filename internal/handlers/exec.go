@@ -35,8 +35,8 @@ func (s *Server) execInput(b *ExecRequest) (in service.ExecInput, err error) {
 		return in, invalid("argv[0]", "the program name must not be empty")
 	}
 	if b.Cwd != nil {
-		if !filepath.IsAbs(*b.Cwd) {
-			return in, invalid("cwd", "cwd must be an absolute path")
+		if err := checkCwd(*b.Cwd); err != nil {
+			return in, err
 		}
 		in.Cwd = *b.Cwd
 	}
@@ -72,6 +72,13 @@ func (s *Server) execInput(b *ExecRequest) (in service.ExecInput, err error) {
 		}
 	}
 	return in, nil
+}
+
+func checkCwd(cwd string) error {
+	if !filepath.IsAbs(cwd) {
+		return invalid("cwd", "cwd must be an absolute path")
+	}
+	return nil
 }
 
 // duration checks a millisecond limit against the server's maximum.

@@ -65,21 +65,31 @@ func saneRequestID(id string) bool {
 // accessLog writes one line per request: id, method, route template (never the
 // raw path, which may carry scope ids), status, duration and size. httpsnoop
 // keeps the writer's optional interfaces, http.Flusher among them.
-func accessLog(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		m := httpsnoop.CaptureMetrics(next, w, r)
-		route := "unmatched"
-		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
-			route = rc.RoutePattern()
-		}
-		zerolog.Ctx(r.Context()).Info().
-			Str(logMethod, r.Method).
-			Str(logRoute, route).
-			Int(logStatus, m.Code).
-			Float64(logDuration, float64(m.Duration)/float64(time.Millisecond)).
-			Int64(logBytes, m.Written).
-			Msg("request")
-	})
+func accessLog(counts *httpCounters) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			logRequest(counts, next, w, r)
+		})
+	}
+}
+
+func logRequest(counts *httpCounters, next http.Handler, w http.ResponseWriter, r *http.Request) {
+	m := httpsnoop.CaptureMetrics(next, w, r)
+	counts.requests.Add(1)
+	if m.Code >= 500 {
+		counts.errors.Add(1)
+	}
+	route := "unmatched"
+	if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+		route = rc.RoutePattern()
+	}
+	zerolog.Ctx(r.Context()).Info().
+		Str(logMethod, r.Method).
+		Str(logRoute, route).
+		Int(logStatus, m.Code).
+		Float64(logDuration, float64(m.Duration)/float64(time.Millisecond)).
+		Int64(logBytes, m.Written).
+		Msg("request")
 }
 
 // recoverer turns a panic in a handler into a 500 problem and a log line.

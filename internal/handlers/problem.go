@@ -13,6 +13,7 @@ import (
 
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/service"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
 
@@ -55,6 +56,7 @@ func problemFor(err error) *problem {
 		return p
 	}
 	var fe *envpolicy.FieldError
+	var ce *shellsnap.CaptureError
 	switch {
 	case errors.As(err, &fe):
 		return &problem{status: http.StatusBadRequest, code: InvalidRequest, field: fe.Field, detail: fe.Error(), cause: err}
@@ -68,6 +70,10 @@ func problemFor(err error) *problem {
 		return &problem{status: http.StatusUnprocessableEntity, code: InvalidScope, field: "shellSnapshot.scopeId", detail: err.Error(), cause: err}
 	case errors.Is(err, shellsnap.ErrUnsupportedShell):
 		return &problem{status: http.StatusUnprocessableEntity, code: UnsupportedShell, field: "shellSnapshot.shell.name", detail: "shell snapshots support bash, zsh and sh", cause: err}
+	case errors.Is(err, service.ErrNotFound):
+		return &problem{status: http.StatusNotFound, code: NotFound, detail: "no such resource", cause: err}
+	case errors.As(err, &ce):
+		return &problem{status: http.StatusBadGateway, code: CaptureFailed, detail: string(ce.Reason) + ": " + ce.Message, cause: err}
 	case errors.Is(err, exec.ErrShuttingDown):
 		return errShuttingDown
 	}

@@ -29,7 +29,7 @@ func (f *fakeExecutor) Exec(ctx context.Context, in service.ExecInput) (service.
 
 func newTestRouter(t *testing.T, ex Executor, logs io.Writer) http.Handler {
 	t.Helper()
-	h, err := NewRouter(New(ex, Limits{MaxTimeout: 60_000_000_000}, api.Spec), zerolog.New(logs))
+	h, err := NewRouter(New(Deps{Exec: ex}, Limits{MaxTimeout: 60_000_000_000}, api.Spec, "test"), zerolog.New(logs), RouterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

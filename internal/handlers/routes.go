@@ -11,11 +11,23 @@ import (
 	validator "github.com/oapi-codegen/nethttp-middleware"
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 )
 
+// RouterOptions are the parts of the surface that are not generated.
+type RouterOptions struct {
+	// MeterProvider receives otelhttp's HTTP server metrics; nil means none.
+	MeterProvider metric.MeterProvider
+	// Metrics serves GET /metrics; nil means no such route.
+	Metrics http.Handler
+	// Dashboard serves GET / and its assets under /ui/; nil means none.
+	Dashboard http.Handler
+}
+
 // NewRouter returns the whole HTTP surface of snapexec: every route is here.
-func NewRouter(s *Server, logger zerolog.Logger) (http.Handler, error) {
+func NewRouter(s *Server, logger zerolog.Logger, opts RouterOptions) (http.Handler, error) {
 	contract, err := openapi3.NewLoader().LoadFromData(s.spec)
 	if err != nil {
 		return nil, fmt.Errorf("load contract: %w", err)
@@ -23,7 +35,7 @@ func NewRouter(s *Server, logger zerolog.Logger) (http.Handler, error) {
 	contract.Servers = nil // any host may serve it; the Host check is the server's own
 
 	r := chi.NewRouter()
-	r.Use(withRequestID(logger), accessLog, routeLabel, recoverer)
+	r.Use(withRequestID(logger), accessLog(&s.http), routeLabel, recoverer)
 	// The contract validator runs per operation, after chi has matched the
 	// route, so that 404 and 405 stay chi's and every log line has its route.
 	validate := validator.OapiRequestValidatorWithOptions(contract, &validator.Options{
@@ -43,13 +55,25 @@ func NewRouter(s *Server, logger zerolog.Logger) (http.Handler, error) {
 		Middlewares:      []MiddlewareFunc{validate},
 		ErrorHandlerFunc: parameterError,
 	})
+	if opts.Metrics != nil {
+		r.Method(http.MethodGet, "/metrics", opts.Metrics)
+	}
+	if opts.Dashboard != nil {
+		r.Method(http.MethodGet, "/", opts.Dashboard)
+		r.Method(http.MethodGet, "/ui/*", opts.Dashboard)
+	}
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, &problem{status: http.StatusNotFound, code: NotFound, detail: "no such path"})
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, &problem{status: http.StatusMethodNotAllowed, code: MethodNotAllowed, detail: r.Method + " is not allowed here"})
 	})
+	mp := opts.MeterProvider
+	if mp == nil {
+		mp = noop.NewMeterProvider()
+	}
 	return otelhttp.NewHandler(r, "snapexec",
+		otelhttp.WithMeterProvider(mp),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }),
 	), nil
 }

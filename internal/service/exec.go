@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/shellsnap"
@@ -41,13 +43,20 @@ type Service struct {
 	procs     *exec.Manager
 	snapshots *shellsnap.Cache
 	serverEnv map[string]string
+	pm        *processMetrics
+	startedAt time.Time
 }
 
 // New returns a Service that runs processes through procs and replays shell
 // snapshots from snapshots. serverEnv is the server's own environment
-// (NAME=VALUE pairs), which an envPolicy inherits from.
-func New(procs *exec.Manager, snapshots *shellsnap.Cache, serverEnv []string) *Service {
-	return &Service{procs: procs, snapshots: snapshots, serverEnv: envMap(serverEnv)}
+// (NAME=VALUE pairs), which an envPolicy inherits from. meter records the
+// process metrics; nil records nothing.
+func New(procs *exec.Manager, snapshots *shellsnap.Cache, serverEnv []string, meter metric.Meter) (*Service, error) {
+	pm, err := newProcessMetrics(meter, procs.Running)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{procs: procs, snapshots: snapshots, serverEnv: envMap(serverEnv), pm: pm, startedAt: time.Now()}, nil
 }
 
 // Exec runs in to completion. If ctx ends first, the process group is
@@ -57,9 +66,17 @@ func (s *Service) Exec(ctx context.Context, in ExecInput) (ExecOutput, error) {
 	if err != nil {
 		return ExecOutput{}, err
 	}
-	p, err := s.procs.Run(ctx, spec)
+	p, err := s.procs.Start(spec)
 	if err != nil {
 		return ExecOutput{}, err
+	}
+	s.pm.track(p)
+	select {
+	case <-p.Done():
+	case <-ctx.Done():
+		// The client went away: its process group goes too.
+		p.Terminate(exec.StatusTerminated)
+		<-p.Done()
 	}
 	return ExecOutput{ProcessID: p.ID(), Pid: p.Pid(), Result: p.Result(), Snapshot: receipt}, nil
 }

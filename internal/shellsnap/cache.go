@@ -9,6 +9,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/snapexec/snapexec/internal/envpolicy"
 )
 
 // The reference's cache constants (SHELL-SNAPSHOTS.md 1).
@@ -45,20 +47,28 @@ type Cache struct {
 	timeout time.Duration
 	metrics *metrics
 
+	history *captureHistory
+
 	mu      sync.Mutex
 	entries *list.List // of *entry, front = least recently used
 }
 
 // entry is one key's snapshot generation and what the registry shows of it.
+// Its fields are guarded by the Cache's mutex; the cell guards its own.
 type entry struct {
-	key      key
-	attempts int
-	cell     *cell
+	key        key
+	req        Request
+	policy     *envpolicy.Policy
+	attempts   int
+	cell       *cell
+	hits       int64
+	lastUsedAt time.Time
+	lastError  *CaptureError
 }
 
 // New returns an empty Cache.
 func New(opts Options) (*Cache, error) {
-	c := &Cache{capture: opts.Capture, now: opts.Now, timeout: opts.Timeout, entries: list.New()}
+	c := &Cache{capture: opts.Capture, now: opts.Now, timeout: opts.Timeout, entries: list.New(), history: newCaptureHistory()}
 	if c.timeout <= 0 {
 		c.timeout = SnapshotTimeout
 	}
@@ -82,6 +92,36 @@ func New(opts Options) (*Cache, error) {
 // fallback. For Prewarm it also returns the capture's own failure, and it
 // never rewrites cmd.
 func (c *Cache) Prepare(ctx context.Context, req *Request, cmd *Command, purpose Purpose) (Receipt, error) {
+	if r, err := check(req, cmd); err != nil || r.Outcome != "" {
+		return r, err
+	}
+	started := time.Now()
+	e, cl, attempt := c.lookup(*req, cmd, purpose)
+	return c.await(ctx, *req, cmd, purpose, e, cl, attempt, started)
+}
+
+// StartPrewarm starts a prewarm capture (or joins the one in flight) without
+// waiting for it, and returns the entry as it is now.
+func (c *Cache) StartPrewarm(req Request, cmd *Command) (EntryInfo, error) {
+	if _, err := check(&req, cmd); err != nil {
+		return EntryInfo{}, err
+	}
+	e, cl, attempt := c.lookup(req, cmd, Prewarm)
+	go func() {
+		_, _ = c.await(context.Background(), req, cmd, Prewarm, e, cl, attempt, time.Now())
+	}()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	info := e.info()
+	if _, set, _ := cl.peek(); !set {
+		info.State = EntryPending // the capture may not have begun yet
+	}
+	return info, nil
+}
+
+// check runs the checks of SHELL-SNAPSHOTS.md 2 in their order. A non-empty
+// receipt outcome means the request goes no further.
+func check(req *Request, cmd *Command) (Receipt, error) {
 	if req == nil {
 		return Receipt{Outcome: OutcomeNotRequested}, nil
 	}
@@ -94,18 +134,19 @@ func (c *Cache) Prepare(ctx context.Context, req *Request, cmd *Command, purpose
 	if !supportedShell(req.Shell.Name) {
 		return Receipt{}, ErrUnsupportedShell
 	}
+	return Receipt{}, nil
+}
 
-	started := time.Now()
-	cl, attempt := c.lookup(keyOf(*req, cmd.Cwd, cmd.Policy), purpose)
+// await waits for (or runs) the capture of cell cl and applies the result.
+func (c *Cache) await(ctx context.Context, req Request, cmd *Command, purpose Purpose, e *entry, cl *cell, attempt int, started time.Time) (Receipt, error) {
 	state := stateOf(cl)
 	res, ranInit, err := cl.get(ctx, func() (result, bool) {
-		return c.runCapture(ctx, *req, cmd, purpose, attempt)
+		return c.runCapture(ctx, req, cmd, purpose, e, attempt)
 	})
 	wait := time.Since(started)
-	if err != nil { // this waiter's client went away
-		return Receipt{Outcome: OutcomeFallback, State: state, Wait: wait, Reason: "request cancelled while waiting for the capture"}, nil
-	}
 	switch {
+	case err != nil: // this waiter's client went away
+		res = result{err: &CaptureError{Reason: ReasonTimeout, Message: "request cancelled while waiting for the capture"}}
 	case ranInit:
 		state = StateOnDemand
 	case state == StateCapturePending && res.byPrewarm:
@@ -120,7 +161,11 @@ func (c *Cache) Prepare(ctx context.Context, req *Request, cmd *Command, purpose
 	}
 	if res.err != nil {
 		c.metrics.command(ctx, state, OutcomeFallback, wait)
+		c.history.command(state, OutcomeFallback)
 		return Receipt{Outcome: OutcomeFallback, State: state, Wait: wait, Reason: res.err.Message}, nil
+	}
+	if !ranInit {
+		c.hit(e)
 	}
 	cmd.Argv, cmd.Env = Replay(ReplayInput{
 		Snapshot:   res.snap,
@@ -132,12 +177,17 @@ func (c *Cache) Prepare(ctx context.Context, req *Request, cmd *Command, purpose
 		CaptureEnv: res.captureEnv,
 	})
 	c.metrics.command(ctx, state, OutcomeUsed, wait)
+	c.history.command(state, OutcomeUsed)
 	return Receipt{Outcome: OutcomeUsed, State: state, Wait: wait}, nil
 }
 
-// lookup finds or inserts key's entry under the mutex, starting a new retry
-// generation when the rules of SHELL-SNAPSHOTS.md 3.2 allow one.
-func (c *Cache) lookup(k key, purpose Purpose) (*cell, int) {
+// lookup finds or inserts the command's entry under the mutex, starting a new
+// retry generation when the rules of SHELL-SNAPSHOTS.md 3.2 allow one, and a
+// new entry when a ready snapshot's startup files changed since its capture.
+// It returns the entry, the cell to wait on and the attempt it belongs to.
+func (c *Cache) lookup(req Request, cmd *Command, purpose Purpose) (*entry, *cell, int) {
+	k := keyOf(req, cmd.Cwd, cmd.Policy)
+	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for el := c.entries.Front(); el != nil; el = el.Next() {
@@ -146,22 +196,35 @@ func (c *Cache) lookup(k key, purpose Purpose) (*cell, int) {
 			continue
 		}
 		c.entries.MoveToBack(el)
-		if purpose == Execution && e.attempts < MaxSnapshotAttempts {
-			if res, set, _ := e.cell.peek(); set && res.err != nil && !c.now().Before(res.retryAt) {
-				e.attempts++
-				e.cell = newCell()
-			}
+		e.lastUsedAt = now
+		res, set, _ := e.cell.peek()
+		switch {
+		case set && res.err == nil && stale(res.stamps):
+			// Beyond the reference: an edited profile is captured afresh, as
+			// a new entry with a fresh retry budget. Failed entries keep the
+			// reference's backoff and budget exactly.
+			e = &entry{key: k, req: req, policy: cmd.Policy, attempts: 1, cell: newCell(), lastUsedAt: now}
+			el.Value = e
+		case purpose == Execution && e.attempts < MaxSnapshotAttempts && set && res.err != nil && !now.Before(res.retryAt):
+			e.attempts++
+			e.cell = newCell()
 		}
-		return e.cell, e.attempts
+		return e, e.cell, e.attempts
 	}
-	e := &entry{key: k, attempts: 1, cell: newCell()}
+	e := &entry{key: k, req: req, policy: cmd.Policy, attempts: 1, cell: newCell(), lastUsedAt: now}
 	c.entries.PushBack(e)
 	if c.entries.Len() > MaxCachedSnapshots {
 		// Eviction does not cancel a capture in flight: its holders still get
 		// the result, which is simply no longer cached.
 		c.entries.Remove(c.entries.Front())
 	}
-	return e.cell, e.attempts
+	return e, e.cell, e.attempts
+}
+
+func (c *Cache) hit(e *entry) {
+	c.mu.Lock()
+	e.hits++
+	c.mu.Unlock()
 }
 
 // stateOf is the availability a command finds right after lookup.
@@ -182,7 +245,7 @@ func stateOf(cl *cell) State {
 // runCapture is one executed capture: it runs the capture script as the
 // command's own login shell, parses the output, records the telemetry, and
 // returns what the cell keeps (a failed prewarm keeps nothing).
-func (c *Cache) runCapture(ctx context.Context, req Request, cmd *Command, purpose Purpose, attempt int) (result, bool) {
+func (c *Cache) runCapture(ctx context.Context, req Request, cmd *Command, purpose Purpose, e *entry, attempt int) (result, bool) {
 	script, _ := CaptureScript(req.Shell.Name)
 	argv := append([]string{}, cmd.Argv...)
 	argv[2] = script
@@ -190,6 +253,9 @@ func (c *Cache) runCapture(ctx context.Context, req Request, cmd *Command, purpo
 	captureCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
 	defer cancel()
 
+	// Stamped before the capture runs, so that an edit made during it makes
+	// the snapshot stale rather than going unnoticed.
+	stamps := stampFiles(startupFiles(req.Shell.Name, cmd.Env))
 	started := time.Now()
 	out, err := c.capture(captureCtx, argv, cmd.Cwd, cmd.Env)
 	var snap *Snapshot
@@ -198,14 +264,21 @@ func (c *Cache) runCapture(ctx context.Context, req Request, cmd *Command, purpo
 	}
 	elapsed := time.Since(started)
 	c.metrics.captured(ctx, elapsed, err == nil)
+	c.history.add(captureRecord{at: started, duration: elapsed, ok: err == nil})
 
 	if err == nil {
-		return result{snap: snap, captureEnv: cmd.Env, byPrewarm: purpose == Prewarm}, true
+		return result{
+			snap: snap, captureEnv: cmd.Env, byPrewarm: purpose == Prewarm,
+			capturedAt: started, captureDuration: elapsed, stamps: stamps,
+		}, true
 	}
 	var ce *CaptureError
 	if !errors.As(err, &ce) {
 		ce = &CaptureError{Reason: ReasonReadFailed, Message: err.Error()}
 	}
+	c.mu.Lock()
+	e.lastError = ce
+	c.mu.Unlock()
 	zerolog.Ctx(ctx).Warn().
 		Str("reason", string(ce.Reason)).
 		Str("shell", req.Shell.Name).

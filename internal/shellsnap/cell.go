@@ -6,14 +6,17 @@ import (
 	"time"
 )
 
-// outcome is what one capture generation produced: a snapshot, or a failure
+// result is what one capture generation produced: a snapshot, or a failure
 // with the time a retry is allowed.
 type result struct {
-	snap       *Snapshot
-	captureEnv map[string]string // the environment the capture started with
-	byPrewarm  bool
-	err        *CaptureError
-	retryAt    time.Time
+	snap            *Snapshot
+	captureEnv      map[string]string // the environment the capture started with
+	byPrewarm       bool
+	capturedAt      time.Time
+	captureDuration time.Duration
+	stamps          []fileStamp // the startup files as the capture found them
+	err             *CaptureError
+	retryAt         time.Time
 }
 
 // cell is one capture generation's single-assignment result: a "once" that a

@@ -1,0 +1,109 @@
+package service
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/shellsnap"
+)
+
+// Process results, the reference's bounded label (SHELL-SNAPSHOTS.md 8.3).
+const (
+	resultSuccess    = "success"
+	resultError      = "error"
+	resultTerminated = "terminated"
+)
+
+// processMetrics are the reference's process instruments plus the totals
+// /stats reports.
+type processMetrics struct {
+	finished metric.Int64Counter
+	duration metric.Float64Histogram
+
+	success, failure, terminated atomic.Int64
+}
+
+func newProcessMetrics(m metric.Meter, running func() int) (*processMetrics, error) {
+	if m == nil {
+		m = noop.NewMeterProvider().Meter("")
+	}
+	pm := &processMetrics{}
+	var err error
+	if _, err = m.Int64ObservableGauge("exec_server.processes.active",
+		metric.WithDescription("Processes running now."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(int64(running()))
+			return nil
+		})); err != nil {
+		return nil, err
+	}
+	if pm.finished, err = m.Int64Counter("exec_server.processes.finished",
+		metric.WithDescription("Processes that ended, by result.")); err != nil {
+		return nil, err
+	}
+	if pm.duration, err = m.Float64Histogram("exec_server.process.duration",
+		metric.WithUnit("s"),
+		metric.WithDescription("Process run time, by result."),
+		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800)); err != nil {
+		return nil, err
+	}
+	return pm, nil
+}
+
+// track records p's ending once it ends.
+func (pm *processMetrics) track(p *exec.Process) {
+	go func() {
+		r := p.Result()
+		result := resultOf(r)
+		switch result {
+		case resultSuccess:
+			pm.success.Add(1)
+		case resultError:
+			pm.failure.Add(1)
+		default:
+			pm.terminated.Add(1)
+		}
+		set := metric.WithAttributes(attribute.String("result", result))
+		pm.finished.Add(context.Background(), 1, set)
+		pm.duration.Record(context.Background(), r.Duration.Seconds(), set)
+	}()
+}
+
+func resultOf(r exec.Result) string {
+	switch {
+	case r.Status == exec.StatusTerminated || r.Status == exec.StatusShutdown:
+		return resultTerminated
+	case r.Status == exec.StatusExited && r.ExitCode != nil && *r.ExitCode == 0:
+		return resultSuccess
+	default:
+		return resultError
+	}
+}
+
+// Stats is the summary the dashboard shows.
+type Stats struct {
+	StartedAt  time.Time
+	Snapshots  shellsnap.Stats
+	Running    int
+	Success    int64
+	Error      int64
+	Terminated int64
+}
+
+// Stats returns the summary; its cost does not grow with history.
+func (s *Service) Stats() Stats {
+	return Stats{
+		StartedAt:  s.startedAt,
+		Snapshots:  s.snapshots.Stats(),
+		Running:    s.procs.Running(),
+		Success:    s.pm.success.Load(),
+		Error:      s.pm.failure.Load(),
+		Terminated: s.pm.terminated.Load(),
+	}
+}

@@ -1,0 +1,69 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/snapexec/snapexec/internal/envpolicy"
+	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/shellsnap"
+)
+
+// PrewarmInput asks for a scope's snapshot to be captured ahead of need.
+type PrewarmInput struct {
+	ScopeID   string
+	Shell     shellsnap.Shell
+	Cwd       string
+	Env       map[string]string
+	EnvPolicy *envpolicy.Policy
+	// Wait makes Prewarm return once the capture is done; otherwise it returns
+	// at once with the entry as it is.
+	Wait bool
+}
+
+// Prewarm captures the snapshot a command `shell -lc ...` with in's cwd, env
+// and policy would use (SHELL-SNAPSHOTS.md 3.3). A failure of this prewarm's
+// own capture is returned as a *shellsnap.CaptureError and nothing is cached.
+func (s *Service) Prewarm(ctx context.Context, in PrewarmInput) (shellsnap.EntryInfo, error) {
+	if in.Cwd != "" {
+		if fi, err := os.Stat(in.Cwd); err != nil || !fi.IsDir() {
+			return shellsnap.EntryInfo{}, fmt.Errorf("%w: %s", exec.ErrCwdNotFound, in.Cwd)
+		}
+	}
+	req := shellsnap.Request{ScopeID: in.ScopeID, Shell: in.Shell}
+	cmd := &shellsnap.Command{
+		Argv:       []string{in.Shell.Path, "-lc", "true"},
+		Cwd:        in.Cwd,
+		Env:        s.childEnv(ExecInput{Env: in.Env, EnvPolicy: in.EnvPolicy}),
+		RequestEnv: in.Env,
+		Policy:     in.EnvPolicy,
+	}
+	if !in.Wait {
+		return s.snapshots.StartPrewarm(req, cmd)
+	}
+	if _, err := s.snapshots.Prepare(ctx, &req, cmd, shellsnap.Prewarm); err != nil {
+		return shellsnap.EntryInfo{}, err
+	}
+	info, ok := s.snapshots.Entry(req, in.Cwd, in.EnvPolicy)
+	if !ok {
+		// Forgotten or evicted while it captured.
+		return shellsnap.EntryInfo{}, ErrNotFound
+	}
+	return info, nil
+}
+
+// Snapshots returns the cache's entries, least recently used first.
+func (s *Service) Snapshots() []shellsnap.EntryInfo { return s.snapshots.Entries() }
+
+// ScopeSnapshots returns one scope's entries, or ErrNotFound when it has none.
+func (s *Service) ScopeSnapshots(scopeID string) ([]shellsnap.EntryInfo, error) {
+	entries := s.snapshots.Scope(scopeID)
+	if len(entries) == 0 {
+		return nil, ErrNotFound
+	}
+	return entries, nil
+}
+
+// ForgetSnapshots drops the scope's entries.
+func (s *Service) ForgetSnapshots(scopeID string) { s.snapshots.Forget(scopeID) }

@@ -1,0 +1,150 @@
+package shellsnap
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"sort"
+	"time"
+
+	"github.com/snapexec/snapexec/internal/envpolicy"
+)
+
+// EntryState is an entry's state as the registry shows it.
+type EntryState string
+
+// The registry states.
+const (
+	EntryPending   EntryState = "pending"   // nothing captured yet, or a capture in flight
+	EntryReady     EntryState = "ready"     // a snapshot is cached
+	EntryFailed    EntryState = "failed"    // the last capture failed; retryable after RetryAt
+	EntryExhausted EntryState = "exhausted" // the retry budget is spent: fallback until evicted
+)
+
+// EntryInfo is what the registry shows of one cache entry. It carries the
+// names of the captured variables, never their values.
+type EntryInfo struct {
+	Key           string
+	ScopeID       string
+	Shell         Shell
+	Cwd           string
+	Policy        *envpolicy.Policy
+	State         EntryState
+	Prewarmed     bool
+	Attempts      int
+	MaxAttempts   int
+	RetryAt       time.Time // zero unless failed
+	CapturedAt    time.Time // zero unless ready
+	CaptureTime   time.Duration
+	StateBytes    int
+	EnvNames      []string
+	FunctionCount int
+	AliasCount    int
+	OptionCount   int
+	Hits          int64
+	LastUsedAt    time.Time
+	LastError     *CaptureError
+}
+
+// Entries returns every entry, least recently used first.
+func (c *Cache) Entries() []EntryInfo {
+	return c.collect(func(*entry) bool { return true })
+}
+
+// Scope returns the entries of one scope, least recently used first.
+func (c *Cache) Scope(scopeID string) []EntryInfo {
+	return c.collect(func(e *entry) bool { return e.key.scopeID == scopeID })
+}
+
+// Entry returns the entry a command with req, cwd and policy would use.
+func (c *Cache) Entry(req Request, cwd string, policy *envpolicy.Policy) (EntryInfo, bool) {
+	k := keyOf(req, cwd, policy)
+	infos := c.collect(func(e *entry) bool { return e.key == k })
+	if len(infos) == 0 {
+		return EntryInfo{}, false
+	}
+	return infos[0], true
+}
+
+// Forget removes the scope's entries and reports how many there were. A
+// capture in flight finishes for those waiting on it, but is not kept.
+func (c *Cache) Forget(scopeID string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for el := c.entries.Front(); el != nil; {
+		next := el.Next()
+		if el.Value.(*entry).key.scopeID == scopeID {
+			c.entries.Remove(el)
+			n++
+		}
+		el = next
+	}
+	return n
+}
+
+// Len returns the number of entries.
+func (c *Cache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries.Len()
+}
+
+func (c *Cache) collect(match func(*entry) bool) []EntryInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []EntryInfo
+	for el := c.entries.Front(); el != nil; el = el.Next() {
+		if e := el.Value.(*entry); match(e) {
+			out = append(out, e.info())
+		}
+	}
+	return out
+}
+
+// info is e as the registry shows it; the caller holds the Cache's mutex.
+func (e *entry) info() EntryInfo {
+	in := EntryInfo{
+		Key:         keyID(e.key),
+		ScopeID:     e.req.ScopeID,
+		Shell:       e.req.Shell,
+		Cwd:         e.key.cwd,
+		Policy:      e.policy,
+		State:       EntryPending,
+		Attempts:    e.attempts,
+		MaxAttempts: MaxSnapshotAttempts,
+		Hits:        e.hits,
+		LastUsedAt:  e.lastUsedAt,
+		LastError:   e.lastError,
+	}
+	res, set, _ := e.cell.peek()
+	switch {
+	case !set:
+	case res.err != nil:
+		in.State, in.RetryAt = EntryFailed, res.retryAt
+		if e.attempts >= MaxSnapshotAttempts {
+			in.State = EntryExhausted
+		}
+	default:
+		in.State = EntryReady
+		in.Prewarmed = res.byPrewarm
+		in.CapturedAt, in.CaptureTime = res.capturedAt, res.captureDuration
+		in.StateBytes = len(res.snap.State)
+		in.FunctionCount, in.AliasCount, in.OptionCount = res.snap.FunctionCount, res.snap.AliasCount, res.snap.OptionCount
+		in.EnvNames = make([]string, 0, len(res.snap.Env))
+		for name := range res.snap.Env {
+			in.EnvNames = append(in.EnvNames, name)
+		}
+		sort.Strings(in.EnvNames)
+	}
+	return in
+}
+
+// keyID is a short stable id of a key, safe to show.
+func keyID(k key) string {
+	h := sha256.New()
+	for _, f := range []string{k.scopeID, k.shellName, k.shellPath, k.cwd, k.policy} {
+		h.Write([]byte(f))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
