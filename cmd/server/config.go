@@ -4,18 +4,40 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"os"
+	"strings"
 	"time"
+
+	"github.com/snapexec/snapexec/internal/handlers"
 )
 
 // config is everything the server can be told at start.
 type config struct {
 	addr           string
+	token          string
+	allowedHosts   []string
+	limits         limitsConfig
 	logLevel       string
 	logFormat      string
 	grace          time.Duration
 	defaultTimeout time.Duration
 	maxTimeout     time.Duration
 	maxOutputBytes int
+}
+
+// limitsConfig bounds what one request may ask for and what the server holds.
+type limitsConfig struct {
+	bodyBytes     int64
+	args          int
+	argBytes      int
+	env           int
+	envBytes      int
+	stdinBytes    int
+	running       int
+	retained      int
+	retainedBytes int64
+	captures      int
 }
 
 // parseConfig reads flags, each falling back to an environment variable and
@@ -51,9 +73,52 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		}
 		fs.DurationVar(d.p, d.name, def, d.help+" ("+d.env+")")
 	}
-	fs.IntVar(&c.maxOutputBytes, "max-output-bytes", 1<<20, "bytes of each stream kept in an /exec response")
+	tokenFile := fs.String("token-file", getenv("SNAPEXEC_TOKEN_FILE"), "file holding the bearer token every route but /healthz and /readyz requires (SNAPEXEC_TOKEN_FILE; or the token itself in SNAPEXEC_TOKEN)")
+	hosts := fs.String("allowed-hosts", getenv("SNAPEXEC_ALLOWED_HOSTS"), "comma-separated Host names accepted besides the loopback ones; * for any (SNAPEXEC_ALLOWED_HOSTS)")
+	ints := []struct {
+		p    *int
+		name string
+		def  int
+		help string
+	}{
+		{&c.maxOutputBytes, "max-output-bytes", 1 << 20, "bytes of each stream kept in an /exec response, and the largest maxOutputBytes"},
+		{&c.limits.args, "max-args", 4096, "argv elements a request may give"},
+		{&c.limits.argBytes, "max-arg-bytes", 1 << 20, "total bytes of argv"},
+		{&c.limits.env, "max-env", 4096, "variables in env (and in envPolicy.set)"},
+		{&c.limits.envBytes, "max-env-bytes", 1 << 20, "total bytes of env names and values"},
+		{&c.limits.stdinBytes, "max-stdin-bytes", 4 << 20, "bytes of stdin in a request or a write"},
+		{&c.limits.running, "max-running", 256, "processes running at once; beyond it 429"},
+		{&c.limits.retained, "max-retained", 256, "finished processes kept for reading"},
+		{&c.limits.captures, "max-captures", 4, "snapshot captures running at once; others wait"},
+	}
+	for _, v := range ints {
+		fs.IntVar(v.p, v.name, v.def, v.help)
+	}
+	fs.Int64Var(&c.limits.bodyBytes, "max-body-bytes", 8<<20, "bytes of a request body; beyond it 413")
+	fs.Int64Var(&c.limits.retainedBytes, "max-retained-output-bytes", 256<<20, "output bytes kept over all finished processes")
 	if err := fs.Parse(args[1:]); err != nil {
 		return c, err
+	}
+	for _, v := range ints {
+		if *v.p < 1 {
+			return c, fmt.Errorf("--%s must be at least 1", v.name)
+		}
+	}
+	if c.limits.bodyBytes < 1024 || c.limits.retainedBytes < 0 {
+		return c, fmt.Errorf("--max-body-bytes must be at least 1024 and --max-retained-output-bytes not negative")
+	}
+	for _, h := range strings.Split(*hosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			c.allowedHosts = append(c.allowedHosts, h)
+		}
+	}
+	var err error
+	if c.token, err = readToken(*tokenFile, getenv("SNAPEXEC_TOKEN")); err != nil {
+		return c, err
+	}
+	if c.token == "" && !loopbackAddr(c.addr) {
+		return c, fmt.Errorf("refusing to listen on %s without a token: anyone who reaches that address could run commands; "+
+			"set one with --token-file FILE (or SNAPEXEC_TOKEN_FILE, or SNAPEXEC_TOKEN), or listen on 127.0.0.1", c.addr)
 	}
 	switch c.logFormat {
 	case "json", "console":
@@ -64,4 +129,33 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return c, fmt.Errorf("--grace must be positive")
 	}
 	return c, nil
+}
+
+// minTokenBytes keeps guessable tokens out.
+const minTokenBytes = 16
+
+// readToken returns the token from file (trimmed), else value; a file that
+// cannot be read, or a short token, is an error.
+func readToken(file, value string) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("--token-file: %w", err)
+		}
+		value = string(b)
+	}
+	value = strings.TrimSpace(value)
+	if value != "" && len(value) < minTokenBytes {
+		return "", fmt.Errorf("the token must be at least %d bytes; generate one with: head -c 32 /dev/urandom | base64", minTokenBytes)
+	}
+	return value, nil
+}
+
+// loopbackAddr reports whether addr listens only on a loopback interface.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	return handlers.IsLoopbackHost(host)
 }

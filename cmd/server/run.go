@@ -54,7 +54,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	defer func() { _ = tel.shutdown(context.Background()) }()
 
 	procs := exec.NewManager(exec.Options{Grace: cfg.grace, MaxOutputBytes: cfg.maxOutputBytes})
-	snapshots, err := shellsnap.New(shellsnap.Options{Meter: tel.meter()})
+	snapshots, err := shellsnap.New(shellsnap.Options{Meter: tel.meter(), MaxConcurrentCaptures: cfg.limits.captures})
 	if err != nil {
 		return err
 	}
@@ -65,10 +65,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	srv := handlers.New(handlers.Deps{Exec: svc, Snapshots: svc, Stats: svc}, handlers.Limits{
 		DefaultTimeout: cfg.defaultTimeout,
 		MaxTimeout:     cfg.maxTimeout,
+		MaxArgs:        cfg.limits.args,
+		MaxArgBytes:    cfg.limits.argBytes,
+		MaxEnv:         cfg.limits.env,
+		MaxEnvBytes:    cfg.limits.envBytes,
+		MaxStdinBytes:  cfg.limits.stdinBytes,
+		MaxOutputBytes: cfg.maxOutputBytes,
 	}, api.Spec, version)
 	router, err := handlers.NewRouter(srv, logger, handlers.RouterOptions{
 		MeterProvider: tel.meterProvider,
 		Metrics:       tel.metrics,
+		Security: handlers.Security{
+			Token:        cfg.token,
+			AllowedHosts: cfg.allowedHosts,
+			MaxBodyBytes: cfg.limits.bodyBytes,
+		},
 	})
 	if err != nil {
 		return err
@@ -84,7 +95,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		BaseContext:       func(net.Listener) context.Context { return logger.WithContext(context.Background()) },
 	}
 	fmt.Fprintf(stdout, "snapexec listening on http://%s\n", ln.Addr())
-	logger.Info().Str("addr", ln.Addr().String()).Msg("listening")
+	logger.Info().Str("addr", ln.Addr().String()).Bool("tokenRequired", cfg.token != "").Msg("listening")
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpServer.Serve(ln) }()

@@ -2,6 +2,21 @@ package handlers
 
 import "github.com/snapexec/snapexec/internal/envpolicy"
 
+// policy translates a request's envPolicy and enforces the env limits on its set.
+func (s *Server) policy(p *EnvPolicy) (*envpolicy.Policy, error) {
+	out, err := policyFrom(p)
+	if err != nil || out == nil {
+		return out, err
+	}
+	if err := s.limits.checkEnv("envPolicy.set", out.Set); err != nil {
+		return nil, err
+	}
+	if n := len(out.Exclude) + len(out.IncludeOnly); s.limits.MaxEnv > 0 && n > s.limits.MaxEnv {
+		return nil, invalidf("envPolicy", "envPolicy has %d patterns; the limit is %d", n, s.limits.MaxEnv)
+	}
+	return out, nil
+}
+
 // policyFrom translates a request's envPolicy and checks what the contract
 // cannot say (names with '=' or NUL, values with NUL).
 func policyFrom(p *EnvPolicy) (*envpolicy.Policy, error) {

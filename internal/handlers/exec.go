@@ -6,6 +6,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/rs/zerolog"
+
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/service"
@@ -21,6 +23,8 @@ func (s *Server) Exec(ctx context.Context, req ExecRequestObject) (ExecResponseO
 	if err != nil {
 		return nil, err
 	}
+	// argv may carry secrets on a command line: debug level only.
+	zerolog.Ctx(ctx).Debug().Strs("argv", in.Argv).Msg("exec")
 	out, err := s.exec.Exec(ctx, in)
 	if err != nil {
 		return nil, err
@@ -34,6 +38,9 @@ func (s *Server) execInput(b *ExecRequest) (in service.ExecInput, err error) {
 	if b.Argv[0] == "" {
 		return in, invalid("argv[0]", "the program name must not be empty")
 	}
+	if err := s.limits.checkArgv(b.Argv); err != nil {
+		return in, err
+	}
 	if b.Cwd != nil {
 		if err := checkCwd(*b.Cwd); err != nil {
 			return in, err
@@ -44,9 +51,12 @@ func (s *Server) execInput(b *ExecRequest) (in service.ExecInput, err error) {
 		if err := envpolicy.ValidateVars("env", *b.Env); err != nil {
 			return in, err
 		}
+		if err := s.limits.checkEnv("env", *b.Env); err != nil {
+			return in, err
+		}
 		in.Env = *b.Env
 	}
-	if in.EnvPolicy, err = policyFrom(b.EnvPolicy); err != nil {
+	if in.EnvPolicy, err = s.policy(b.EnvPolicy); err != nil {
 		return in, err
 	}
 	if b.ShellSnapshot != nil {
@@ -56,6 +66,9 @@ func (s *Server) execInput(b *ExecRequest) (in service.ExecInput, err error) {
 		}
 	}
 	if b.Stdin != nil {
+		if err := s.limits.checkStdin("stdin", len(*b.Stdin)); err != nil {
+			return in, err
+		}
 		in.Stdin = []byte(*b.Stdin)
 	}
 	if b.IdleTimeoutMs != nil {
@@ -64,6 +77,9 @@ func (s *Server) execInput(b *ExecRequest) (in service.ExecInput, err error) {
 		}
 	}
 	if b.MaxOutputBytes != nil {
+		if s.limits.MaxOutputBytes > 0 && *b.MaxOutputBytes > s.limits.MaxOutputBytes {
+			return in, invalidf("maxOutputBytes", "maxOutputBytes must be at most %d", s.limits.MaxOutputBytes)
+		}
 		in.MaxOutputBytes = *b.MaxOutputBytes
 	}
 	if b.TimeoutMs != nil {

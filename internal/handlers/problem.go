@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -20,11 +21,12 @@ import (
 // problem is an error that knows what the client sees: a status, a stable code
 // and a detail written for the client. Its cause is only logged.
 type problem struct {
-	status int
-	code   ProblemCode
-	detail string
-	field  string
-	cause  error
+	status     int
+	code       ProblemCode
+	detail     string
+	field      string
+	retryAfter int // seconds, for 429 and 503; zero means no header
+	cause      error
 }
 
 func (p *problem) Error() string {
@@ -102,6 +104,9 @@ func writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 	if p.field != "" {
 		body.Field = &p.field
 	}
+	if p.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(p.retryAfter))
+	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(p.status)
@@ -111,6 +116,10 @@ func writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 // requestDecodeError is the strict server's hook for a body it cannot decode
 // after validation let it through.
 func requestDecodeError(w http.ResponseWriter, r *http.Request, err error) {
+	if limit, ok := isBodyTooLarge(err); ok {
+		writeProblem(w, r, bodyTooLarge(limit))
+		return
+	}
 	writeProblem(w, r, &problem{status: http.StatusBadRequest, code: InvalidRequest, detail: "the request body does not match the operation's schema", cause: err})
 }
 
@@ -134,6 +143,10 @@ func parameterError(w http.ResponseWriter, r *http.Request, err error) {
 // value, env values included, so neither the client nor the log gets it: only
 // the reason and the field.
 func validationError(w http.ResponseWriter, r *http.Request, err error) {
+	if limit, ok := isBodyTooLarge(err); ok {
+		writeProblem(w, r, bodyTooLarge(limit))
+		return
+	}
 	p := &problem{status: http.StatusBadRequest, code: InvalidRequest, detail: "the request does not match the contract"}
 	var re *openapi3filter.RequestError
 	if !errors.As(err, &re) {

@@ -64,7 +64,7 @@ func TestProblemResponses(t *testing.T) {
 		wantCode    string
 		wantField   string
 	}{
-		{"malformed JSON", okExecutor(), "POST", "/exec", "application/json", `{"argv":`, 400, "invalid_request", ""},
+		{"malformed JSON", okExecutor(), "POST", "/exec", "application/json", `{"argv":`, 400, "invalid_request", "body"},
 		{"not an object", okExecutor(), "POST", "/exec", "application/json", `[1,2]`, 400, "invalid_request", "body"},
 		{"unknown field", okExecutor(), "POST", "/exec", "application/json", `{"argv":["true"],"argz":1}`, 400, "invalid_request", "body"},
 		{"wrong type argv", okExecutor(), "POST", "/exec", "application/json", `{"argv":"true"}`, 400, "invalid_request", "argv"},
@@ -93,7 +93,7 @@ func TestProblemResponses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs strings.Builder
 			h := newTestRouter(t, tt.ex, &logs)
-			req := httptest.NewRequest(tt.method, tt.path, strings.NewReader(tt.body))
+			req := localRequest(tt.method, tt.path, strings.NewReader(tt.body))
 			if tt.contentType != "" {
 				req.Header.Set("Content-Type", tt.contentType)
 			}
@@ -119,7 +119,7 @@ func TestProblemResponses(t *testing.T) {
 func TestValidationNeverLogsValues(t *testing.T) {
 	var logs strings.Builder
 	h := newTestRouter(t, okExecutor(), &logs)
-	req := httptest.NewRequest("POST", "/exec", strings.NewReader(`{"argv":["true"],"env":{"TOKEN":"hunter2-value"},"bogus":1}`))
+	req := localRequest("POST", "/exec", strings.NewReader(`{"argv":["true"],"env":{"TOKEN":"hunter2-value"},"bogus":1}`))
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -133,7 +133,7 @@ func TestValidationNeverLogsValues(t *testing.T) {
 
 func TestParameterErrorHook(t *testing.T) {
 	rec := httptest.NewRecorder()
-	req := httptest.NewRequest("GET", "/processes/x", nil)
+	req := localRequest("GET", "/processes/x", nil)
 	parameterError(rec, req, &InvalidParamFormatError{ParamName: "afterSeq", Err: errors.New("strconv: bad")})
 	got := decodeProblem(t, rec)
 	if rec.Code != 400 || got.Code != InvalidRequest || deref(got.Field) != "afterSeq" {
@@ -146,7 +146,7 @@ func TestParameterErrorHook(t *testing.T) {
 
 func TestRequestDecodeErrorHook(t *testing.T) {
 	rec := httptest.NewRecorder()
-	requestDecodeError(rec, httptest.NewRequest("POST", "/exec", nil), errors.New("json: cannot unmarshal internal"))
+	requestDecodeError(rec, localRequest("POST", "/exec", nil), errors.New("json: cannot unmarshal internal"))
 	got := decodeProblem(t, rec)
 	if rec.Code != 400 || got.Code != InvalidRequest || strings.Contains(rec.Body.String(), "unmarshal") {
 		t.Errorf("requestDecodeError = %d %q %s, want 400 invalid_request without the cause", rec.Code, got.Code, rec.Body)
@@ -156,7 +156,7 @@ func TestRequestDecodeErrorHook(t *testing.T) {
 func TestRequestIDIsEchoedWhenSane(t *testing.T) {
 	h := newTestRouter(t, okExecutor(), io.Discard)
 	for _, tt := range []struct{ in, want string }{{"abc-123", "abc-123"}, {"has space", ""}, {strings.Repeat("x", 200), ""}} {
-		req := httptest.NewRequest("GET", "/healthz", nil)
+		req := localRequest("GET", "/healthz", nil)
 		req.Header.Set("X-Request-Id", tt.in)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
@@ -165,6 +165,14 @@ func TestRequestIDIsEchoedWhenSane(t *testing.T) {
 			t.Errorf("X-Request-Id %q echoed as %q, want %q (or a fresh one when empty)", tt.in, got, tt.want)
 		}
 	}
+}
+
+// localRequest is an httptest request sent to a loopback Host, as a local
+// client sends it.
+func localRequest(method, target string, body io.Reader) *http.Request {
+	r := httptest.NewRequest(method, target, body)
+	r.Host = "127.0.0.1:8080"
+	return r
 }
 
 func decodeProblem(t *testing.T, rec *httptest.ResponseRecorder) Problem {

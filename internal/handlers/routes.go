@@ -24,6 +24,8 @@ type RouterOptions struct {
 	Metrics http.Handler
 	// Dashboard serves GET / and its assets under /ui/; nil means none.
 	Dashboard http.Handler
+	// Security holds the token, Host, Origin and body-size defences.
+	Security Security
 }
 
 // NewRouter returns the whole HTTP surface of snapexec: every route is here.
@@ -35,7 +37,7 @@ func NewRouter(s *Server, logger zerolog.Logger, opts RouterOptions) (http.Handl
 	contract.Servers = nil // any host may serve it; the Host check is the server's own
 
 	r := chi.NewRouter()
-	r.Use(withRequestID(logger), accessLog(&s.http), routeLabel, recoverer)
+	r.Use(withRequestID(logger), accessLog(&s.http), routeLabel, recoverer, opts.Security.middleware)
 	// The contract validator runs per operation, after chi has matched the
 	// route, so that 404 and 405 stay chi's and every log line has its route.
 	validate := validator.OapiRequestValidatorWithOptions(contract, &validator.Options{

@@ -38,8 +38,55 @@ type Deps struct {
 type Limits struct {
 	// DefaultTimeout applies when a request gives no timeoutMs; zero means none.
 	DefaultTimeout time.Duration
-	// MaxTimeout is the largest timeoutMs a request may give.
+	// MaxTimeout is the largest timeoutMs (and idleTimeoutMs) a request may give.
 	MaxTimeout time.Duration
+	// MaxArgs and MaxArgBytes bound argv's length and total size.
+	MaxArgs, MaxArgBytes int
+	// MaxEnv and MaxEnvBytes bound the env map's length and total size (names
+	// and values), envPolicy.set included.
+	MaxEnv, MaxEnvBytes int
+	// MaxStdinBytes bounds stdin in a request, and one stdin write.
+	MaxStdinBytes int
+	// MaxOutputBytes bounds maxOutputBytes.
+	MaxOutputBytes int
+}
+
+// checkArgv enforces the argv limits.
+func (l Limits) checkArgv(argv []string) error {
+	if l.MaxArgs > 0 && len(argv) > l.MaxArgs {
+		return invalidf("argv", "argv has %d elements; the limit is %d", len(argv), l.MaxArgs)
+	}
+	n := 0
+	for _, a := range argv {
+		n += len(a) + 1
+	}
+	if l.MaxArgBytes > 0 && n > l.MaxArgBytes {
+		return invalidf("argv", "argv is %d bytes; the limit is %d", n, l.MaxArgBytes)
+	}
+	return nil
+}
+
+// checkEnv enforces the env limits on one map.
+func (l Limits) checkEnv(field string, env map[string]string) error {
+	if l.MaxEnv > 0 && len(env) > l.MaxEnv {
+		return invalidf(field, "%s has %d variables; the limit is %d", field, len(env), l.MaxEnv)
+	}
+	n := 0
+	for k, v := range env {
+		n += len(k) + len(v) + 2
+	}
+	if l.MaxEnvBytes > 0 && n > l.MaxEnvBytes {
+		return invalidf(field, "%s is %d bytes; the limit is %d", field, n, l.MaxEnvBytes)
+	}
+	return nil
+}
+
+// checkStdin enforces the stdin limit.
+func (l Limits) checkStdin(field string, n int) error {
+	if l.MaxStdinBytes > 0 && n > l.MaxStdinBytes {
+		return invalidf(field, "%s is %d bytes; the limit is %d", field, n, l.MaxStdinBytes)
+	}
+	return nil
 }
 
 // Server implements the generated strict server interface by translating

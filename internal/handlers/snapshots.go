@@ -50,10 +50,13 @@ func (s *Server) PrewarmSnapshot(ctx context.Context, req PrewarmSnapshotRequest
 		if err := envpolicy.ValidateVars("env", *b.Env); err != nil {
 			return nil, err
 		}
+		if err := s.limits.checkEnv("env", *b.Env); err != nil {
+			return nil, err
+		}
 		in.Env = *b.Env
 	}
 	var err error
-	if in.EnvPolicy, err = policyFrom(b.EnvPolicy); err != nil {
+	if in.EnvPolicy, err = s.policy(b.EnvPolicy); err != nil {
 		return nil, err
 	}
 	info, err := s.snapshots.Prewarm(ctx, in)

@@ -36,6 +36,10 @@ type Options struct {
 	Meter metric.Meter
 	// Timeout bounds one capture; zero means SnapshotTimeout.
 	Timeout time.Duration
+	// MaxConcurrentCaptures bounds the captures running at once (captures of
+	// different keys; one key never has two); zero means no bound. A capture
+	// waits for a slot within its own timeout.
+	MaxConcurrentCaptures int
 }
 
 // Cache holds the shell snapshots of up to MaxCachedSnapshots keys, least
@@ -48,6 +52,7 @@ type Cache struct {
 	metrics *metrics
 
 	history *captureHistory
+	slots   chan struct{} // nil: unbounded
 
 	mu      sync.Mutex
 	entries *list.List // of *entry, front = least recently used
@@ -71,6 +76,9 @@ func New(opts Options) (*Cache, error) {
 	c := &Cache{capture: opts.Capture, now: opts.Now, timeout: opts.Timeout, entries: list.New(), history: newCaptureHistory()}
 	if c.timeout <= 0 {
 		c.timeout = SnapshotTimeout
+	}
+	if opts.MaxConcurrentCaptures > 0 {
+		c.slots = make(chan struct{}, opts.MaxConcurrentCaptures)
 	}
 	if c.capture == nil {
 		c.capture = RunCapture
@@ -257,7 +265,7 @@ func (c *Cache) runCapture(ctx context.Context, req Request, cmd *Command, purpo
 	// the snapshot stale rather than going unnoticed.
 	stamps := stampFiles(startupFiles(req.Shell.Name, cmd.Env))
 	started := time.Now()
-	out, err := c.capture(captureCtx, argv, cmd.Cwd, cmd.Env)
+	out, err := c.captureInSlot(captureCtx, argv, cmd.Cwd, cmd.Env)
 	var snap *Snapshot
 	if err == nil {
 		snap, err = Parse(out, cmd.Policy)
@@ -289,4 +297,17 @@ func (c *Cache) runCapture(ctx context.Context, req Request, cmd *Command, purpo
 		return result{err: ce}, false
 	}
 	return result{err: ce, retryAt: c.now().Add(SnapshotRetryBackoff)}, true
+}
+
+// captureInSlot runs the capture once a slot is free, within ctx's deadline.
+func (c *Cache) captureInSlot(ctx context.Context, argv []string, cwd string, env map[string]string) ([]byte, error) {
+	if c.slots != nil {
+		select {
+		case c.slots <- struct{}{}:
+			defer func() { <-c.slots }()
+		case <-ctx.Done():
+			return nil, &CaptureError{Reason: ReasonTimeout, Message: "shell snapshot capture timed out waiting for a capture slot"}
+		}
+	}
+	return c.capture(ctx, argv, cwd, env)
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -375,4 +376,35 @@ func processRunning(pid int) bool {
 	}
 	i := strings.LastIndexByte(string(b), ')')
 	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+}
+
+func TestMaxConcurrentCaptures(t *testing.T) {
+	var running, peak atomic.Int32
+	release := make(chan struct{})
+	capture := func(ctx context.Context, argv []string, cwd string, env map[string]string) ([]byte, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		<-release
+		return []byte("# Snapshot file\n\x00"), nil
+	}
+	c := newTestCache(t, Options{Capture: capture, MaxConcurrentCaptures: 2})
+	var wg sync.WaitGroup
+	for i := range 5 {
+		wg.Go(func() { mustPrepare(t, c, bashRequest("s"), bashCommand("/slot"+strconv.Itoa(i)), Execution) })
+	}
+	for running.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // give a third capture the chance to start if the bound were broken
+	close(release)
+	wg.Wait()
+	if got := peak.Load(); got != 2 {
+		t.Errorf("peak concurrent captures = %d, want 2", got)
+	}
 }

@@ -83,7 +83,7 @@ func Replay(in ReplayInput) (command []string, env map[string]string) {
 // replayStartup returns the flag that replaces "-lc" and the line that undoes its
 // side effect. bash -p skips BASH_ENV and ENV, and privileged mode goes off at
 // once; zsh -f skips every startup file after /etc/zshenv, and RCS comes back on
-// so that the shell still reads .zlogout where a login shell would.
+// so that the option reads as it does in a shell started normally.
 func replayStartup(shell string) (flag, prefix string, ok bool) {
 	switch shell {
 	case "bash":

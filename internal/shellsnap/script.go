@@ -59,14 +59,14 @@ func CaptureScript(shell string) (string, bool) {
 const bashSnapshotScript = `if [[ -z "${BASH_ENV:-}" && -r "${HOME:-}/.bashrc" ]]; then
   . "${HOME:-}/.bashrc"
 fi
+__codex_aliases=$(\builtin alias -p)
+__codex_alias_count=${#BASH_ALIASES[@]}
+\builtin unalias -a
 __codex_setopts=$SHELLOPTS
 __codex_shopts=${BASHOPTS:-}
 builtin set +e +u
 builtin trap - DEBUG ERR RETURN EXIT
 __codex_umask=$(builtin umask)
-__codex_aliases=$(builtin alias -p)
-__codex_alias_count=${#BASH_ALIASES[@]}
-builtin unalias -a
 builtin printf '%s\n' '# Snapshot file' '# Unset all aliases to avoid conflicts with functions' 'unalias -a 2>/dev/null || true' "umask $__codex_umask"
 __codex_lines=
 __codex_count=0
@@ -164,7 +164,7 @@ for __codex_name in "${(@f)__codex_setopt}"; do
   esac
 done
 if (( ${#__codex_trace} )); then
-  __codex_lines+=("setopt ${__codex_trace[*]}")
+  __codex_lines+=("setopt ${(j: :)__codex_trace}")
 fi
 builtin print -r -- "# setopts $__codex_count"
 if (( ${#__codex_lines} )); then
@@ -185,6 +185,8 @@ builtin unset -m '__codex_*'
 const shSnapshotScript = `if [ -n "${ENV:-}" ] && [ -r "$ENV" ]; then
   . "$ENV"
 fi
+__codex_aliases=$(\alias 2>/dev/null) || __codex_aliases=
+\unalias -a 2>/dev/null || :
 __codex_setopts=
 if set -o >/dev/null 2>&1; then
   __codex_setopts=$(set -o)
@@ -193,8 +195,6 @@ set +e +u
 trap - EXIT
 unset IFS
 __codex_umask=$(umask)
-__codex_aliases=$(alias 2>/dev/null)
-unalias -a 2>/dev/null
 printf '%s\n' '# Snapshot file' '# Unset all aliases to avoid conflicts with functions' 'unalias -a 2>/dev/null || true' "umask $__codex_umask"
 printf '%s\n' '# Functions'
 if command -v typeset >/dev/null 2>&1; then
