@@ -145,6 +145,15 @@ func replayEnv(in ReplayInput) map[string]string {
 	// Only this replay's chunks may reach the shell: a stale or forged index
 	// would not be unset and would leak into the user's command.
 	maps.DeleteFunc(env, func(name, _ string) bool { return strings.HasPrefix(name, StateEnvPrefix) })
+	if in.Shell == "bash" {
+		// bash -p does not import exported functions from the environment, so
+		// a BASH_FUNC_name%% entry would pass through as an opaque string
+		// beside the exported function the state restores: the user's
+		// command would see it twice. The state is the one source of functions.
+		maps.DeleteFunc(env, func(name, _ string) bool {
+			return strings.HasPrefix(name, "BASH_FUNC_") && strings.HasSuffix(name, "%%")
+		})
+	}
 	return env
 }
 

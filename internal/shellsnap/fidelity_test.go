@@ -1,0 +1,121 @@
+package shellsnap
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// richProfile exercises what a real login profile does: exports, a PATH
+// prefix, functions (one exported), aliases with expand_aliases, shopts, set
+// options, a umask and an unset.
+const richProfile = `export EDITOR=vim
+export PROJECT_ROOT="$HOME/src"
+export PATH="$HOME/bin:$PATH"
+unset DROP_ME
+greet() { echo "hello $1"; }
+exported_fn() { echo exported; }
+export -f exported_fn
+shopt -s expand_aliases extglob
+alias ll='ls -l'
+alias gs='git status'
+set -o pipefail
+set -o noclobber
+umask 027
+`
+
+// fidelityProbe prints the state a command sees, one fact a line.
+const fidelityProbe = `env | LC_ALL=C sort
+echo "--- functions"; declare -F
+echo "--- aliases"; alias -p
+echo "--- set -o"; set -o | awk '$2=="on"{print $1}'
+echo "--- shopt"; shopt -s
+echo "--- umask"; umask
+echo "--- exported function"; exported_fn
+echo "--- alias use"; type -t ll`
+
+// unclosable lists the probe lines a replay cannot match, and why.
+var unclosable = map[string]string{
+	// A replay is deliberately not a login shell: that is what saves the
+	// profile's cost. login_shell is read-only, so it cannot be restored.
+	"login_shell": "bash -pc is not a login shell",
+}
+
+func TestReplayMatchesLoginShell(t *testing.T) {
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, ".bash_profile"), richProfile)
+	env := map[string]string{"HOME": home, "PATH": "/usr/bin:/bin", "DROP_ME": "x", "LANG": "C"}
+
+	plain := runProbe(t, []string{"/bin/bash", "-lc", fidelityProbe}, home, env)
+
+	c := newTestCache(t, Options{})
+	cmd := &Command{Argv: []string{"/bin/bash", "-lc", fidelityProbe}, Cwd: home, Env: cloneMap(env), RequestEnv: cloneMap(env)}
+	if r := mustPrepare(t, c, bashRequest("fidelity"), cmd, Execution); r.Outcome != OutcomeUsed {
+		t.Fatalf("Prepare() = %+v, want used", r)
+	}
+	replayed := runProbe(t, cmd.Argv, home, cmd.Env)
+
+	missing, extra := lineDiff(plain, replayed)
+	for _, l := range append(missing, extra...) {
+		if !explained(l) {
+			t.Errorf("replay differs from bash -lc:\nonly in bash -lc: %q\nonly in the replay: %q", missing, extra)
+			break
+		}
+	}
+	for _, want := range []string{"EDITOR=vim", "PATH=" + home + "/bin:", "declare -f greet", "alias ll='ls -l'", "pipefail", "noclobber", "extglob", "0027", "exported", "alias"} {
+		if !strings.Contains(replayed, want) {
+			t.Errorf("replayed probe lacks %q:\n%s", want, replayed)
+		}
+	}
+	if strings.Contains(replayed, "DROP_ME") {
+		t.Errorf("a variable the profile unset reached the replayed command")
+	}
+}
+
+func runProbe(t *testing.T, argv []string, dir string, env map[string]string) string {
+	t.Helper()
+	cmd := exec.CommandContext(context.Background(), argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = dir, envList(env)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", argv[0], err, out)
+	}
+	return string(out)
+}
+
+// lineDiff returns the lines only in a and only in b, ignoring the ones that
+// describe the shell process itself rather than its state.
+func lineDiff(a, b string) (onlyA, onlyB []string) {
+	count := map[string]int{}
+	for _, l := range strings.Split(a, "\n") {
+		count[l]++
+	}
+	for _, l := range strings.Split(b, "\n") {
+		count[l]--
+	}
+	for l, n := range count {
+		switch {
+		case strings.HasPrefix(l, "_=") || strings.HasPrefix(l, "SHLVL="):
+			// The process's own bookkeeping: the last command and the depth.
+		case n > 0:
+			onlyA = append(onlyA, l)
+		case n < 0:
+			onlyB = append(onlyB, l)
+		}
+	}
+	sort.Strings(onlyA)
+	sort.Strings(onlyB)
+	return onlyA, onlyB
+}
+
+func explained(line string) bool {
+	for prefix := range unclosable {
+		if strings.HasPrefix(line, prefix) {
+			return true
+		}
+	}
+	return false
+}
