@@ -23,6 +23,7 @@ type config struct {
 	grace          time.Duration
 	defaultTimeout time.Duration
 	maxTimeout     time.Duration
+	retention      time.Duration
 	maxOutputBytes int
 }
 
@@ -65,6 +66,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{&c.grace, "grace", "SNAPEXEC_GRACE", "2s", "time between SIGTERM and SIGKILL to a process group"},
 		{&c.defaultTimeout, "default-timeout", "SNAPEXEC_DEFAULT_TIMEOUT", "10m", "timeout of a command that gives no timeoutMs (0: none)"},
 		{&c.maxTimeout, "max-timeout", "SNAPEXEC_MAX_TIMEOUT", "24h", "largest timeoutMs a request may give"},
+		{&c.retention, "retention", "SNAPEXEC_RETENTION", "30s", "how long a finished process stays readable"},
 	}
 	for _, d := range durations {
 		def, err := time.ParseDuration(env(d.env, d.def))

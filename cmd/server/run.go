@@ -53,7 +53,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	defer func() { _ = tel.shutdown(context.Background()) }()
 
-	procs := exec.NewManager(exec.Options{Grace: cfg.grace, MaxOutputBytes: cfg.maxOutputBytes})
+	procs := exec.NewManager(exec.Options{
+		Grace:                  cfg.grace,
+		MaxOutputBytes:         cfg.maxOutputBytes,
+		Retention:              cfg.retention,
+		MaxRunning:             cfg.limits.running,
+		MaxRetained:            cfg.limits.retained,
+		MaxRetainedOutputBytes: cfg.limits.retainedBytes,
+	})
 	snapshots, err := shellsnap.New(shellsnap.Options{Meter: tel.meter(), MaxConcurrentCaptures: cfg.limits.captures})
 	if err != nil {
 		return err
@@ -62,7 +69,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err != nil {
 		return err
 	}
-	srv := handlers.New(handlers.Deps{Exec: svc, Snapshots: svc, Stats: svc}, handlers.Limits{
+	srv := handlers.New(handlers.Deps{Exec: svc, Processes: svc, Snapshots: svc, Stats: svc}, handlers.Limits{
 		DefaultTimeout: cfg.defaultTimeout,
 		MaxTimeout:     cfg.maxTimeout,
 		MaxArgs:        cfg.limits.args,

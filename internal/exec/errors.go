@@ -13,4 +13,15 @@ var (
 	ErrSpawn = errors.New("program could not be started")
 	// ErrShuttingDown means the manager no longer starts processes.
 	ErrShuttingDown = errors.New("server is shutting down")
+	// ErrProcessExists means the asked-for process id is taken by a running or
+	// retained process.
+	ErrProcessExists = errors.New("process already exists")
+	// ErrTooManyProcesses means the manager runs as many processes as it may.
+	ErrTooManyProcesses = errors.New("too many running processes")
+	// ErrOutputLost means output after the asked-for seq was evicted from the
+	// process's ring before it was read.
+	ErrOutputLost = errors.New("output was evicted before it was read")
+	// ErrStdinClosed means the process's stdin is not open for writes: it was not
+	// started with PipeStdin, a write closed it, or the process has ended.
+	ErrStdinClosed = errors.New("stdin is closed")
 )

@@ -3,17 +3,24 @@ package exec
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The test binary re-runs itself as the children these tests need (the os/exec
 // helper-process pattern): SNAPEXEC_HELPER names the behaviour.
 const helperVar = "SNAPEXEC_HELPER"
+
+// noExitSleep spares a helper built with -race the race runtime's one-second
+// sleep at exit.
+const noExitSleep = "GORACE=atexit_sleep_ms=0"
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperVar); mode != "" {
@@ -40,7 +47,7 @@ func helperMain(mode string, args []string) int {
 		// its pid, then sleeps (or exits at once with "exit" as first argument).
 		self, _ := os.Executable()
 		attr := &os.ProcAttr{
-			Env:   []string{helperVar + "=ignore-term"},
+			Env:   []string{helperVar + "=ignore-term", noExitSleep},
 			Files: []*os.File{nil, os.Stdout, os.Stderr},
 		}
 		gc, err := os.StartProcess(self, []string{self}, attr)
@@ -61,11 +68,67 @@ func helperMain(mode string, args []string) int {
 			fmt.Println(i)
 			time.Sleep(every)
 		}
+	case "interleave":
+		// Alternates lines on stdout and stderr; each os.File write is a
+		// write(2) of its own, so nothing is buffered across the two.
+		n, _ := strconv.Atoi(args[0])
+		for i := range n {
+			fmt.Fprintf(os.Stdout, "o%d\n", i)
+			fmt.Fprintf(os.Stderr, "e%d\n", i)
+		}
+	case "cat":
+		if _, err := io.Copy(os.Stdout, os.Stdin); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	case "sleep":
+		time.Sleep(time.Hour)
+	case "print-after":
+		d, _ := time.ParseDuration(args[0])
+		time.Sleep(d)
+		fmt.Println("late")
+		time.Sleep(time.Hour)
+	case "signal-tree":
+		// Starts a grandchild in our group; both report the first SIGHUP or
+		// SIGINT they get, and we exit once the grandchild has.
+		self, _ := os.Executable()
+		attr := &os.ProcAttr{
+			Env:   []string{helperVar + "=report-signal", noExitSleep},
+			Files: []*os.File{nil, os.Stdout, os.Stderr},
+		}
+		gc, err := os.StartProcess(self, []string{self, "grandchild"}, attr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		code := reportSignal("child")
+		if st, err := gc.Wait(); err != nil || !st.Success() {
+			fmt.Fprintln(os.Stderr, "grandchild:", st, err)
+			return 1
+		}
+		return code
+	case "report-signal":
+		return reportSignal(args[0])
 	default:
 		fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
 		return 2
 	}
 	return 0
+}
+
+// reportSignal prints "ready <name>", waits for SIGHUP or SIGINT, and prints
+// "<name> got <signal>".
+func reportSignal(name string) int {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT)
+	fmt.Println("ready", name)
+	select {
+	case sig := <-sigs:
+		fmt.Println(name, "got", unix.SignalName(sig.(syscall.Signal)))
+		return 0
+	case <-time.After(time.Minute):
+		return 1
+	}
 }
 
 // helperSpec returns a spec that runs the test binary as the helper mode.
@@ -75,7 +138,7 @@ func helperSpec(t *testing.T, mode string, args ...string) Spec {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Spec{Argv: append([]string{self}, args...), Env: []string{helperVar + "=" + mode}}
+	return Spec{Argv: append([]string{self}, args...), Env: []string{helperVar + "=" + mode, noExitSleep}}
 }
 
 // pidAlive reports whether pid exists and is not a zombie.

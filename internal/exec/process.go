@@ -24,19 +24,42 @@ const (
 
 // Process is a running or finished child and its process group.
 type Process struct {
-	id      string
-	pid     int
-	started time.Time
-	grace   time.Duration
-	drain   time.Duration
+	id        string
+	pid       int
+	argv      []string
+	dir       string
+	tag       any
+	pipeStdin bool
+	started   time.Time
+	grace     time.Duration
+	drain     time.Duration
+	maxOutput int
 
-	stdout, stderr *headTail
+	ring           *ring
+	stdout, stderr *headTail    // for the result; nil once it is recorded
 	lastOutput     atomic.Int64 // unix nanoseconds of the last output byte
+	stdin          *stdinPipe   // nil without PipeStdin
 
 	stopOnce sync.Once
 	stop     chan Status // a requested ending: terminated or shutdown
+	finished func(*Process)
 	done     chan struct{}
-	result   Result
+
+	mu       sync.Mutex
+	exited   bool      // the leader has exited
+	exitCode *int      // the leader's exit code; nil while running or when signaled
+	ended    time.Time // when the leader exited
+	status   Status    // the final status; empty while running
+	signal   string
+	gone     bool // the group has ended: no signal may be sent to its id again
+
+	result   Result  // complete once done is closed
+	fromRing [2]bool // the stream's result output is derived from the ring, which holds all of it
+
+	// The manager's bookkeeping, under Manager.mu.
+	order      uint64    // start order
+	finishedAt time.Time // when it joined the retained processes
+	footprint  int64     // retained bytes counted against MaxRetainedOutputBytes
 }
 
 // ID returns the process's identifier.
@@ -45,13 +68,24 @@ func (p *Process) ID() string { return p.id }
 // Pid returns the process id of the child, which is also its process group id.
 func (p *Process) Pid() int { return p.pid }
 
+// Tag returns the spec's Tag.
+func (p *Process) Tag() any { return p.tag }
+
 // Done is closed when the process and its group have ended and its output is complete.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
-// Result returns the ending; it is complete only once Done is closed.
+// Result returns the ending; it waits until Done is closed. Its output must
+// not be modified.
 func (p *Process) Result() Result {
 	<-p.done
-	return p.result
+	r := p.result
+	if p.fromRing[0] {
+		r.Stdout = p.ring.headTail(Stdout, p.maxOutput)
+	}
+	if p.fromRing[1] {
+		r.Stderr = p.ring.headTail(Stderr, p.maxOutput)
+	}
+	return r
 }
 
 // Terminate asks for the process group to be ended (SIGTERM, then SIGKILL after
@@ -67,8 +101,91 @@ func (p *Process) Terminate(why Status) bool {
 	return true
 }
 
+// Signal sends sig to the whole process group and reports whether the group
+// was still there to receive it. Unlike Terminate it records no ending of its
+// own: a child that dies of the signal ends signaled, one that handles it ends
+// as it chooses.
+func (p *Process) Signal(sig syscall.Signal) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// Under mu, so that the group id is never signaled once the group has
+	// ended and the id may belong to someone else.
+	if p.gone || p.pid <= 0 {
+		return false
+	}
+	return syscall.Kill(-p.pid, sig) == nil
+}
+
+// Info is a snapshot of a process, without its output.
+type Info struct {
+	ID   string
+	Pid  int
+	Argv []string
+	Dir  string
+	// Status is StatusRunning until the process and its group have ended.
+	Status Status
+	// ExitCode is nil while running and when the process was ended by a signal.
+	ExitCode *int
+	// Signal names the ending signal, or is empty.
+	Signal    string
+	StartedAt time.Time
+	// EndedAt is when the process exited; zero while Status is running.
+	EndedAt time.Time
+	// Duration is the run time so far, or from start to exit.
+	Duration    time.Duration
+	StdoutBytes int64
+	StderrBytes int64
+	// NextSeq is the seq the next output chunk will get.
+	NextSeq   int64
+	PipeStdin bool
+	// StdinOpen reports whether WriteStdin may still write.
+	StdinOpen bool
+}
+
+// Info returns a consistent snapshot of the process. It copies no output.
+func (p *Process) Info() Info {
+	in := Info{
+		ID:        p.id,
+		Pid:       p.pid,
+		Argv:      append([]string(nil), p.argv...),
+		Dir:       p.dir,
+		StartedAt: p.started,
+		PipeStdin: p.pipeStdin,
+	}
+	p.mu.Lock()
+	in.Status, in.Signal = p.status, p.signal
+	if p.status == "" {
+		in.Status = StatusRunning
+		in.Duration = time.Since(p.started)
+	} else {
+		in.EndedAt = p.ended
+		in.Duration = p.ended.Sub(p.started)
+		if p.exitCode != nil {
+			code := *p.exitCode
+			in.ExitCode = &code
+		}
+	}
+	p.mu.Unlock()
+	// The output is complete before the status is final, so a final status
+	// comes with final counts.
+	st := p.ring.stats()
+	in.StdoutBytes, in.StderrBytes, in.NextSeq = st.total[0], st.total[1], st.nextSeq
+	in.StdinOpen = p.stdin != nil && p.stdin.file() != nil
+	return in
+}
+
+// procConfig is what a process takes from its manager.
+type procConfig struct {
+	grace, drain time.Duration
+	maxOutput    int
+	ringBytes    int
+	ringChunks   int
+	register     func(*Process) // called once spawned, before it is supervised
+	finished     func(*Process) // called once the process has ended, before Done is closed
+}
+
 // start spawns spec's program in a new process group and supervises it.
-func start(id string, spec Spec, grace, drain time.Duration, maxOutput int) (*Process, error) {
+func start(id string, spec Spec, cfg procConfig) (*Process, error) {
 	path, err := lookPath(spec)
 	if err != nil {
 		return nil, err
@@ -78,6 +195,7 @@ func start(id string, spec Spec, grace, drain time.Duration, maxOutput int) (*Pr
 			return nil, fmt.Errorf("%w: %s", ErrCwdNotFound, spec.Dir)
 		}
 	}
+	maxOutput := cfg.maxOutput
 	if spec.MaxOutputBytes > 0 {
 		maxOutput = spec.MaxOutputBytes
 	}
@@ -91,7 +209,7 @@ func start(id string, spec Spec, grace, drain time.Duration, maxOutput int) (*Pr
 		return nil, fmt.Errorf("%w: %w", ErrSpawn, err)
 	}
 	var stdinR, stdinW *os.File
-	if len(spec.Stdin) > 0 {
+	if len(spec.Stdin) > 0 || spec.PipeStdin {
 		if stdinR, stdinW, err = os.Pipe(); err != nil {
 			closeAll(outR, outW, errR, errW)
 			return nil, fmt.Errorf("%w: %w", ErrSpawn, err)
@@ -120,23 +238,40 @@ func start(id string, spec Spec, grace, drain time.Duration, maxOutput int) (*Pr
 	}
 
 	p := &Process{
-		id:      id,
-		pid:     cmd.Process.Pid,
-		started: time.Now(),
-		grace:   grace,
-		drain:   drain,
-		stdout:  newHeadTail(maxOutput),
-		stderr:  newHeadTail(maxOutput),
-		stop:    make(chan Status, 1),
-		done:    make(chan struct{}),
+		id:        id,
+		pid:       cmd.Process.Pid,
+		argv:      append([]string(nil), spec.Argv...),
+		dir:       spec.Dir,
+		tag:       spec.Tag,
+		pipeStdin: spec.PipeStdin,
+		started:   time.Now(),
+		grace:     cfg.grace,
+		drain:     cfg.drain,
+		maxOutput: maxOutput,
+		ring:      newRing(cfg.ringBytes, cfg.ringChunks),
+		stdout:    newHeadTail(maxOutput),
+		stderr:    newHeadTail(maxOutput),
+		stop:      make(chan Status, 1),
+		finished:  cfg.finished,
+		done:      make(chan struct{}),
 	}
 	p.lastOutput.Store(p.started.UnixNano())
-	if stdinW != nil {
+	switch {
+	case spec.PipeStdin:
+		p.stdin = newStdinPipe(stdinW)
+		if len(spec.Stdin) > 0 {
+			p.stdin.turn <- struct{}{} // taken before any WriteStdin can be called
+			go p.stdin.writeInitial(spec.Stdin)
+		}
+	case stdinW != nil:
 		go func() {
 			// A child that exits without reading gives EPIPE: not our failure.
 			_, _ = stdinW.Write(spec.Stdin)
 			_ = stdinW.Close()
 		}()
+	}
+	if cfg.register != nil {
+		cfg.register(p)
 	}
 	go p.supervise(cmd, spec, outR, errR)
 	return p, nil
@@ -147,8 +282,8 @@ func start(id string, spec Spec, grace, drain time.Duration, maxOutput int) (*Pr
 func (p *Process) supervise(cmd *exec.Cmd, spec Spec, outR, errR *os.File) {
 	var readers sync.WaitGroup
 	readers.Add(2)
-	go p.read(&readers, outR, p.stdout)
-	go p.read(&readers, errR, p.stderr)
+	go p.read(&readers, outR, Stdout, p.stdout)
+	go p.read(&readers, errR, Stderr, p.stderr)
 	readersDone := make(chan struct{})
 	go func() { readers.Wait(); close(readersDone) }()
 
@@ -197,6 +332,26 @@ func (p *Process) supervise(cmd *exec.Cmd, spec Spec, outR, errR *os.File) {
 		}
 	}
 	ended := time.Now()
+	var (
+		signal   string
+		exitCode *int
+	)
+	ws, _ := state.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		signal = unix.SignalName(ws.Signal())
+		if ending == "" {
+			ending = StatusSignaled
+		}
+	} else {
+		code := ws.ExitStatus()
+		exitCode = &code
+		if ending == "" {
+			ending = StatusExited
+		}
+	}
+	p.mu.Lock()
+	p.exited, p.exitCode, p.ended = true, exitCode, ended
+	p.mu.Unlock()
 
 	// The leader has exited. Descendants may still run and hold the pipes: give
 	// them a short drain (or the rest of the grace, when we are already ending
@@ -206,43 +361,61 @@ func (p *Process) supervise(cmd *exec.Cmd, spec Spec, outR, errR *os.File) {
 	closeAll(outR, errR) // unblocks readers if a process outside the group holds the pipes
 	<-readersDone
 
-	p.result = Result{
-		Status:   ending,
-		Duration: ended.Sub(p.started),
-		Stdout:   p.stdout.Output(),
-		Stderr:   p.stderr.Output(),
+	// The output is complete. A stream the ring holds whole needs no second
+	// copy for the result: it is derived from the ring when asked for.
+	res := Result{Status: ending, Duration: ended.Sub(p.started), Signal: signal, ExitCode: exitCode}
+	var fromRing [2]bool
+	if fromRing[0] = p.ring.complete(Stdout); !fromRing[0] {
+		res.Stdout = p.stdout.Output()
 	}
-	ws, _ := state.Sys().(syscall.WaitStatus)
-	switch {
-	case ws.Signaled():
-		p.result.Signal = unix.SignalName(ws.Signal())
-		if p.result.Status == "" {
-			p.result.Status = StatusSignaled
-		}
-	default:
-		code := ws.ExitStatus()
-		p.result.ExitCode = &code
-		if p.result.Status == "" {
-			p.result.Status = StatusExited
-		}
+	if fromRing[1] = p.ring.complete(Stderr); !fromRing[1] {
+		res.Stderr = p.stderr.Output()
+	}
+	p.stdout, p.stderr = nil, nil
+	if p.stdin != nil {
+		p.stdin.close()
+	}
+
+	p.mu.Lock()
+	p.gone = true
+	p.status, p.signal = ending, signal
+	p.result, p.fromRing = res, fromRing
+	p.mu.Unlock()
+	p.ring.close()
+	if p.finished != nil {
+		p.finished(p)
 	}
 	close(p.done)
 }
 
-// read copies one stream into its collector until EOF.
-func (p *Process) read(wg *sync.WaitGroup, r io.Reader, sink *headTail) {
+// read copies one stream into the ring and its collector until EOF.
+func (p *Process) read(wg *sync.WaitGroup, r io.Reader, s Stream, sink *headTail) {
 	defer wg.Done()
-	buf := make([]byte, 32*1024)
+	// No read may be larger than the ring, which then holds at least the last.
+	buf := make([]byte, min(32*1024, p.ring.maxBytes))
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
 			p.lastOutput.Store(time.Now().UnixNano())
+			p.ring.append(s, buf[:n])
 			sink.Write(buf[:n])
 		}
 		if err != nil {
 			return
 		}
 	}
+}
+
+// retainedBytes is what the ended process holds: its ring, the result's
+// output beside the ring, and the remembered write ids.
+func (p *Process) retainedBytes() int64 {
+	n := p.ring.stats().footprint
+	if p.stdin != nil {
+		n += p.stdin.footprint()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return n + int64(len(p.result.Stdout.Data)+len(p.result.Stderr.Data))
 }
 
 func closeAll(files ...*os.File) {

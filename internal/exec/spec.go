@@ -6,6 +6,9 @@ import (
 
 // Spec describes one process to run.
 type Spec struct {
+	// ID is the process's key in the manager's table, unique among running and
+	// retained processes; empty means one is generated.
+	ID string
 	// Argv is the program and its arguments; Argv[0] without a slash is looked up
 	// in the child's PATH (the server's when the child has none).
 	Argv []string
@@ -15,7 +18,11 @@ type Spec struct {
 	// environment, never the server's.
 	Env []string
 	// Stdin is written to the child and then closed; empty means /dev/null.
+	// With PipeStdin it is written first and stdin stays open.
 	Stdin []byte
+	// PipeStdin keeps stdin open for Process.WriteStdin until it is closed by a
+	// write or the process ends.
+	PipeStdin bool
 	// Timeout ends the process group when it has run this long; zero means none.
 	Timeout time.Duration
 	// IdleTimeout ends the process group when it has written nothing for this
@@ -25,4 +32,7 @@ type Spec struct {
 	// middle is dropped and the head and tail are kept. Zero means the manager's
 	// default.
 	MaxOutputBytes int
+	// Tag is opaque to the package and returned by Process.Tag: the caller's own
+	// record of the process (the service keeps the snapshot receipt there).
+	Tag any
 }

@@ -40,28 +40,28 @@ func (e EnvPolicyInherit) Valid() bool {
 
 // Defines values for ExitStatus.
 const (
-	Exited      ExitStatus = "exited"
-	IdleTimeout ExitStatus = "idle_timeout"
-	Shutdown    ExitStatus = "shutdown"
-	Signaled    ExitStatus = "signaled"
-	Terminated  ExitStatus = "terminated"
-	TimedOut    ExitStatus = "timed_out"
+	ExitStatusExited      ExitStatus = "exited"
+	ExitStatusIdleTimeout ExitStatus = "idle_timeout"
+	ExitStatusShutdown    ExitStatus = "shutdown"
+	ExitStatusSignaled    ExitStatus = "signaled"
+	ExitStatusTerminated  ExitStatus = "terminated"
+	ExitStatusTimedOut    ExitStatus = "timed_out"
 )
 
 // Valid indicates whether the value is a known member of the ExitStatus enum.
 func (e ExitStatus) Valid() bool {
 	switch e {
-	case Exited:
+	case ExitStatusExited:
 		return true
-	case IdleTimeout:
+	case ExitStatusIdleTimeout:
 		return true
-	case Shutdown:
+	case ExitStatusShutdown:
 		return true
-	case Signaled:
+	case ExitStatusSignaled:
 		return true
-	case Terminated:
+	case ExitStatusTerminated:
 		return true
-	case TimedOut:
+	case ExitStatusTimedOut:
 		return true
 	default:
 		return false
@@ -80,6 +80,24 @@ func (e HealthStatus) Valid() bool {
 	case Draining:
 		return true
 	case Ok:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OutputChunkStream.
+const (
+	Stderr OutputChunkStream = "stderr"
+	Stdout OutputChunkStream = "stdout"
+)
+
+// Valid indicates whether the value is a known member of the OutputChunkStream enum.
+func (e OutputChunkStream) Valid() bool {
+	switch e {
+	case Stderr:
+		return true
+	case Stdout:
 		return true
 	default:
 		return false
@@ -149,6 +167,63 @@ func (e ProblemCode) Valid() bool {
 	case UnsupportedMediaType:
 		return true
 	case UnsupportedShell:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProcessStatus.
+const (
+	ProcessStatusExited      ProcessStatus = "exited"
+	ProcessStatusIdleTimeout ProcessStatus = "idle_timeout"
+	ProcessStatusRunning     ProcessStatus = "running"
+	ProcessStatusShutdown    ProcessStatus = "shutdown"
+	ProcessStatusSignaled    ProcessStatus = "signaled"
+	ProcessStatusTerminated  ProcessStatus = "terminated"
+	ProcessStatusTimedOut    ProcessStatus = "timed_out"
+)
+
+// Valid indicates whether the value is a known member of the ProcessStatus enum.
+func (e ProcessStatus) Valid() bool {
+	switch e {
+	case ProcessStatusExited:
+		return true
+	case ProcessStatusIdleTimeout:
+		return true
+	case ProcessStatusRunning:
+		return true
+	case ProcessStatusShutdown:
+		return true
+	case ProcessStatusSignaled:
+		return true
+	case ProcessStatusTerminated:
+		return true
+	case ProcessStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SignalRequestSignal.
+const (
+	Hangup    SignalRequestSignal = "hangup"
+	Interrupt SignalRequestSignal = "interrupt"
+	Kill      SignalRequestSignal = "kill"
+	Terminate SignalRequestSignal = "terminate"
+)
+
+// Valid indicates whether the value is a known member of the SignalRequestSignal enum.
+func (e SignalRequestSignal) Valid() bool {
+	switch e {
+	case Hangup:
+		return true
+	case Interrupt:
+		return true
+	case Kill:
+		return true
+	case Terminate:
 		return true
 	default:
 		return false
@@ -287,6 +362,9 @@ type ExecRequest struct {
 	// MaxOutputBytes Bytes kept per stream in the response; beyond it the middle is dropped and head and tail are kept.
 	MaxOutputBytes *int `json:"maxOutputBytes,omitempty"`
 
+	// ProcessId Client key, unique among live and retained processes; generated when absent.
+	ProcessId *string `json:"processId,omitempty"`
+
 	// ShellSnapshot Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
 	// A scope id is 1 to 256 bytes (else 422 invalid_scope); any other argv shape runs
 	// unchanged (outcome ineligible); a shell other than bash, zsh or sh is 422 unsupported_shell.
@@ -365,6 +443,20 @@ type OutcomeCounts struct {
 	Used     int64 `json:"used"`
 }
 
+// OutputChunk defines model for OutputChunk.
+type OutputChunk struct {
+	// Data The bytes, when they are UTF-8.
+	Data *string `json:"data,omitempty"`
+
+	// DataBase64 The bytes, exactly, when they are not UTF-8.
+	DataBase64 *[]byte           `json:"dataBase64,omitempty"`
+	Seq        int64             `json:"seq"`
+	Stream     OutputChunkStream `json:"stream"`
+}
+
+// OutputChunkStream defines model for OutputChunk.Stream.
+type OutputChunkStream string
+
 // PrewarmRequest defines model for PrewarmRequest.
 type PrewarmRequest struct {
 	// Cwd Absolute directory; part of the cache key.
@@ -398,6 +490,52 @@ type Problem struct {
 // ProblemCode A stable machine-readable code.
 type ProblemCode string
 
+// Process defines model for Process.
+type Process struct {
+	Argv []string `json:"argv"`
+	Cwd  *string  `json:"cwd,omitempty"`
+
+	// DurationMs Run time so far, or from start to exit.
+	DurationMs int64      `json:"durationMs"`
+	EndedAt    *time.Time `json:"endedAt,omitempty"`
+	ExitCode   *int       `json:"exitCode"`
+
+	// NextSeq The seq the next output chunk will get.
+	NextSeq   int64   `json:"nextSeq"`
+	Pid       int     `json:"pid"`
+	PipeStdin bool    `json:"pipeStdin"`
+	ProcessId string  `json:"processId"`
+	Signal    *string `json:"signal"`
+
+	// Snapshot What happened to the command's snapshot request.
+	Snapshot    SnapshotReceipt `json:"snapshot"`
+	StartedAt   time.Time       `json:"startedAt"`
+	Status      ProcessStatus   `json:"status"`
+	StderrBytes int64           `json:"stderrBytes"`
+	StdoutBytes int64           `json:"stdoutBytes"`
+}
+
+// ProcessStatus defines model for Process.Status.
+type ProcessStatus string
+
+// ProcessList defines model for ProcessList.
+type ProcessList struct {
+	Processes []Process `json:"processes"`
+}
+
+// ProcessOutput defines model for ProcessOutput.
+type ProcessOutput struct {
+	Chunks []OutputChunk `json:"chunks"`
+
+	// Closed The process has ended and its output is complete.
+	Closed   bool `json:"closed"`
+	ExitCode *int `json:"exitCode"`
+	Exited   bool `json:"exited"`
+
+	// NextSeq Pass it minus one as afterSeq to read on; it is the seq after the last returned chunk.
+	NextSeq int64 `json:"nextSeq"`
+}
+
 // ProcessStats defines model for ProcessStats.
 type ProcessStats struct {
 	Finished FinishedCounts `json:"finished"`
@@ -427,6 +565,20 @@ type ShellInfo struct {
 type ShellSnapshotRequest struct {
 	ScopeId string    `json:"scopeId"`
 	Shell   ShellInfo `json:"shell"`
+}
+
+// SignalRequest defines model for SignalRequest.
+type SignalRequest struct {
+	Signal SignalRequestSignal `json:"signal"`
+}
+
+// SignalRequestSignal defines model for SignalRequest.Signal.
+type SignalRequestSignal string
+
+// SignalResult defines model for SignalResult.
+type SignalResult struct {
+	// Delivered The group was still running and got the signal.
+	Delivered bool `json:"delivered"`
 }
 
 // SnapshotEntries defines model for SnapshotEntries.
@@ -528,6 +680,35 @@ type SnapshotStats struct {
 	RecentCaptures []CaptureSample `json:"recentCaptures"`
 }
 
+// StartProcessRequest defines model for StartProcessRequest.
+type StartProcessRequest struct {
+	Argv []string           `json:"argv"`
+	Cwd  *string            `json:"cwd,omitempty"`
+	Env  *map[string]string `json:"env,omitempty"`
+
+	// EnvPolicy Which of the server's own variables a child gets, applied in this order: inherit,
+	// the default excludes (*KEY*, *SECRET*, *TOKEN*) unless ignored, exclude, set,
+	// includeOnly. Patterns use * and ?, match the whole name, and ignore ASCII case.
+	// The server's own secrets never reach a child.
+	EnvPolicy     *EnvPolicy `json:"envPolicy,omitempty"`
+	IdleTimeoutMs *int64     `json:"idleTimeoutMs,omitempty"`
+
+	// PipeStdin Keep stdin open for POST /processes/{processId}/stdin.
+	PipeStdin *bool `json:"pipeStdin,omitempty"`
+
+	// ProcessId Client key, unique among live and retained processes; generated when absent.
+	ProcessId *string `json:"processId,omitempty"`
+
+	// ShellSnapshot Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
+	// A scope id is 1 to 256 bytes (else 422 invalid_scope); any other argv shape runs
+	// unchanged (outcome ineligible); a shell other than bash, zsh or sh is 422 unsupported_shell.
+	ShellSnapshot *ShellSnapshotRequest `json:"shellSnapshot,omitempty"`
+
+	// Stdin Written to the child first; with pipeStdin stdin then stays open for writes.
+	Stdin     *string `json:"stdin,omitempty"`
+	TimeoutMs *int64  `json:"timeoutMs,omitempty"`
+}
+
 // Stats defines model for Stats.
 type Stats struct {
 	Http      HTTPStats     `json:"http"`
@@ -538,8 +719,46 @@ type Stats struct {
 	Version   string        `json:"version"`
 }
 
+// StdinResult defines model for StdinResult.
+type StdinResult struct {
+	// Closed Stdin is now closed.
+	Closed bool `json:"closed"`
+
+	// Duplicate The writeId was seen before; nothing was written.
+	Duplicate bool `json:"duplicate"`
+
+	// Written Bytes written by this call.
+	Written int `json:"written"`
+}
+
+// StdinWrite defines model for StdinWrite.
+type StdinWrite struct {
+	Close      *bool   `json:"close,omitempty"`
+	Data       *string `json:"data,omitempty"`
+	DataBase64 *[]byte `json:"dataBase64,omitempty"`
+
+	// WriteId A repeated writeId is acknowledged without writing again (the last 4096 are remembered).
+	WriteId *string `json:"writeId,omitempty"`
+}
+
+// TerminateResult defines model for TerminateResult.
+type TerminateResult struct {
+	// Running The process was still running when asked.
+	Running bool `json:"running"`
+}
+
+// ProcessId defines model for ProcessId.
+type ProcessId = string
+
 // ScopeId defines model for ScopeId.
 type ScopeId = string
+
+// ReadProcessOutputParams defines parameters for ReadProcessOutput.
+type ReadProcessOutputParams struct {
+	AfterSeq *int64 `form:"afterSeq,omitempty" json:"afterSeq,omitempty"`
+	MaxBytes *int   `form:"maxBytes,omitempty" json:"maxBytes,omitempty"`
+	WaitMs   *int   `form:"waitMs,omitempty" json:"waitMs,omitempty"`
+}
 
 // PrewarmSnapshotParams defines parameters for PrewarmSnapshot.
 type PrewarmSnapshotParams struct {
@@ -548,6 +767,15 @@ type PrewarmSnapshotParams struct {
 
 // ExecJSONRequestBody defines body for Exec for application/json ContentType.
 type ExecJSONRequestBody = ExecRequest
+
+// StartProcessJSONRequestBody defines body for StartProcess for application/json ContentType.
+type StartProcessJSONRequestBody = StartProcessRequest
+
+// SignalProcessJSONRequestBody defines body for SignalProcess for application/json ContentType.
+type SignalProcessJSONRequestBody = SignalRequest
+
+// WriteProcessStdinJSONRequestBody defines body for WriteProcessStdin for application/json ContentType.
+type WriteProcessStdinJSONRequestBody = StdinWrite
 
 // PrewarmSnapshotJSONRequestBody defines body for PrewarmSnapshot for application/json ContentType.
 type PrewarmSnapshotJSONRequestBody = PrewarmRequest
@@ -563,6 +791,27 @@ type ServerInterface interface {
 	// GetOpenAPI This contract.
 	// (GET /openapi.yaml)
 	GetOpenAPI(w http.ResponseWriter, r *http.Request)
+	// ListProcesses Running and recently exited processes.
+	// (GET /processes)
+	ListProcesses(w http.ResponseWriter, r *http.Request)
+	// StartProcess Start a background process.
+	// (POST /processes)
+	StartProcess(w http.ResponseWriter, r *http.Request)
+	// TerminateProcess Terminate the process group (SIGTERM, grace, SIGKILL).
+	// (DELETE /processes/{processId})
+	TerminateProcess(w http.ResponseWriter, r *http.Request, processId ProcessId)
+	// GetProcess One process.
+	// (GET /processes/{processId})
+	GetProcess(w http.ResponseWriter, r *http.Request, processId ProcessId)
+	// ReadProcessOutput Long-poll read of retained output chunks.
+	// (GET /processes/{processId}/output)
+	ReadProcessOutput(w http.ResponseWriter, r *http.Request, processId ProcessId, params ReadProcessOutputParams)
+	// SignalProcess Send a signal to the whole process group.
+	// (POST /processes/{processId}/signal)
+	SignalProcess(w http.ResponseWriter, r *http.Request, processId ProcessId)
+	// WriteProcessStdin Write to the process's stdin, and optionally close it.
+	// (POST /processes/{processId}/stdin)
+	WriteProcessStdin(w http.ResponseWriter, r *http.Request, processId ProcessId)
 	// Readyz Readiness; 503 while draining on shutdown.
 	// (GET /readyz)
 	Readyz(w http.ResponseWriter, r *http.Request)
@@ -602,6 +851,48 @@ func (_ Unimplemented) Healthz(w http.ResponseWriter, r *http.Request) {
 // GetOpenAPI This contract.
 // (GET /openapi.yaml)
 func (_ Unimplemented) GetOpenAPI(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListProcesses Running and recently exited processes.
+// (GET /processes)
+func (_ Unimplemented) ListProcesses(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// StartProcess Start a background process.
+// (POST /processes)
+func (_ Unimplemented) StartProcess(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// TerminateProcess Terminate the process group (SIGTERM, grace, SIGKILL).
+// (DELETE /processes/{processId})
+func (_ Unimplemented) TerminateProcess(w http.ResponseWriter, r *http.Request, processId ProcessId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetProcess One process.
+// (GET /processes/{processId})
+func (_ Unimplemented) GetProcess(w http.ResponseWriter, r *http.Request, processId ProcessId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ReadProcessOutput Long-poll read of retained output chunks.
+// (GET /processes/{processId}/output)
+func (_ Unimplemented) ReadProcessOutput(w http.ResponseWriter, r *http.Request, processId ProcessId, params ReadProcessOutputParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// SignalProcess Send a signal to the whole process group.
+// (POST /processes/{processId}/signal)
+func (_ Unimplemented) SignalProcess(w http.ResponseWriter, r *http.Request, processId ProcessId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// WriteProcessStdin Write to the process's stdin, and optionally close it.
+// (POST /processes/{processId}/stdin)
+func (_ Unimplemented) WriteProcessStdin(w http.ResponseWriter, r *http.Request, processId ProcessId) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -683,6 +974,206 @@ func (siw *ServerInterfaceWrapper) GetOpenAPI(w http.ResponseWriter, r *http.Req
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetOpenAPI(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListProcesses operation middleware
+func (siw *ServerInterfaceWrapper) ListProcesses(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListProcesses(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// StartProcess operation middleware
+func (siw *ServerInterfaceWrapper) StartProcess(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.StartProcess(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// TerminateProcess operation middleware
+func (siw *ServerInterfaceWrapper) TerminateProcess(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "processId" -------------
+	var processId ProcessId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "processId", chi.URLParam(r, "processId"), &processId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "processId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.TerminateProcess(w, r, processId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetProcess operation middleware
+func (siw *ServerInterfaceWrapper) GetProcess(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "processId" -------------
+	var processId ProcessId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "processId", chi.URLParam(r, "processId"), &processId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "processId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetProcess(w, r, processId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ReadProcessOutput operation middleware
+func (siw *ServerInterfaceWrapper) ReadProcessOutput(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "processId" -------------
+	var processId ProcessId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "processId", chi.URLParam(r, "processId"), &processId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "processId", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ReadProcessOutputParams
+
+	// ------------- Optional query parameter "afterSeq" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "afterSeq", r.URL.Query(), &params.AfterSeq, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "afterSeq"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "afterSeq", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "maxBytes" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "maxBytes", r.URL.Query(), &params.MaxBytes, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "maxBytes"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "maxBytes", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "waitMs" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "waitMs", r.URL.Query(), &params.WaitMs, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "waitMs"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "waitMs", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ReadProcessOutput(w, r, processId, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// SignalProcess operation middleware
+func (siw *ServerInterfaceWrapper) SignalProcess(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "processId" -------------
+	var processId ProcessId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "processId", chi.URLParam(r, "processId"), &processId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "processId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.SignalProcess(w, r, processId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// WriteProcessStdin operation middleware
+func (siw *ServerInterfaceWrapper) WriteProcessStdin(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "processId" -------------
+	var processId ProcessId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "processId", chi.URLParam(r, "processId"), &processId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "processId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.WriteProcessStdin(w, r, processId)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -945,6 +1436,27 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Post(options.BaseURL+"/exec", wrapper.Exec)
 	})
 	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/processes", wrapper.ListProcesses)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/processes", wrapper.StartProcess)
+	})
+	r.Group(func(r chi.Router) {
+		r.Delete(options.BaseURL+"/processes/{processId}", wrapper.TerminateProcess)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/processes/{processId}", wrapper.GetProcess)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/processes/{processId}/output", wrapper.ReadProcessOutput)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/processes/{processId}/stdin", wrapper.WriteProcessStdin)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/processes/{processId}/signal", wrapper.SignalProcess)
+	})
+	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/snapshots", wrapper.ListSnapshots)
 	})
 	r.Group(func(r chi.Router) {
@@ -996,6 +1508,49 @@ func (response Exec200JSONResponse) VisitExecResponse(w http.ResponseWriter) err
 	return err
 }
 
+type Exec200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response Exec200TexteventStreamResponse) VisitExecResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
 type Exec400ApplicationProblemPlusJSONResponse struct {
 	ProblemApplicationProblemPlusJSONResponse
 }
@@ -1012,6 +1567,20 @@ func (response Exec400ApplicationProblemPlusJSONResponse) VisitExecResponse(w ht
 	return err
 }
 
+type Exec409ApplicationProblemPlusJSONResponse Problem
+
+func (response Exec409ApplicationProblemPlusJSONResponse) VisitExecResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type Exec422ApplicationProblemPlusJSONResponse Problem
 
 func (response Exec422ApplicationProblemPlusJSONResponse) VisitExecResponse(w http.ResponseWriter) error {
@@ -1022,6 +1591,20 @@ func (response Exec422ApplicationProblemPlusJSONResponse) VisitExecResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Exec429ApplicationProblemPlusJSONResponse Problem
+
+func (response Exec429ApplicationProblemPlusJSONResponse) VisitExecResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1142,6 +1725,485 @@ type GetOpenAPIdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetOpenAPIdefaultApplicationProblemPlusJSONResponse) VisitGetOpenAPIResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProcessesRequestObject struct {
+}
+
+type ListProcessesResponseObject interface {
+	VisitListProcessesResponse(w http.ResponseWriter) error
+}
+
+type ListProcesses200JSONResponse ProcessList
+
+func (response ListProcesses200JSONResponse) VisitListProcessesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProcessesdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListProcessesdefaultApplicationProblemPlusJSONResponse) VisitListProcessesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartProcessRequestObject struct {
+	Body *StartProcessJSONRequestBody
+}
+
+type StartProcessResponseObject interface {
+	VisitStartProcessResponse(w http.ResponseWriter) error
+}
+
+type StartProcess201ResponseHeaders struct {
+	Location *string
+}
+
+type StartProcess201JSONResponse struct {
+	Body    Process
+	Headers StartProcess201ResponseHeaders
+}
+
+func (response StartProcess201JSONResponse) VisitStartProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartProcess400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response StartProcess400ApplicationProblemPlusJSONResponse) VisitStartProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartProcess409ApplicationProblemPlusJSONResponse Problem
+
+func (response StartProcess409ApplicationProblemPlusJSONResponse) VisitStartProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartProcess422ApplicationProblemPlusJSONResponse Problem
+
+func (response StartProcess422ApplicationProblemPlusJSONResponse) VisitStartProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartProcess429ApplicationProblemPlusJSONResponse Problem
+
+func (response StartProcess429ApplicationProblemPlusJSONResponse) VisitStartProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartProcessdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response StartProcessdefaultApplicationProblemPlusJSONResponse) VisitStartProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TerminateProcessRequestObject struct {
+	ProcessId ProcessId `json:"processId"`
+}
+
+type TerminateProcessResponseObject interface {
+	VisitTerminateProcessResponse(w http.ResponseWriter) error
+}
+
+type TerminateProcess200JSONResponse TerminateResult
+
+func (response TerminateProcess200JSONResponse) VisitTerminateProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TerminateProcess404ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response TerminateProcess404ApplicationProblemPlusJSONResponse) VisitTerminateProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TerminateProcessdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response TerminateProcessdefaultApplicationProblemPlusJSONResponse) VisitTerminateProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetProcessRequestObject struct {
+	ProcessId ProcessId `json:"processId"`
+}
+
+type GetProcessResponseObject interface {
+	VisitGetProcessResponse(w http.ResponseWriter) error
+}
+
+type GetProcess200JSONResponse Process
+
+func (response GetProcess200JSONResponse) VisitGetProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetProcess404ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetProcess404ApplicationProblemPlusJSONResponse) VisitGetProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetProcessdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetProcessdefaultApplicationProblemPlusJSONResponse) VisitGetProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReadProcessOutputRequestObject struct {
+	ProcessId ProcessId `json:"processId"`
+	Params    ReadProcessOutputParams
+}
+
+type ReadProcessOutputResponseObject interface {
+	VisitReadProcessOutputResponse(w http.ResponseWriter) error
+}
+
+type ReadProcessOutput200JSONResponse ProcessOutput
+
+func (response ReadProcessOutput200JSONResponse) VisitReadProcessOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReadProcessOutput404ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ReadProcessOutput404ApplicationProblemPlusJSONResponse) VisitReadProcessOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReadProcessOutput410ApplicationProblemPlusJSONResponse Problem
+
+func (response ReadProcessOutput410ApplicationProblemPlusJSONResponse) VisitReadProcessOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReadProcessOutputdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ReadProcessOutputdefaultApplicationProblemPlusJSONResponse) VisitReadProcessOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SignalProcessRequestObject struct {
+	ProcessId ProcessId `json:"processId"`
+	Body      *SignalProcessJSONRequestBody
+}
+
+type SignalProcessResponseObject interface {
+	VisitSignalProcessResponse(w http.ResponseWriter) error
+}
+
+type SignalProcess200JSONResponse SignalResult
+
+func (response SignalProcess200JSONResponse) VisitSignalProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SignalProcess400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response SignalProcess400ApplicationProblemPlusJSONResponse) VisitSignalProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SignalProcess404ApplicationProblemPlusJSONResponse Problem
+
+func (response SignalProcess404ApplicationProblemPlusJSONResponse) VisitSignalProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SignalProcessdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response SignalProcessdefaultApplicationProblemPlusJSONResponse) VisitSignalProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteProcessStdinRequestObject struct {
+	ProcessId ProcessId `json:"processId"`
+	Body      *WriteProcessStdinJSONRequestBody
+}
+
+type WriteProcessStdinResponseObject interface {
+	VisitWriteProcessStdinResponse(w http.ResponseWriter) error
+}
+
+type WriteProcessStdin200JSONResponse StdinResult
+
+func (response WriteProcessStdin200JSONResponse) VisitWriteProcessStdinResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteProcessStdin400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response WriteProcessStdin400ApplicationProblemPlusJSONResponse) VisitWriteProcessStdinResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteProcessStdin404ApplicationProblemPlusJSONResponse Problem
+
+func (response WriteProcessStdin404ApplicationProblemPlusJSONResponse) VisitWriteProcessStdinResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteProcessStdin409ApplicationProblemPlusJSONResponse Problem
+
+func (response WriteProcessStdin409ApplicationProblemPlusJSONResponse) VisitWriteProcessStdinResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WriteProcessStdindefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response WriteProcessStdindefaultApplicationProblemPlusJSONResponse) VisitWriteProcessStdinResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -1481,6 +2543,27 @@ type StrictServerInterface interface {
 	// GetOpenAPI This contract.
 	// (GET /openapi.yaml)
 	GetOpenAPI(ctx context.Context, request GetOpenAPIRequestObject) (GetOpenAPIResponseObject, error)
+	// ListProcesses Running and recently exited processes.
+	// (GET /processes)
+	ListProcesses(ctx context.Context, request ListProcessesRequestObject) (ListProcessesResponseObject, error)
+	// StartProcess Start a background process.
+	// (POST /processes)
+	StartProcess(ctx context.Context, request StartProcessRequestObject) (StartProcessResponseObject, error)
+	// TerminateProcess Terminate the process group (SIGTERM, grace, SIGKILL).
+	// (DELETE /processes/{processId})
+	TerminateProcess(ctx context.Context, request TerminateProcessRequestObject) (TerminateProcessResponseObject, error)
+	// GetProcess One process.
+	// (GET /processes/{processId})
+	GetProcess(ctx context.Context, request GetProcessRequestObject) (GetProcessResponseObject, error)
+	// ReadProcessOutput Long-poll read of retained output chunks.
+	// (GET /processes/{processId}/output)
+	ReadProcessOutput(ctx context.Context, request ReadProcessOutputRequestObject) (ReadProcessOutputResponseObject, error)
+	// SignalProcess Send a signal to the whole process group.
+	// (POST /processes/{processId}/signal)
+	SignalProcess(ctx context.Context, request SignalProcessRequestObject) (SignalProcessResponseObject, error)
+	// WriteProcessStdin Write to the process's stdin, and optionally close it.
+	// (POST /processes/{processId}/stdin)
+	WriteProcessStdin(ctx context.Context, request WriteProcessStdinRequestObject) (WriteProcessStdinResponseObject, error)
 	// Readyz Readiness; 503 while draining on shutdown.
 	// (GET /readyz)
 	Readyz(ctx context.Context, request ReadyzRequestObject) (ReadyzResponseObject, error)
@@ -1612,6 +2695,206 @@ func (sh *strictHandler) GetOpenAPI(w http.ResponseWriter, r *http.Request) {
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(GetOpenAPIResponseObject); ok {
 		if err := validResponse.VisitGetOpenAPIResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListProcesses operation middleware
+func (sh *strictHandler) ListProcesses(w http.ResponseWriter, r *http.Request) {
+	var request ListProcessesRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListProcesses(ctx, request.(ListProcessesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListProcesses")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListProcessesResponseObject); ok {
+		if err := validResponse.VisitListProcessesResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StartProcess operation middleware
+func (sh *strictHandler) StartProcess(w http.ResponseWriter, r *http.Request) {
+	var request StartProcessRequestObject
+
+	var body StartProcessJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.StartProcess(ctx, request.(StartProcessRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StartProcess")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(StartProcessResponseObject); ok {
+		if err := validResponse.VisitStartProcessResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// TerminateProcess operation middleware
+func (sh *strictHandler) TerminateProcess(w http.ResponseWriter, r *http.Request, processId ProcessId) {
+	var request TerminateProcessRequestObject
+
+	request.ProcessId = processId
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.TerminateProcess(ctx, request.(TerminateProcessRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TerminateProcess")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(TerminateProcessResponseObject); ok {
+		if err := validResponse.VisitTerminateProcessResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetProcess operation middleware
+func (sh *strictHandler) GetProcess(w http.ResponseWriter, r *http.Request, processId ProcessId) {
+	var request GetProcessRequestObject
+
+	request.ProcessId = processId
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetProcess(ctx, request.(GetProcessRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetProcess")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetProcessResponseObject); ok {
+		if err := validResponse.VisitGetProcessResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ReadProcessOutput operation middleware
+func (sh *strictHandler) ReadProcessOutput(w http.ResponseWriter, r *http.Request, processId ProcessId, params ReadProcessOutputParams) {
+	var request ReadProcessOutputRequestObject
+
+	request.ProcessId = processId
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ReadProcessOutput(ctx, request.(ReadProcessOutputRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ReadProcessOutput")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ReadProcessOutputResponseObject); ok {
+		if err := validResponse.VisitReadProcessOutputResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SignalProcess operation middleware
+func (sh *strictHandler) SignalProcess(w http.ResponseWriter, r *http.Request, processId ProcessId) {
+	var request SignalProcessRequestObject
+
+	request.ProcessId = processId
+
+	var body SignalProcessJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.SignalProcess(ctx, request.(SignalProcessRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SignalProcess")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(SignalProcessResponseObject); ok {
+		if err := validResponse.VisitSignalProcessResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// WriteProcessStdin operation middleware
+func (sh *strictHandler) WriteProcessStdin(w http.ResponseWriter, r *http.Request, processId ProcessId) {
+	var request WriteProcessStdinRequestObject
+
+	request.ProcessId = processId
+
+	var body WriteProcessStdinJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.WriteProcessStdin(ctx, request.(WriteProcessStdinRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "WriteProcessStdin")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(WriteProcessStdinResponseObject); ok {
+		if err := validResponse.VisitWriteProcessStdinResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

@@ -25,6 +25,13 @@ func (s *Server) Exec(ctx context.Context, req ExecRequestObject) (ExecResponseO
 	}
 	// argv may carry secrets on a command line: debug level only.
 	zerolog.Ctx(ctx).Debug().Strs("argv", in.Argv).Msg("exec")
+	if wantsEventStream(ctx) {
+		p, err := s.procs.Start(ctx, service.StartInput{ExecInput: in})
+		if err != nil {
+			return nil, err
+		}
+		return execStream{ctx: ctx, p: p}, nil
+	}
 	out, err := s.exec.Exec(ctx, in)
 	if err != nil {
 		return nil, err
@@ -35,6 +42,9 @@ func (s *Server) Exec(ctx context.Context, req ExecRequestObject) (ExecResponseO
 // execInput checks what the contract cannot say and translates the body.
 func (s *Server) execInput(b *ExecRequest) (in service.ExecInput, err error) {
 	in = service.ExecInput{Argv: b.Argv, Timeout: s.limits.DefaultTimeout}
+	if b.ProcessId != nil {
+		in.ProcessID = *b.ProcessId
+	}
 	if b.Argv[0] == "" {
 		return in, invalid("argv[0]", "the program name must not be empty")
 	}

@@ -76,6 +76,14 @@ func problemFor(err error) *problem {
 		return &problem{status: http.StatusNotFound, code: NotFound, detail: "no such resource", cause: err}
 	case errors.As(err, &ce):
 		return &problem{status: http.StatusBadGateway, code: CaptureFailed, detail: string(ce.Reason) + ": " + ce.Message, cause: err}
+	case errors.Is(err, exec.ErrProcessExists):
+		return &problem{status: http.StatusConflict, code: ProcessExists, field: "processId", detail: "a live or retained process already has this processId", cause: err}
+	case errors.Is(err, exec.ErrTooManyProcesses):
+		return &problem{status: http.StatusTooManyRequests, code: TooManyProcesses, retryAfter: 1, detail: "too many processes are running; retry later", cause: err}
+	case errors.Is(err, exec.ErrOutputLost):
+		return &problem{status: http.StatusGone, code: OutputLost, field: "afterSeq", detail: "the output asked for was evicted from the retained buffer", cause: err}
+	case errors.Is(err, exec.ErrStdinClosed):
+		return &problem{status: http.StatusConflict, code: StdinClosed, detail: "stdin is not open: start the process with pipeStdin, and do not close it before writing", cause: err}
 	case errors.Is(err, exec.ErrShuttingDown):
 		return errShuttingDown
 	}

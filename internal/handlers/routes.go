@@ -37,7 +37,7 @@ func NewRouter(s *Server, logger zerolog.Logger, opts RouterOptions) (http.Handl
 	contract.Servers = nil // any host may serve it; the Host check is the server's own
 
 	r := chi.NewRouter()
-	r.Use(withRequestID(logger), accessLog(&s.http), routeLabel, recoverer, opts.Security.middleware)
+	r.Use(withRequestID(logger), accessLog(&s.http), routeLabel, recoverer, opts.Security.middleware, withEventStream)
 	// The contract validator runs per operation, after chi has matched the
 	// route, so that 404 and 405 stay chi's and every log line has its route.
 	validate := validator.OapiRequestValidatorWithOptions(contract, &validator.Options{
@@ -57,6 +57,7 @@ func NewRouter(s *Server, logger zerolog.Logger, opts RouterOptions) (http.Handl
 		Middlewares:      []MiddlewareFunc{validate},
 		ErrorHandlerFunc: parameterError,
 	})
+	r.Get("/processes/{processId}/events", s.processEvents)
 	if opts.Metrics != nil {
 		r.Method(http.MethodGet, "/metrics", opts.Metrics)
 	}

@@ -30,6 +30,7 @@ type StatsSource interface {
 // Deps is what the handlers call; *service.Service is all of them.
 type Deps struct {
 	Exec      Executor
+	Processes Processes
 	Snapshots Snapshots
 	Stats     StatsSource
 }
@@ -93,6 +94,7 @@ func (l Limits) checkStdin(field string, n int) error {
 // requests into calls on the service layer.
 type Server struct {
 	exec      Executor
+	procs     Processes
 	snapshots Snapshots
 	stats     StatsSource
 	limits    Limits
@@ -106,7 +108,7 @@ var _ StrictServerInterface = (*Server)(nil)
 
 // New returns a Server over deps that serves spec as its contract and reports version.
 func New(deps Deps, limits Limits, spec []byte, version string) *Server {
-	return &Server{exec: deps.Exec, snapshots: deps.Snapshots, stats: deps.Stats, limits: limits, spec: spec, version: version}
+	return &Server{exec: deps.Exec, procs: deps.Processes, snapshots: deps.Snapshots, stats: deps.Stats, limits: limits, spec: spec, version: version}
 }
 
 // Drain makes /readyz answer 503 and new commands be refused, for shutdown.

@@ -16,8 +16,10 @@ import (
 
 // ExecInput is one command to run, as a client asked for it.
 type ExecInput struct {
-	Argv []string
-	Cwd  string
+	// ProcessID is the client's key for the process; empty means generated.
+	ProcessID string
+	Argv      []string
+	Cwd       string
 	// Env is the request's env: without EnvPolicy exactly the child's
 	// environment, with it laid over the policy's result.
 	Env       map[string]string
@@ -62,15 +64,10 @@ func New(procs *exec.Manager, snapshots *shellsnap.Cache, serverEnv []string, me
 // Exec runs in to completion. If ctx ends first, the process group is
 // terminated and its ending is still returned.
 func (s *Service) Exec(ctx context.Context, in ExecInput) (ExecOutput, error) {
-	spec, receipt, err := s.prepare(ctx, in)
+	p, err := s.Start(ctx, StartInput{ExecInput: in})
 	if err != nil {
 		return ExecOutput{}, err
 	}
-	p, err := s.procs.Start(spec)
-	if err != nil {
-		return ExecOutput{}, err
-	}
-	s.pm.track(p)
 	select {
 	case <-p.Done():
 	case <-ctx.Done():
@@ -78,7 +75,7 @@ func (s *Service) Exec(ctx context.Context, in ExecInput) (ExecOutput, error) {
 		p.Terminate(exec.StatusTerminated)
 		<-p.Done()
 	}
-	return ExecOutput{ProcessID: p.ID(), Pid: p.Pid(), Result: p.Result(), Snapshot: receipt}, nil
+	return ExecOutput{ProcessID: p.ID(), Pid: p.Pid(), Result: p.Result(), Snapshot: Receipt(p)}, nil
 }
 
 // prepare turns in into the spec to spawn: the child's environment, then the

@@ -1,0 +1,68 @@
+package exec
+
+import (
+	"context"
+	"time"
+)
+
+// ReadResult is one read of a process's retained output.
+type ReadResult struct {
+	// Chunks are the retained chunks after the asked-for seq, in seq order.
+	Chunks []Chunk
+	// NextSeq is the last returned chunk's seq plus one, or the process's next
+	// seq when none was returned: the next read passes NextSeq-1 as afterSeq.
+	// With ErrOutputLost it is the oldest retained seq, so that the same rule
+	// resumes at the oldest chunk still there.
+	NextSeq int64
+	// Exited reports whether the process has exited; its group and output may
+	// still be ending.
+	Exited bool
+	// ExitCode is the exit code once exited, nil when the process was ended by a
+	// signal.
+	ExitCode *int
+	// Closed reports that the process and its group have ended, the output is
+	// complete, and no chunk follows NextSeq: a reader that has seen this has
+	// seen everything.
+	Closed bool
+}
+
+// Read returns the retained output chunks with seq > afterSeq, as the
+// reference's process/read does (SHELL-SNAPSHOTS.md 9). A positive maxBytes
+// bounds the returned data: at least one chunk is returned, and the read stops
+// before a chunk that would exceed the budget or once the budget is reached.
+// Read returns at once when there are chunks or the process has ended and its
+// output is complete; otherwise it waits up to wait, or until ctx ends (which
+// returns ctx's error), for new output. It returns ErrOutputLost when chunks
+// after afterSeq were evicted before they were read.
+func (p *Process) Read(ctx context.Context, afterSeq int64, maxBytes int, wait time.Duration) (ReadResult, error) {
+	var timer <-chan time.Time
+	for {
+		r := p.ring.read(afterSeq, maxBytes)
+		res := ReadResult{Chunks: r.chunks, NextSeq: r.next, Closed: r.closed && r.atEnd}
+		p.mu.Lock()
+		res.Exited = p.exited
+		if p.exitCode != nil {
+			code := *p.exitCode
+			res.ExitCode = &code
+		}
+		p.mu.Unlock()
+		if r.lost {
+			return res, ErrOutputLost
+		}
+		if len(res.Chunks) > 0 || r.closed || wait <= 0 {
+			return res, nil
+		}
+		if timer == nil {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case <-r.changed:
+		case <-timer:
+			wait = 0 // one last look
+		case <-ctx.Done():
+			return res, ctx.Err()
+		}
+	}
+}

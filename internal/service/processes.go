@@ -1,0 +1,71 @@
+package service
+
+import (
+	"context"
+	"syscall"
+
+	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/shellsnap"
+)
+
+// StartInput is a background process to start: an ExecInput plus whether
+// stdin stays open for writes.
+type StartInput struct {
+	ExecInput
+	PipeStdin bool
+}
+
+// Start prepares in exactly as Exec does (environment, snapshot replay) and
+// starts it in the process table without waiting. The snapshot receipt is the
+// process's Tag.
+func (s *Service) Start(ctx context.Context, in StartInput) (*exec.Process, error) {
+	spec, receipt, err := s.prepare(ctx, in.ExecInput)
+	if err != nil {
+		return nil, err
+	}
+	spec.ID, spec.PipeStdin, spec.Tag = in.ProcessID, in.PipeStdin, receipt
+	p, err := s.procs.Start(spec)
+	if err != nil {
+		return nil, err
+	}
+	s.pm.track(p)
+	return p, nil
+}
+
+// Receipt returns the snapshot receipt a process was started with.
+func Receipt(p *exec.Process) shellsnap.Receipt {
+	r, _ := p.Tag().(shellsnap.Receipt)
+	return r
+}
+
+// Processes returns the running and retained processes, oldest first.
+func (s *Service) Processes() []*exec.Process { return s.procs.List() }
+
+// Process returns one process, or ErrNotFound.
+func (s *Service) Process(id string) (*exec.Process, error) {
+	p, ok := s.procs.Get(id)
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return p, nil
+}
+
+// Terminate ends a process's group (SIGTERM, grace, SIGKILL) and reports
+// whether it was still running.
+func (s *Service) Terminate(id string) (bool, error) {
+	p, err := s.Process(id)
+	if err != nil {
+		return false, err
+	}
+	return p.Terminate(exec.StatusTerminated), nil
+}
+
+// Signal sends sig to a process's whole group and reports whether it was
+// still running to get it.
+func (s *Service) Signal(id string, sig syscall.Signal) (bool, error) {
+	p, err := s.Process(id)
+	if err != nil {
+		return false, err
+	}
+	return p.Signal(sig), nil
+}
