@@ -47,11 +47,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		logger.Warn().Err(err).Msg("cannot become a child subreaper; orphaned grandchildren are left to PID 1")
 	}
 
-	tel, err := setupTelemetry()
+	tel, err := setupTelemetry(ctx, getenv)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = tel.shutdown(context.Background()) }()
+	defer func() {
+		// Last, so that the spans of the shutdown itself are flushed too.
+		flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tel.shutdown(flushCtx); err != nil {
+			logger.Warn().Err(err).Msg("telemetry did not flush")
+		}
+	}()
 
 	procs := exec.NewManager(exec.Options{
 		Grace:                  cfg.grace,
@@ -61,11 +68,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		MaxRetained:            cfg.limits.retained,
 		MaxRetainedOutputBytes: cfg.limits.retainedBytes,
 	})
-	snapshots, err := shellsnap.New(shellsnap.Options{Meter: tel.meter(), MaxConcurrentCaptures: cfg.limits.captures})
+	snapshots, err := shellsnap.New(shellsnap.Options{Meter: tel.meter(), Tracer: tel.tracer(), MaxConcurrentCaptures: cfg.limits.captures})
 	if err != nil {
 		return err
 	}
-	svc, err := service.New(procs, snapshots, serverEnv, tel.meter())
+	svc, err := service.New(service.Options{Procs: procs, Snapshots: snapshots, ServerEnv: serverEnv, Meter: tel.meter(), Tracer: tel.tracer()})
 	if err != nil {
 		return err
 	}
@@ -80,8 +87,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		MaxOutputBytes: cfg.maxOutputBytes,
 	}, api.Spec, version)
 	router, err := handlers.NewRouter(srv, logger, handlers.RouterOptions{
-		MeterProvider: tel.meterProvider,
-		Metrics:       tel.metrics,
+		MeterProvider:  tel.meterProvider,
+		TracerProvider: tel.tracerProvider,
+		Propagator:     tel.propagator,
+		Metrics:        tel.metrics,
 		Security: handlers.Security{
 			Token:        cfg.token,
 			AllowedHosts: cfg.allowedHosts,

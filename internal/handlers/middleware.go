@@ -10,6 +10,7 @@ import (
 	"github.com/felixge/httpsnoop"
 	"github.com/go-chi/chi/v5"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Log field names, kept in one place so that every line agrees.
@@ -20,6 +21,7 @@ const (
 	logStatus    = "status"
 	logDuration  = "durationMs"
 	logBytes     = "bytes"
+	logTraceID   = "traceId"
 )
 
 type requestIDKey struct{}
@@ -41,7 +43,13 @@ func withRequestID(base zerolog.Logger) func(http.Handler) http.Handler {
 				id = hex.EncodeToString(b[:])
 			}
 			w.Header().Set("X-Request-Id", id)
-			logger := base.With().Str(logRequestID, id).Logger()
+			lc := base.With().Str(logRequestID, id)
+			// Every line of the request carries its trace id (otelhttp, outside
+			// the router, has started the span or continued a traceparent).
+			if sc := trace.SpanContextFromContext(r.Context()); sc.HasTraceID() {
+				lc = lc.Str(logTraceID, sc.TraceID().String())
+			}
+			logger := lc.Logger()
 			ctx := context.WithValue(r.Context(), requestIDKey{}, id)
 			next.ServeHTTP(w, r.WithContext(logger.WithContext(ctx)))
 		})

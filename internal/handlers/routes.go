@@ -13,13 +13,20 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
-	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+	nooptrace "go.opentelemetry.io/otel/trace/noop"
 )
 
 // RouterOptions are the parts of the surface that are not generated.
 type RouterOptions struct {
 	// MeterProvider receives otelhttp's HTTP server metrics; nil means none.
 	MeterProvider metric.MeterProvider
+	// TracerProvider and Propagator make a span of each request, continuing
+	// an incoming traceparent; nil means no spans.
+	TracerProvider trace.TracerProvider
+	Propagator     propagation.TextMapPropagator
 	// Metrics serves GET /metrics; nil means no such route.
 	Metrics http.Handler
 	// Dashboard serves GET / and its assets under /ui/; nil means none.
@@ -75,14 +82,25 @@ func NewRouter(s *Server, logger zerolog.Logger, opts RouterOptions) (http.Handl
 	if mp == nil {
 		mp = noop.NewMeterProvider()
 	}
+	tp := opts.TracerProvider
+	if tp == nil {
+		tp = nooptrace.NewTracerProvider()
+	}
+	prop := opts.Propagator
+	if prop == nil {
+		prop = propagation.TraceContext{}
+	}
 	return otelhttp.NewHandler(r, "snapexec",
 		otelhttp.WithMeterProvider(mp),
+		otelhttp.WithTracerProvider(tp),
+		otelhttp.WithPropagators(prop),
+		// Renamed to "METHOD /route/{template}" once chi has matched (routeLabel).
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }),
 	), nil
 }
 
-// routeLabel labels otelhttp's metrics and span with the route template chi
-// matched, never the raw path.
+// routeLabel labels otelhttp's metrics and names its span with the route
+// template chi matched, never the raw path.
 func routeLabel(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		next.ServeHTTP(w, r)
@@ -93,5 +111,8 @@ func routeLabel(next http.Handler) http.Handler {
 		if l, ok := otelhttp.LabelerFromContext(r.Context()); ok {
 			l.Add(semconv.HTTPRoute(route))
 		}
+		span := trace.SpanFromContext(r.Context())
+		span.SetName(r.Method + " " + route)
+		span.SetAttributes(semconv.HTTPRoute(route))
 	})
 }

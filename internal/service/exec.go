@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+	nooptrace "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
@@ -46,19 +48,35 @@ type Service struct {
 	snapshots *shellsnap.Cache
 	serverEnv map[string]string
 	pm        *processMetrics
+	tracer    trace.Tracer
 	startedAt time.Time
 }
 
-// New returns a Service that runs processes through procs and replays shell
-// snapshots from snapshots. serverEnv is the server's own environment
-// (NAME=VALUE pairs), which an envPolicy inherits from. meter records the
-// process metrics; nil records nothing.
-func New(procs *exec.Manager, snapshots *shellsnap.Cache, serverEnv []string, meter metric.Meter) (*Service, error) {
-	pm, err := newProcessMetrics(meter, procs.Running)
+// Options is what a Service is built from.
+type Options struct {
+	// Procs runs the processes; Snapshots replays shell snapshots.
+	Procs     *exec.Manager
+	Snapshots *shellsnap.Cache
+	// ServerEnv is the server's own environment (NAME=VALUE pairs), which an
+	// envPolicy inherits from.
+	ServerEnv []string
+	// Meter records the process metrics and Tracer the process spans; nil
+	// records nothing.
+	Meter  metric.Meter
+	Tracer trace.Tracer
+}
+
+// New returns a Service built from opts.
+func New(opts Options) (*Service, error) {
+	pm, err := newProcessMetrics(opts.Meter, opts.Procs.Running)
 	if err != nil {
 		return nil, err
 	}
-	return &Service{procs: procs, snapshots: snapshots, serverEnv: envMap(serverEnv), pm: pm, startedAt: time.Now()}, nil
+	tracer := opts.Tracer
+	if tracer == nil {
+		tracer = nooptrace.NewTracerProvider().Tracer("")
+	}
+	return &Service{procs: opts.Procs, snapshots: opts.Snapshots, serverEnv: envMap(opts.ServerEnv), pm: pm, tracer: tracer, startedAt: time.Now()}, nil
 }
 
 // Exec runs in to completion. If ctx ends first, the process group is

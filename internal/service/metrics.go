@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/shellsnap"
@@ -56,11 +57,16 @@ func newProcessMetrics(m metric.Meter, running func() int) (*processMetrics, err
 	return pm, nil
 }
 
-// track records p's ending once it ends.
-func (pm *processMetrics) track(p *exec.Process) {
+// track records p's ending once it ends, and ends its life span.
+func (pm *processMetrics) track(p *exec.Process, life trace.Span) {
 	go func() {
 		r := p.Result()
 		result := resultOf(r)
+		life.SetAttributes(attribute.String("process.status", string(r.Status)), attribute.String("process.result", result))
+		if r.ExitCode != nil {
+			life.SetAttributes(attribute.Int("process.exit_code", *r.ExitCode))
+		}
+		life.End()
 		switch result {
 		case resultSuccess:
 			pm.success.Add(1)

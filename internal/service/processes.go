@@ -4,6 +4,10 @@ import (
 	"context"
 	"syscall"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
@@ -24,11 +28,22 @@ func (s *Service) Start(ctx context.Context, in StartInput) (*exec.Process, erro
 		return nil, err
 	}
 	spec.ID, spec.PipeStdin, spec.Tag = in.ProcessID, in.PipeStdin, receipt
+	_, spawn := s.tracer.Start(ctx, "process.spawn")
 	p, err := s.procs.Start(spec)
 	if err != nil {
+		spawn.RecordError(err)
+		spawn.SetStatus(codes.Error, "spawn failed")
+		spawn.End()
 		return nil, err
 	}
-	s.pm.track(p)
+	spawn.End()
+	// The life span outlives the request that started it; it is parented
+	// under the request all the same.
+	_, life := s.tracer.Start(ctx, "process", trace.WithAttributes(
+		attribute.Bool("process.pipe_stdin", in.PipeStdin),
+		attribute.String("snapshot.outcome", string(receipt.Outcome)),
+	))
+	s.pm.track(p, life)
 	return p, nil
 }
 

@@ -8,7 +8,11 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+	nooptrace "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/snapexec/snapexec/internal/envpolicy"
 )
@@ -32,8 +36,10 @@ type Options struct {
 	// Now is the clock of backoffs; nil means time.Now. Capture durations
 	// always use the real clock.
 	Now func() time.Time
-	// Meter records the snapshot metrics; nil records nothing.
-	Meter metric.Meter
+	// Meter records the snapshot metrics and Tracer the prepare, capture and
+	// replay spans; nil records nothing.
+	Meter  metric.Meter
+	Tracer trace.Tracer
 	// Timeout bounds one capture; zero means SnapshotTimeout.
 	Timeout time.Duration
 	// MaxConcurrentCaptures bounds the captures running at once (captures of
@@ -50,6 +56,7 @@ type Cache struct {
 	now     func() time.Time
 	timeout time.Duration
 	metrics *metrics
+	tracer  trace.Tracer
 
 	history *captureHistory
 	slots   chan struct{} // nil: unbounded
@@ -83,6 +90,10 @@ func New(opts Options) (*Cache, error) {
 	if c.capture == nil {
 		c.capture = RunCapture
 	}
+	c.tracer = opts.Tracer
+	if c.tracer == nil {
+		c.tracer = nooptrace.NewTracerProvider().Tracer("")
+	}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -100,6 +111,21 @@ func New(opts Options) (*Cache, error) {
 // fallback. For Prewarm it also returns the capture's own failure, and it
 // never rewrites cmd.
 func (c *Cache) Prepare(ctx context.Context, req *Request, cmd *Command, purpose Purpose) (Receipt, error) {
+	if req == nil {
+		return Receipt{Outcome: OutcomeNotRequested}, nil
+	}
+	ctx, span := c.tracer.Start(ctx, "codex.exec_server.process_prepare_shell_snapshot", trace.WithAttributes(
+		attribute.String("shell", req.Shell.Name), attribute.String("purpose", purpose.String())))
+	defer span.End()
+	r, err := c.prepare(ctx, req, cmd, purpose)
+	span.SetAttributes(attribute.String("outcome", string(r.Outcome)), attribute.String("state", string(r.State)))
+	if err != nil {
+		span.SetStatus(codes.Error, "snapshot request refused")
+	}
+	return r, err
+}
+
+func (c *Cache) prepare(ctx context.Context, req *Request, cmd *Command, purpose Purpose) (Receipt, error) {
 	if r, err := check(req, cmd); err != nil || r.Outcome != "" {
 		return r, err
 	}
@@ -175,6 +201,7 @@ func (c *Cache) await(ctx context.Context, req Request, cmd *Command, purpose Pu
 	if !ranInit {
 		c.hit(e)
 	}
+	_, replay := c.tracer.Start(ctx, "shellsnap.replay", trace.WithAttributes(attribute.Int("state_bytes", len(res.snap.State))))
 	cmd.Argv, cmd.Env = Replay(ReplayInput{
 		Snapshot:   res.snap,
 		Shell:      req.Shell.Name,
@@ -184,6 +211,7 @@ func (c *Cache) await(ctx context.Context, req Request, cmd *Command, purpose Pu
 		RequestEnv: cmd.RequestEnv,
 		CaptureEnv: res.captureEnv,
 	})
+	replay.End()
 	c.metrics.command(ctx, state, OutcomeUsed, wait)
 	c.history.command(state, OutcomeUsed)
 	return Receipt{Outcome: OutcomeUsed, State: state, Wait: wait}, nil
@@ -254,6 +282,9 @@ func stateOf(cl *cell) State {
 // command's own login shell, parses the output, records the telemetry, and
 // returns what the cell keeps (a failed prewarm keeps nothing).
 func (c *Cache) runCapture(ctx context.Context, req Request, cmd *Command, purpose Purpose, e *entry, attempt int) (result, bool) {
+	ctx, span := c.tracer.Start(ctx, "codex.exec_server.process_capture_shell_snapshot", trace.WithAttributes(
+		attribute.String("shell", req.Shell.Name), attribute.String("purpose", purpose.String()), attribute.Int("attempt", attempt)))
+	defer span.End()
 	script, _ := CaptureScript(req.Shell.Name)
 	argv := append([]string{}, cmd.Argv...)
 	argv[2] = script
@@ -287,6 +318,8 @@ func (c *Cache) runCapture(ctx context.Context, req Request, cmd *Command, purpo
 	c.mu.Lock()
 	e.lastError = ce
 	c.mu.Unlock()
+	span.SetAttributes(attribute.String("failure_reason", string(ce.Reason)))
+	span.SetStatus(codes.Error, string(ce.Reason))
 	zerolog.Ctx(ctx).Warn().
 		Str("reason", string(ce.Reason)).
 		Str("shell", req.Shell.Name).

@@ -47,6 +47,14 @@ const (
 	Prewarm
 )
 
+// String names the purpose as the reference's telemetry does.
+func (p Purpose) String() string {
+	if p == Prewarm {
+		return "prewarm"
+	}
+	return "execution"
+}
+
 // Outcome is what a prepare did to a command.
 type Outcome string
 
