@@ -6,9 +6,17 @@ GO ?= go
 ## test: install what the tests need, check generated code and formatting, run every test with -race.
 test: deps check unit
 
-## deps: tools the tests use that a fresh machine may lack (zsh for the snapshot tests).
+## deps: what the tests need that a fresh machine may lack: zsh (snapshot
+## tests) and Debian's chromium (dashboard browser tests).
 deps:
-	@command -v zsh >/dev/null 2>&1 || { (apt-get update -qq && apt-get install -y -qq zsh >/dev/null) || { echo "zsh is required by the tests: apt-get install zsh"; exit 1; }; }
+	@missing=""; \
+	command -v zsh >/dev/null 2>&1 || missing="$$missing zsh"; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing"; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; } \
+			|| { echo "the tests need$$missing: apt-get install$$missing"; exit 1; }; \
+	fi
 
 ## generate: regenerate internal/handlers/api.gen.go from api/openapi.yaml.
 generate:

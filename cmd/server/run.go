@@ -19,6 +19,7 @@ import (
 	"github.com/snapexec/snapexec/internal/handlers"
 	"github.com/snapexec/snapexec/internal/service"
 	"github.com/snapexec/snapexec/internal/shellsnap"
+	"github.com/snapexec/snapexec/web"
 )
 
 // version is the server's version, reported by /stats and the dashboard.
@@ -91,6 +92,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		TracerProvider: tel.tracerProvider,
 		Propagator:     tel.propagator,
 		Metrics:        tel.metrics,
+		Dashboard:      web.Handler(),
 		Security: handlers.Security{
 			Token:        cfg.token,
 			AllowedHosts: cfg.allowedHosts,

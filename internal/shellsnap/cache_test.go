@@ -408,3 +408,20 @@ func TestMaxConcurrentCaptures(t *testing.T) {
 		t.Errorf("peak concurrent captures = %d, want 2", got)
 	}
 }
+
+func TestFailedPrewarmEntryIsFailedWithoutBackoff(t *testing.T) {
+	f := &fakeCapturer{fail: &CaptureError{Reason: ReasonNonzeroExit, Message: "exit status: 7"}}
+	c := newTestCache(t, Options{Capture: f.capture})
+	if _, err := c.Prepare(context.Background(), bashRequest("pf"), bashCommand("/pf"), Prewarm); err == nil {
+		t.Fatal("failed prewarm returned nil")
+	}
+	e, ok := c.Entry(*bashRequest("pf"), "/pf", nil)
+	if !ok || e.State != EntryFailed || !e.RetryAt.IsZero() || e.LastError == nil || e.Attempts != 1 {
+		t.Errorf("entry after a failed prewarm = %+v, want failed, no retryAt, the error, attempt 1", e)
+	}
+	// Nothing was cached: the next command captures at once.
+	mustPrepare(t, c, bashRequest("pf"), bashCommand("/pf"), Execution)
+	if got := f.count("/pf"); got != 2 {
+		t.Errorf("captures = %d, want 2", got)
+	}
+}

@@ -116,8 +116,12 @@ func (e *entry) info() EntryInfo {
 		LastUsedAt:  e.lastUsedAt,
 		LastError:   e.lastError,
 	}
-	res, set, _ := e.cell.peek()
+	res, set, running := e.cell.peek()
 	switch {
+	case !set && !running && e.lastError != nil:
+		// A failed prewarm caches nothing: the next command captures at
+		// once, without waiting for a backoff.
+		in.State = EntryFailed
 	case !set:
 	case res.err != nil:
 		in.State, in.RetryAt = EntryFailed, res.retryAt

@@ -1,0 +1,533 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// dashChromium is where Debian's chromium package puts the browser.
+const dashChromium = "/usr/bin/chromium"
+
+// dashRecord is what the page did, as the DevTools events tell it: every
+// request it sent, the Authorization header of its API calls, and its
+// uncaught exceptions and security (CSP) errors.
+type dashRecord struct {
+	mu       sync.Mutex
+	urls     []string
+	auth     map[string]string // URL path -> Authorization header sent
+	problems []string
+	logs     []string
+}
+
+// listen runs in chromedp's read loop: it must only record.
+func (b *dashRecord) listen(ev any) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch ev := ev.(type) {
+	case *network.EventRequestWillBeSent:
+		if ev.Request == nil {
+			return
+		}
+		b.urls = append(b.urls, ev.Request.Method+" "+ev.Request.URL)
+		if a, ok := ev.Request.Headers["Authorization"].(string); ok {
+			if b.auth == nil {
+				b.auth = map[string]string{}
+			}
+			b.auth[ev.Request.URL] = a
+		}
+	case *runtime.EventExceptionThrown:
+		if d := ev.ExceptionDetails; d != nil {
+			text := d.Text
+			if d.Exception != nil && d.Exception.Description != "" {
+				text += " " + d.Exception.Description
+			}
+			b.problems = append(b.problems, fmt.Sprintf("uncaught exception at %s:%d: %s", d.URL, d.LineNumber+1, text))
+		}
+	case *cdplog.EventEntryAdded:
+		if e := ev.Entry; e != nil {
+			line := fmt.Sprintf("%s %s: %s %s", e.Level, e.Source, e.Text, e.URL)
+			b.logs = append(b.logs, line)
+			if strings.Contains(e.Text, "Content Security Policy") || e.Source == "security" {
+				b.problems = append(b.problems, "security: "+line)
+			}
+		}
+	case *runtime.EventConsoleAPICalled:
+		if ev.Type == "error" || ev.Type == "assert" {
+			var parts []string
+			for _, a := range ev.Args {
+				if a.Description != "" {
+					parts = append(parts, a.Description)
+				} else {
+					parts = append(parts, string(a.Value))
+				}
+			}
+			b.problems = append(b.problems, "console."+string(ev.Type)+": "+strings.Join(parts, " "))
+		}
+	}
+}
+
+func (b *dashRecord) snapshot() (urls []string, auth map[string]string, problems, logs []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	auth = map[string]string{}
+	for k, v := range b.auth {
+		auth[k] = v
+	}
+	return append([]string(nil), b.urls...), auth, append([]string(nil), b.problems...), append([]string(nil), b.logs...)
+}
+
+// dashBrowser is one headless Chromium tab with its record; do and run bound each
+// step with its own timeout.
+type dashBrowser struct {
+	t   *testing.T
+	ctx context.Context
+	rec *dashRecord
+}
+
+// startDashBrowser starts Debian's Chromium headless with a fresh profile. The
+// whole browser lives at most as long as ctx.
+func startDashBrowser(t *testing.T, ctx context.Context) *dashBrowser {
+	t.Helper()
+	if _, err := os.Stat(dashChromium); err != nil {
+		t.Skipf("no Chromium at %s (%v): install it with `apt-get install -y chromium` to run the browser test", dashChromium, err)
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(dashChromium),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("mute-audio", true),
+		chromedp.Flag("hide-scrollbars", true), // screenshots show the page, not a scrollbar strip
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 1000),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	rec := &dashRecord{}
+	tabCtx, cancelTab := chromedp.NewContext(allocCtx, chromedp.WithListener(rec.listen))
+	t.Cleanup(func() {
+		cancelTab()
+		cancelAlloc()
+	})
+	// The first Do starts the browser and binds its life to tabCtx (bounded by
+	// ctx), so it gets no shorter timeout of its own.
+	if err := chromedp.Do(tabCtx); err != nil {
+		t.Fatalf("starting %s: %v", dashChromium, err)
+	}
+	return &dashBrowser{t: t, ctx: tabCtx, rec: rec}
+}
+
+// do runs steps within d, and on failure reports what the page showed.
+func (b *dashBrowser) do(what string, d time.Duration, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, d)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		b.t.Fatalf("%s: %v\npage state:\n%s", what, err, b.pageState())
+	}
+}
+
+// text returns the text of the first element sel matches, within 5 s.
+func (b *dashBrowser) text(sel string) string {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		b.t.Fatalf("text of %s: %v\npage state:\n%s", sel, err, b.pageState())
+	}
+	return strings.TrimSpace(s)
+}
+
+// eval evaluates expr within 5 s.
+func dashEval[T any](b *dashBrowser, expr string) T {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// pageState is a short dump of the dashboard for failure messages.
+func (b *dashBrowser) pageState() string {
+	ctx, cancel := context.WithTimeout(b.ctx, 3*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
+		const q = (s) => document.querySelector(s);
+		const rows = (s) => Array.from(document.querySelectorAll(s)).map((r) => "  " + JSON.stringify(r.dataset) + " " + r.innerText.replace(/\s+/g, " ")).join("\n");
+		return "conn: " + (q("[data-testid=conn-status]")?.dataset.state) + " " + q("[data-testid=conn-status]")?.textContent +
+			"\naction-result: " + JSON.stringify(q("[data-testid=action-result]")?.dataset) + " " + q("[data-testid=action-result]")?.textContent +
+			"\nsnapshot rows:\n" + rows("[data-testid=snapshot-row]") +
+			"\nprocess rows:\n" + rows("[data-testid=process-row]");
+	})()`))
+	if err != nil {
+		return "(cannot read the page: " + err.Error() + ")"
+	}
+	_, _, problems, logs := b.rec.snapshot()
+	return s + "\nbrowser problems: " + strings.Join(problems, "; ") + "\nbrowser log: " + strings.Join(logs, "; ")
+}
+
+// screenshot saves a full-page PNG under dir and prints its path.
+func (b *dashBrowser) screenshot(dir, name string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	// From the top, so that the sticky header is where it belongs.
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`)); err != nil {
+		b.t.Fatalf("scroll to the top: %v", err)
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Fatalf("screenshot: %v", err)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Logf("screenshot: %s", path)
+	fmt.Println("dashboard screenshot:", path)
+}
+
+// checkSameOrigin fails on any request the page sent anywhere but origin
+// (data: URLs aside), and on uncaught exceptions or CSP errors.
+func (b *dashBrowser) checkSameOrigin(origin string, want ...string) {
+	b.t.Helper()
+	urls, _, problems, _ := b.rec.snapshot()
+	if len(urls) == 0 {
+		b.t.Errorf("no network events were recorded")
+	}
+	for _, u := range urls {
+		_, target, _ := strings.Cut(u, " ")
+		if strings.HasPrefix(target, "data:") {
+			continue
+		}
+		if !strings.HasPrefix(target, origin+"/") {
+			b.t.Errorf("the page sent a request off the server: %s (origin %s)", u, origin)
+		}
+	}
+	for _, w := range want {
+		found := false
+		for _, u := range urls {
+			if strings.HasPrefix(u, w) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			b.t.Errorf("no request %q among the page's requests:\n%s", w, strings.Join(urls, "\n"))
+		}
+	}
+	for _, p := range problems {
+		b.t.Errorf("browser: %s", p)
+	}
+}
+
+// artifactDir is where screenshots go: the test's artifact directory (kept
+// under the output directory with go test -artifacts), or SNAPEXEC_ARTIFACTS
+// when set.
+func dashArtifactDir(t *testing.T) string {
+	if d := os.Getenv("SNAPEXEC_ARTIFACTS"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err == nil {
+			return d
+		}
+	}
+	return t.ArtifactDir()
+}
+
+func dashSel(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// TestDashboard drives the dashboard at / in headless Chromium against the
+// real server: a prewarm through the form, a failing scope's badge and
+// countdown, forgetting it, terminating a process, and no request leaving
+// the server.
+func TestDashboard(t *testing.T) {
+	if _, err := os.Stat(dashChromium); err != nil {
+		t.Skipf("no Chromium at %s: install it with `apt-get install -y chromium` to run the browser test", dashChromium)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s := startServer(t, nil)
+	b := startDashBrowser(t, ctx)
+
+	b.do("load /", 15*time.Second,
+		chromedp.Navigate(s.url+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="conn-status"][data-state="connected"]`)),
+	)
+	if v := b.text(`[data-testid="version"]`); v == "" || v == "–" {
+		t.Errorf("version shows %q, want the server's version", v)
+	}
+	if up := b.text(`[data-testid="uptime"]`); up == "" || up == "–" {
+		t.Errorf("uptime shows %q", up)
+	}
+	for _, state := range []string{"cache_hit", "prewarm_ready", "on_demand", "capture_pending", "prewarm_pending", "unavailable"} {
+		b.do("outcome row "+state, 5*time.Second, chromedp.WaitVisible(chromedp.CSS(dashSel(`[data-testid="outcome-row"][data-state=%q]`, state))))
+	}
+
+	// 1. Prewarm a good scope through the form: sh has no profile to fail.
+	cwd := t.TempDir()
+	good := "dash-good"
+	b.do("prewarm through the form", 20*time.Second,
+		chromedp.SetValue(chromedp.CSS("#pw-scope"), good),
+		chromedp.SetValue(chromedp.CSS("#pw-shell"), "sh"),
+		chromedp.SetValue(chromedp.CSS("#pw-path"), "/bin/sh"),
+		chromedp.SetValue(chromedp.CSS("#pw-cwd"), cwd),
+		chromedp.Click(chromedp.CSS(`[data-testid="prewarm-submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="action-result"][data-action="prewarm"][data-status="ok"]`)),
+		chromedp.WaitVisible(chromedp.CSS(dashSel(`[data-testid="snapshot-row"][data-scope=%q] [data-testid="state-badge"][data-state="ready"]`, good))),
+	)
+	goodRow := dashSel(`[data-testid="snapshot-row"][data-scope=%q]`, good)
+	if got := b.text(goodRow + ` [data-testid="state-badge"]`); got != "ready" {
+		t.Errorf("good scope badge = %q, want ready", got)
+	}
+	if got := b.text(goodRow + ` td.prewarmed`); got != "yes" {
+		t.Errorf("good scope prewarmed = %q, want yes", got)
+	}
+	if got := b.text(goodRow + ` td.cwd`); got != cwd {
+		t.Errorf("good scope cwd = %q, want %q", got, cwd)
+	}
+	if got := b.text(`[data-testid="action-result"]`); !strings.Contains(got, good) {
+		t.Errorf("prewarm result line = %q, want it to name the scope", got)
+	}
+
+	// A prewarm that fails shows the problem's code and detail.
+	b.do("failing prewarm through the form", 15*time.Second,
+		chromedp.SetValue(chromedp.CSS("#pw-scope"), "dash-broken"),
+		chromedp.SetValue(chromedp.CSS("#pw-path"), "/nonexistent/sh"),
+		chromedp.Click(chromedp.CSS(`[data-testid="prewarm-submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="action-result"][data-action="prewarm"][data-status="error"]`)),
+	)
+	if got := b.text(`[data-testid="action-result"]`); !regexp.MustCompile(`Prewarm of “dash-broken” failed: [a-z_]+ \(\d{3}\)`).MatchString(got) {
+		t.Errorf("failed prewarm result line = %q, want the scope, the problem code and status", got)
+	}
+
+	// 2. A failing scope: the form sends no env, so it comes from an /exec
+	// whose login shell exits 7.
+	bad := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bad, ".bashrc"), []byte("exit 7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	failing := "dash-failing"
+	code, got, _ := s.post(t, "/exec", map[string]any{
+		"argv":          []string{"/bin/bash", "-lc", "true"},
+		"cwd":           bad,
+		"env":           map[string]string{"HOME": bad, "PATH": "/usr/bin:/bin"},
+		"shellSnapshot": map[string]any{"scopeId": failing, "shell": map[string]string{"name": "bash", "path": "/bin/bash"}},
+	})
+	if code != http.StatusOK {
+		t.Fatalf("POST /exec with the failing profile = %d %v", code, got)
+	}
+	failRow := dashSel(`[data-testid="snapshot-row"][data-scope=%q]`, failing)
+	b.do("failing scope badge and countdown", 10*time.Second,
+		chromedp.WaitVisible(chromedp.CSS(failRow+` [data-testid="state-badge"][data-state="failed"]`)),
+		chromedp.WaitVisible(chromedp.CSS(failRow+` [data-testid="countdown"]`)),
+	)
+	if got := b.text(failRow + ` [data-testid="state-badge"]`); got != "failed" {
+		t.Errorf("failing badge = %q, want failed", got)
+	}
+	if got := b.text(failRow + ` [data-testid="countdown"]`); !regexp.MustCompile(`^retry (in \d+(m \d+)?s|due|on next use)$`).MatchString(got) {
+		t.Errorf("countdown = %q, want retry in Ns, retry due or retry on next use", got)
+	}
+	if got := b.text(failRow + ` [data-testid="error-reason"]`); got == "" {
+		t.Errorf("failing scope shows no lastError reason")
+	}
+	if got := b.text(failRow + ` td.attempts`); !regexp.MustCompile(`^\d+ of \d+$`).MatchString(got) {
+		t.Errorf("attempts = %q, want \"N of M\"", got)
+	}
+	// The badge is amber, not the ready green: the colour comes from the state.
+	failedBG := dashEval[string](b, `getComputedStyle(document.querySelector('`+failRow+` [data-testid="state-badge"]')).backgroundColor`)
+	readyBG := dashEval[string](b, `getComputedStyle(document.querySelector('`+goodRow+` [data-testid="state-badge"]')).backgroundColor`)
+	if failedBG == readyBG {
+		t.Errorf("failed and ready badges share the colour %s", failedBG)
+	}
+	b.screenshot(dashArtifactDir(t), "dashboard-failing.png")
+
+	// 3. Forget the failing scope through its button.
+	b.do("forget through the page", 10*time.Second,
+		chromedp.Click(chromedp.CSS(failRow+` [data-testid="forget-button"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="action-result"][data-action="forget"][data-status="ok"]`)),
+		chromedp.WaitNotPresent(chromedp.CSS(failRow)),
+	)
+	if got := b.text(`[data-testid="action-result"]`); !strings.Contains(got, failing) {
+		t.Errorf("forget result line = %q, want it to name the scope", got)
+	}
+	if entries := dashScopes(t, s.url); slices.Contains(entries, failing) || !slices.Contains(entries, good) {
+		t.Errorf("GET /snapshots scopes after forget = %v, want %s kept and %s gone", entries, good, failing)
+	}
+	// A later poll does not bring the row back.
+	dashWaitNextPoll(b)
+	if n := dashEval[int](b, `document.querySelectorAll('`+failRow+`').length`); n != 0 {
+		t.Errorf("the forgotten scope's row came back after a poll")
+	}
+	b.do("good scope still listed", 5*time.Second, chromedp.WaitVisible(chromedp.CSS(goodRow)))
+
+	// 4. Terminate a running process through its button.
+	code, got, _ = s.post(t, "/processes", map[string]any{"argv": []string{"sleep", "30"}})
+	if code != http.StatusCreated {
+		t.Fatalf("POST /processes = %d %v, want 201", code, got)
+	}
+	id, _ := got["processId"].(string)
+	if id == "" {
+		t.Fatalf("POST /processes gave no processId: %v", got)
+	}
+	procRow := dashSel(`[data-testid="process-row"][data-process-id=%q]`, id)
+	b.do("terminate through the page", 15*time.Second,
+		chromedp.WaitVisible(chromedp.CSS(procRow+`[data-status="running"] [data-testid="terminate-button"]`)),
+		chromedp.Click(chromedp.CSS(procRow+` [data-testid="terminate-button"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="action-result"][data-action="terminate"][data-status="ok"]`)),
+		chromedp.WaitVisible(chromedp.CSS(procRow+`[data-status="terminated"] [data-testid="status-badge"][data-status="terminated"]`)),
+	)
+	if got := b.text(procRow + ` td.argv`); got != "sleep 30" {
+		t.Errorf("argv cell = %q, want sleep 30", got)
+	}
+	if got := b.text(procRow + ` td.exit`); got == "" || got == "–" {
+		t.Errorf("exit cell of the terminated process = %q, want its signal or code", got)
+	}
+	if n := dashEval[int](b, `document.querySelectorAll('`+procRow+` [data-testid="terminate-button"]').length`); n != 0 {
+		t.Errorf("a terminated process still has a Terminate button")
+	}
+
+	// 5. Screenshots: the whole page, then narrow and dark.
+	dir := dashArtifactDir(t)
+	b.screenshot(dir, "dashboard.png")
+	b.do("narrow viewport", 5*time.Second, chromedp.EmulateViewport(375, 800))
+	dashWaitNextPoll(b) // the chart is redrawn at the new width
+	if w := dashEval[int](b, `document.documentElement.scrollWidth`); w > 375 {
+		t.Errorf("at 375 px the page is %d px wide: it scrolls sideways", w)
+	}
+	b.screenshot(dir, "dashboard-narrow.png")
+	b.do("dark mode", 5*time.Second, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}},
+		})
+		return err
+	}))
+	if bg := dashEval[string](b, `getComputedStyle(document.body).backgroundColor`); bg == "rgb(245, 246, 248)" || bg == "rgb(255, 255, 255)" {
+		t.Errorf("dark mode background = %s, still light", bg)
+	}
+	b.screenshot(dir, "dashboard-narrow-dark.png")
+
+	// 6. Nothing the page loaded or called left the server.
+	b.checkSameOrigin(s.url,
+		"GET "+s.url+"/ui/app.js", "GET "+s.url+"/ui/style.css",
+		"GET "+s.url+"/stats", "GET "+s.url+"/snapshots", "GET "+s.url+"/processes",
+		"POST "+s.url+"/snapshots/"+good+"/prewarm", "DELETE "+s.url+"/snapshots/"+failing,
+		"DELETE "+s.url+"/processes/",
+	)
+}
+
+// TestDashboardToken: with a token configured, the page loads (its static
+// files are public), shows the token prompt on 401, and once the token is
+// entered sends it as a header only, never in a URL.
+func TestDashboardToken(t *testing.T) {
+	if _, err := os.Stat(dashChromium); err != nil {
+		t.Skipf("no Chromium at %s: install it with `apt-get install -y chromium` to run the browser test", dashChromium)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	const token = "dashboard-test-token-0123456789"
+	s := startServer(t, map[string]string{"SNAPEXEC_TOKEN": token})
+	b := startDashBrowser(t, ctx)
+
+	b.do("load / without a token", 15*time.Second,
+		chromedp.Navigate(s.url+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="auth-prompt"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="conn-status"][data-state="unauthorized"]`)),
+	)
+	b.do("enter the token", 10*time.Second,
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="token-input"]`), token),
+		chromedp.Click(chromedp.CSS(`[data-testid="token-save"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="conn-status"][data-state="connected"]`)),
+		chromedp.WaitNotVisible(chromedp.CSS(`[data-testid="auth-prompt"]`)),
+	)
+	if v := b.text(`[data-testid="version"]`); v == "" || v == "–" {
+		t.Errorf("version shows %q after the token, want the server's", v)
+	}
+	if typ := dashEval[string](b, `document.querySelector('[data-testid="token-input"]').type`); typ != "password" {
+		t.Errorf("token input type = %q, want password", typ)
+	}
+	// The token survives a reload of the tab (sessionStorage), without a prompt.
+	b.do("reload", 15*time.Second,
+		chromedp.Reload(),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="conn-status"][data-state="connected"]`)),
+	)
+
+	urls, auth, _, _ := b.rec.snapshot()
+	for _, u := range urls {
+		if strings.Contains(u, token) {
+			t.Errorf("the token appeared in a URL: %s", u)
+		}
+	}
+	if a := auth[s.url+"/stats"]; a != "Bearer "+token {
+		t.Errorf("GET /stats Authorization = %q, want the bearer token", a)
+	}
+	b.checkSameOrigin(s.url, "GET "+s.url+"/stats")
+	if strings.Contains(s.logs.String(), token) {
+		t.Errorf("the token appeared in the server's log")
+	}
+}
+
+// dashScopes returns the scope ids GET /snapshots lists.
+func dashScopes(t *testing.T, base string) []string {
+	t.Helper()
+	resp, err := http.Get(base + "/snapshots")
+	if err != nil {
+		t.Fatalf("GET /snapshots: %v", err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Entries []struct {
+			ScopeID string `json:"scopeId"`
+		} `json:"entries"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		t.Fatalf("GET /snapshots = %d, not a list: %v", resp.StatusCode, err)
+	}
+	var out []string
+	for _, e := range list.Entries {
+		out = append(out, e.ScopeID)
+	}
+	return out
+}
+
+// dashWaitNextPoll waits until the page has rendered another polling round.
+func dashWaitNextPoll(b *dashBrowser) {
+	b.t.Helper()
+	before := b.text(`[data-testid="last-update"]`)
+	ctx, cancel := context.WithTimeout(b.ctx, 6*time.Second)
+	defer cancel()
+	expr := `document.querySelector('[data-testid="last-update"]').textContent !== ` + dashJSString(before)
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
+		b.t.Fatalf("no polling round after %q: %v\n%s", before, err, b.pageState())
+	}
+}
+
+func dashJSString(s string) string {
+	j, _ := json.Marshal(s)
+	return string(j)
+}
