@@ -3,8 +3,6 @@ package service
 import (
 	"context"
 	"maps"
-	"sort"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -76,7 +74,7 @@ func New(opts Options) (*Service, error) {
 	if tracer == nil {
 		tracer = nooptrace.NewTracerProvider().Tracer("")
 	}
-	return &Service{procs: opts.Procs, snapshots: opts.Snapshots, serverEnv: envMap(opts.ServerEnv), pm: pm, tracer: tracer, startedAt: time.Now()}, nil
+	return &Service{procs: opts.Procs, snapshots: opts.Snapshots, serverEnv: envpolicy.FromList(opts.ServerEnv), pm: pm, tracer: tracer, startedAt: time.Now()}, nil
 }
 
 // Exec runs in to completion. If ctx ends first, the process group is
@@ -114,7 +112,7 @@ func (s *Service) prepare(ctx context.Context, in ExecInput) (exec.Spec, shellsn
 	return exec.Spec{
 		Argv:           cmd.Argv,
 		Dir:            in.Cwd,
-		Env:            envList(cmd.Env),
+		Env:            envpolicy.List(cmd.Env),
 		Stdin:          in.Stdin,
 		Timeout:        in.Timeout,
 		IdleTimeout:    in.IdleTimeout,
@@ -134,25 +132,4 @@ func (s *Service) childEnv(in ExecInput) map[string]string {
 	maps.Copy(env, in.Env)
 	envpolicy.DropNeverInherited(env)
 	return env
-}
-
-// envMap turns NAME=VALUE pairs into a map; a later pair wins.
-func envMap(list []string) map[string]string {
-	env := make(map[string]string, len(list))
-	for _, kv := range list {
-		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
-			env[k] = v
-		}
-	}
-	return env
-}
-
-// envList turns a map into NAME=VALUE pairs in a stable order.
-func envList(env map[string]string) []string {
-	list := make([]string, 0, len(env))
-	for k, v := range env {
-		list = append(list, k+"="+v)
-	}
-	sort.Strings(list)
-	return list
 }

@@ -7,11 +7,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"sort"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/snapexec/snapexec/internal/envpolicy"
 )
 
 // RunCapture runs a capture command (SHELL-SNAPSHOTS.md 4.1) and returns its
@@ -34,7 +35,7 @@ func RunCapture(ctx context.Context, argv []string, cwd string, env map[string]s
 		Path:        argv[0],
 		Args:        argv,
 		Dir:         cwd,
-		Env:         envList(env),
+		Env:         envpolicy.List(env),
 		Stdout:      outW,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
@@ -108,15 +109,4 @@ func isClosed(c <-chan struct{}) bool {
 	default:
 		return false
 	}
-}
-
-// envList turns a map into NAME=VALUE pairs in a stable order, never nil (a
-// nil Env would inherit the server's environment).
-func envList(env map[string]string) []string {
-	list := make([]string, 0, len(env))
-	for k, v := range env {
-		list = append(list, k+"="+v)
-	}
-	sort.Strings(list)
-	return list
 }

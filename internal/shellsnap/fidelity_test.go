@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/snapexec/snapexec/internal/envpolicy"
 )
 
 // richProfile exercises what a real login profile does: exports, a PATH
@@ -78,7 +80,7 @@ func TestReplayMatchesLoginShell(t *testing.T) {
 func runProbe(t *testing.T, argv []string, dir string, env map[string]string) string {
 	t.Helper()
 	cmd := exec.CommandContext(context.Background(), argv[0], argv[1:]...)
-	cmd.Dir, cmd.Env = dir, envList(env)
+	cmd.Dir, cmd.Env = dir, envpolicy.List(env)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", argv[0], err, out)
