@@ -32,3 +32,6 @@ unit:
 ## run: run the server on 127.0.0.1:8080.
 run:
 	$(GO) run ./cmd/server
+
+## bench: build the server and measure it against direct spawns; writes bench-results/ (about 30 s).
+bench: ; go run ./cmd/bench -out bench-results

@@ -44,7 +44,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	reapCtx, stopReaping := context.WithCancel(context.Background())
 	defer stopReaping()
-	if err := exec.Reap(reapCtx); err != nil {
+	reaper, err := exec.NewReaper(reapCtx)
+	if err != nil {
 		logger.Warn().Err(err).Msg("cannot become a child subreaper; orphaned grandchildren are left to PID 1")
 	}
 
@@ -62,6 +63,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}()
 
 	procs := exec.NewManager(exec.Options{
+		Reaper:                 reaper,
 		Grace:                  cfg.grace,
 		MaxOutputBytes:         cfg.maxOutputBytes,
 		Retention:              cfg.retention,

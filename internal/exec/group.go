@@ -10,10 +10,11 @@ import (
 // once the grace period is over, SIGKILL to the whole group. os/exec's own
 // WaitDelay kill reaches only the direct child, which is why this exists.
 type killer struct {
-	pgid  int
-	grace time.Duration
-	step  int              // 0: nothing sent, 1: SIGTERM sent, 2: SIGKILL sent, 3: given up
-	next  <-chan time.Time // fires when the next step is due
+	pgid   int
+	grace  time.Duration
+	reaper *Reaper
+	step   int              // 0: nothing sent, 1: SIGTERM sent, 2: SIGKILL sent, 3: given up
+	next   <-chan time.Time // fires when the next step is due
 }
 
 // terminate starts the kill unless it has started, and returns the ending to
@@ -56,10 +57,16 @@ func (k *killer) reap(pipesClosed <-chan struct{}, drain time.Duration) {
 		if !closed && isClosed(pipesClosed) {
 			closed, pipesClosed = true, nil
 		}
-		if !groupAlive(k.pgid) && (closed || k.step == 2) {
+		alive := groupAlive(k.pgid)
+		if !alive && (closed || k.step == 2) {
 			// Empty group; with the pipes still open after SIGKILL, only a
 			// process that left the group holds them, and it is not ours to wait on.
 			return
+		}
+		if alive {
+			// Members left after the leader are orphans now, ours to reap
+			// once they die: a zombie still counts as a member.
+			k.reaper.Kick()
 		}
 		select {
 		case <-tick.C:

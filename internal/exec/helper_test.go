@@ -22,12 +22,16 @@ const helperVar = "SNAPEXEC_HELPER"
 // sleep at exit.
 const noExitSleep = "GORACE=atexit_sleep_ms=0"
 
+// testReaper reaps the orphans of the whole test binary, as the server's does.
+var testReaper *Reaper
+
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperVar); mode != "" {
 		os.Exit(helperMain(mode, os.Args[1:]))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := Reap(ctx); err != nil {
+	var err error
+	if testReaper, err = NewReaper(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "subreaper:", err)
 	}
 	code := m.Run()

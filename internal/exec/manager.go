@@ -29,6 +29,9 @@ import (
 // output each hold 201 MiB of heap, 1030 KiB a process. A forgotten process no
 // longer counts, though a caller that still holds it keeps its memory alive.
 type Options struct {
+	// Reaper, when set, is kicked whenever a group outlives its leader, so
+	// that its members are reaped as soon as they die.
+	Reaper *Reaper
 	// Grace is how long a group has between SIGTERM and SIGKILL. Default 2 s.
 	Grace time.Duration
 	// Drain is how long descendants may keep a finished child's pipes open before
@@ -121,6 +124,7 @@ func (m *Manager) Start(spec Spec) (*Process, error) {
 	p, err := start(id, spec, procConfig{
 		grace:      m.opts.Grace,
 		drain:      m.opts.Drain,
+		reaper:     m.opts.Reaper,
 		maxOutput:  m.opts.MaxOutputBytes,
 		ringBytes:  m.opts.OutputRingBytes,
 		ringChunks: m.opts.OutputRingChunks,

@@ -33,6 +33,7 @@ type Process struct {
 	started   time.Time
 	grace     time.Duration
 	drain     time.Duration
+	reaper    *Reaper
 	maxOutput int
 
 	ring           *ring
@@ -177,6 +178,7 @@ func (p *Process) Info() Info {
 // procConfig is what a process takes from its manager.
 type procConfig struct {
 	grace, drain time.Duration
+	reaper       *Reaper
 	maxOutput    int
 	ringBytes    int
 	ringChunks   int
@@ -247,6 +249,7 @@ func start(id string, spec Spec, cfg procConfig) (*Process, error) {
 		started:   time.Now(),
 		grace:     cfg.grace,
 		drain:     cfg.drain,
+		reaper:    cfg.reaper,
 		maxOutput: maxOutput,
 		ring:      newRing(cfg.ringBytes, cfg.ringChunks),
 		stdout:    newHeadTail(maxOutput),
@@ -310,7 +313,7 @@ func (p *Process) supervise(cmd *exec.Cmd, spec Spec, outR, errR *os.File) {
 
 	var (
 		ending Status // set when we end the group ourselves
-		k      = killer{pgid: p.pid, grace: p.grace}
+		k      = killer{pgid: p.pid, grace: p.grace, reaper: p.reaper}
 		state  *os.ProcessState
 	)
 	for state == nil {

@@ -11,7 +11,7 @@ import (
 )
 
 func testManager() *Manager {
-	return NewManager(Options{Grace: 300 * time.Millisecond, Drain: 50 * time.Millisecond})
+	return NewManager(Options{Reaper: testReaper, Grace: 300 * time.Millisecond, Drain: 50 * time.Millisecond})
 }
 
 func run(t *testing.T, m *Manager, spec Spec) Result {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/signal"
 	"strconv"
 	"syscall"
 	"time"
@@ -12,36 +11,56 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Reap makes this process a child subreaper and reaps, until ctx ends, the
-// orphans that re-parent to it: descendants of our children whose parent died
-// (a background job of a shell, say). Without it they would re-parent to PID 1,
+// reapInterval is how often the reaper looks for orphans when nobody asks.
+const reapInterval = time.Second
+
+// Reaper makes this process a child subreaper and reaps the orphans that
+// re-parent to it: descendants of our children whose parent died (a
+// background job of a shell, say). Without it they would re-parent to PID 1,
 // which in a container often reaps nothing, and linger as zombies in their
 // group. Only zombies that are not process-group leaders are reaped: every
 // child this server starts leads its own group, and os/exec must collect those
 // itself.
-func Reap(ctx context.Context) error {
+//
+// Looking for orphans means reading /proc, so the reaper does it only when
+// asked (Kick, from a group being ended while members remain) and once a
+// second: never once per command, which would cost more than the command.
+type Reaper struct {
+	kick chan struct{}
+}
+
+// NewReaper makes this process a subreaper and reaps until ctx ends.
+func NewReaper(ctx context.Context) (*Reaper, error) {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return err
+		return nil, err
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGCHLD)
+	r := &Reaper{kick: make(chan struct{}, 1)}
 	go func() {
-		defer signal.Stop(sigs)
-		// A slow tick as well: a SIGCHLD can be coalesced with one that os/exec
-		// consumed the status of.
-		tick := time.NewTicker(time.Second)
+		tick := time.NewTicker(reapInterval)
 		defer tick.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-sigs:
+			case <-r.kick:
 			case <-tick.C:
 			}
 			reapOrphans()
 		}
 	}()
-	return nil
+	return r, nil
+}
+
+// Kick asks for a look for orphans soon; kicks that come while one is pending
+// are merged. A nil Reaper does nothing.
+func (r *Reaper) Kick() {
+	if r == nil {
+		return
+	}
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
 }
 
 // reapOrphans collects our zombie children that do not lead a process group.

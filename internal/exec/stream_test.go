@@ -171,7 +171,7 @@ func TestReadResumeAndMaxBytes(t *testing.T) {
 }
 
 func TestReadOutputLost(t *testing.T) {
-	m := NewManager(Options{Grace: 300 * time.Millisecond, Drain: 50 * time.Millisecond, OutputRingBytes: 64})
+	m := NewManager(Options{Reaper: testReaper, Grace: 300 * time.Millisecond, Drain: 50 * time.Millisecond, OutputRingBytes: 64})
 	var want strings.Builder
 	for i := range 100 {
 		fmt.Fprintf(&want, "line %03d\n", i)
@@ -548,7 +548,7 @@ func TestResultFromRingOrCollector(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := NewManager(Options{Grace: 300 * time.Millisecond, Drain: 50 * time.Millisecond, OutputRingBytes: tt.ringBytes})
+			m := NewManager(Options{Reaper: testReaper, Grace: 300 * time.Millisecond, Drain: 50 * time.Millisecond, OutputRingBytes: tt.ringBytes})
 			got := run(t, m, Spec{Argv: []string{"sh", "-c", script}, MaxOutputBytes: tt.maxOutput})
 			wantOut := tt.wantOut
 			if string(got.Stdout.Data) != wantOut || got.Stdout.Total != 5008 || got.Stdout.Truncated != tt.wantTrunc {

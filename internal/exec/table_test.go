@@ -138,7 +138,7 @@ func TestSpawnFailureFreesTheID(t *testing.T) {
 }
 
 func TestMaxRunning(t *testing.T) {
-	m := NewManager(Options{Grace: 300 * time.Millisecond, Drain: 50 * time.Millisecond, MaxRunning: 2})
+	m := NewManager(Options{Reaper: testReaper, Grace: 300 * time.Millisecond, Drain: 50 * time.Millisecond, MaxRunning: 2})
 	a := startProcess(t, m, Spec{Argv: []string{"sleep", "60"}})
 	startProcess(t, m, Spec{Argv: []string{"sleep", "60"}})
 	if _, err := m.Start(Spec{Argv: []string{"true"}}); !errors.Is(err, ErrTooManyProcesses) {
@@ -158,7 +158,7 @@ func TestMaxRunning(t *testing.T) {
 }
 
 func TestRetentionExpiry(t *testing.T) {
-	m := NewManager(Options{Grace: 300 * time.Millisecond, Drain: 50 * time.Millisecond, Retention: 100 * time.Millisecond})
+	m := NewManager(Options{Reaper: testReaper, Grace: 300 * time.Millisecond, Drain: 50 * time.Millisecond, Retention: 100 * time.Millisecond})
 	for _, id := range []string{"a", "b", "c"} {
 		if _, err := m.Run(context.Background(), Spec{ID: id, Argv: []string{"echo", id}}); err != nil {
 			t.Fatal(err)
@@ -178,7 +178,7 @@ func TestRetentionExpiry(t *testing.T) {
 }
 
 func TestRetentionKeepsRunning(t *testing.T) {
-	m := NewManager(Options{Grace: 300 * time.Millisecond, Drain: 50 * time.Millisecond, Retention: 10 * time.Millisecond})
+	m := NewManager(Options{Reaper: testReaper, Grace: 300 * time.Millisecond, Drain: 50 * time.Millisecond, Retention: 10 * time.Millisecond})
 	p := startProcess(t, m, Spec{Argv: []string{"sleep", "60"}})
 	if _, err := m.Run(context.Background(), Spec{Argv: []string{"true"}}); err != nil {
 		t.Fatal(err)
@@ -225,7 +225,7 @@ func TestRetainedBounds(t *testing.T) {
 // TestTableBoundedOverManyProcesses runs many short processes: the table and
 // its queue of finished processes stay within the bounds.
 func TestTableBoundedOverManyProcesses(t *testing.T) {
-	m := NewManager(Options{Grace: 300 * time.Millisecond, Drain: 10 * time.Millisecond, MaxRetained: 5})
+	m := NewManager(Options{Reaper: testReaper, Grace: 300 * time.Millisecond, Drain: 10 * time.Millisecond, MaxRetained: 5})
 	for range 60 {
 		if _, err := m.Run(context.Background(), Spec{Argv: []string{"true"}}); err != nil {
 			t.Fatal(err)

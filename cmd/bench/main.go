@@ -1,0 +1,305 @@
+// Command bench measures snapexec against spawning the same programs directly:
+// the latency of login-shell commands with and without a shell snapshot, the
+// cost of a first capture, /exec throughput, and the server's memory with a
+// full snapshot cache. It builds the server, runs it as a subprocess on a
+// loopback port, prints a table with a verdict against each target, and writes
+// bench.json and bench.svg into the -out directory.
+//
+//	go run ./cmd/bench -out bench-results
+//
+// It exits non-zero only when the run is broken (a wrong answer, a server
+// failure); a missed target is reported, not fatal.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// runTimeout bounds a whole run, whatever the flags say.
+const runTimeout = 15 * time.Minute
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command line.
+type options struct {
+	out       string
+	profile   string
+	rounds    int
+	firstRuns int
+	requests  int
+}
+
+func parseOptions(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.out, "out", "bench-results", "directory for bench.json and bench.svg")
+	fs.StringVar(&o.profile, "profile", "../shared/bench/heavy_profile.sh", "login profile sourced by the benchmark HOME's .bash_profile")
+	fs.IntVar(&o.rounds, "n", 40, "interleaved latency rounds (one sample of each mode per round)")
+	fs.IntVar(&o.firstRuns, "first", 5, "first captures (and plain logins) to time")
+	fs.IntVar(&o.requests, "requests", 400, "requests per throughput measurement and concurrency level")
+	if err := fs.Parse(args[1:]); err != nil {
+		return o, err
+	}
+	if o.rounds < 1 || o.rounds > 10000 || o.firstRuns < 1 || o.firstRuns > 1000 || o.requests < 16 || o.requests > 100000 {
+		return o, errors.New("-n must be 1..10000, -first 1..1000, -requests 16..100000")
+	}
+	return o, nil
+}
+
+// run is the whole benchmark: build, start, measure, stop, report.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	o, err := parseOptions(args, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, runTimeout)
+	defer cancel()
+
+	tmp, err := os.MkdirTemp("", "snapexec-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+
+	fmt.Fprintln(stdout, "building the server")
+	bin := filepath.Join(tmp, "snapexec")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/server")
+	build.Stdout, build.Stderr = stderr, stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("go build ./cmd/server: %w", err)
+	}
+	home, err := loginHome(tmp, o.profile)
+	if err != nil {
+		return err
+	}
+
+	srv, err := startServer(ctx, bin, filepath.Join(tmp, "server.log"))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if stopErr := srv.stop(); stopErr != nil && err == nil {
+			err = stopErr
+		}
+		if err != nil {
+			srv.logTail(stderr, 20)
+		}
+	}()
+	b := &bench{srv: srv, home: home}
+	res, err := b.measure(ctx, o, tmp, stdout)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	printReport(stdout, res)
+	if err := writeJSON(filepath.Join(o.out, "bench.json"), res); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(o.out, "bench.svg"), chart(res), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nwrote %s and %s\n", filepath.Join(o.out, "bench.json"), filepath.Join(o.out, "bench.svg"))
+	return nil
+}
+
+// loginHome makes a HOME whose .bash_profile sources a copy of the profile.
+func loginHome(tmp, profile string) (string, error) {
+	src, err := os.ReadFile(profile)
+	if err != nil {
+		return "", fmt.Errorf("login profile (-profile): %w", err)
+	}
+	home := filepath.Join(tmp, "home")
+	if err := os.Mkdir(home, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(home, "profile.sh"), src, 0o644); err != nil {
+		return "", err
+	}
+	return home, os.WriteFile(filepath.Join(home, ".bash_profile"), []byte(". \"$HOME/profile.sh\"\n"), 0o644)
+}
+
+// server is the snapexec subprocess and a client for it.
+type server struct {
+	cmd     *exec.Cmd
+	base    string // http://127.0.0.1:PORT
+	client  *http.Client
+	logPath string
+	exited  chan error // receives Wait's result once
+}
+
+// startServer runs bin on a free loopback port, its log in logPath, and waits
+// for the line that gives its address.
+func startServer(ctx context.Context, bin, logPath string) (*server, error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close() // the child holds its own descriptor
+	cmd := exec.Command(bin, "--addr", "127.0.0.1:0")
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.Stderr = logFile
+	// The server dies with the bench, even when the bench is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &server{cmd: cmd, logPath: logPath, exited: make(chan error, 1)}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "snapexec listening on "); ok {
+				addr <- a
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, out)
+		s.exited <- cmd.Wait()
+	}()
+	select {
+	case s.base = <-addr:
+	case err := <-s.exited:
+		return nil, fmt.Errorf("the server exited before listening: %v", err)
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		return nil, errors.New("the server printed no listening line within 30 s")
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		return nil, ctx.Err()
+	}
+	s.client = &http.Client{
+		Timeout:   30 * time.Second,
+		Transport: &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 32, IdleConnTimeout: time.Minute},
+	}
+	return s, nil
+}
+
+// stop sends SIGTERM, waits up to 10 s for a clean exit, then kills.
+func (s *server) stop() error {
+	s.client.CloseIdleConnections()
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.exited:
+		if err != nil {
+			return fmt.Errorf("server exit: %w", err)
+		}
+		return nil
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+		return errors.New("the server did not stop within 10 s of SIGTERM")
+	}
+}
+
+// logTail writes the last n lines of the server's log, to explain a failure.
+func (s *server) logTail(w io.Writer, n int) {
+	data, err := os.ReadFile(s.logPath)
+	if err != nil {
+		return
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	fmt.Fprintln(w, "server log, last lines:")
+	for _, l := range lines[max(0, len(lines)-n):] {
+		fmt.Fprintln(w, "  "+l)
+	}
+}
+
+// call sends one request, a JSON body when body is not nil, and reads the answer.
+func (s *server) call(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, s.base+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, data, err
+}
+
+// clockTick is the unit of /proc's CPU times (USER_HZ, 100 on every Linux ABI).
+const clockTick = 10 * time.Millisecond
+
+// cpu is the CPU time the server itself has used (user and system, without
+// its children's).
+func (s *server) cpu() (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name is in parentheses and may hold spaces: count after it.
+	// Fields 14 and 15 (utime, stime) are the 12th and 13th after it.
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	if len(f) < 13 {
+		return 0, errors.New("short /proc stat")
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("/proc stat: %w", err)
+	}
+	return time.Duration(utime+stime) * clockTick, nil
+}
+
+// memory reads the server's resident set now (VmRSS) and at its peak (VmHWM), in MiB.
+func (s *server) memory() (rss, hwm float64, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for line := range strings.Lines(string(data)) {
+		name, value, _ := strings.Cut(line, ":")
+		kb, convErr := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 64)
+		switch {
+		case name != "VmRSS" && name != "VmHWM":
+		case convErr != nil:
+			return 0, 0, fmt.Errorf("/proc status %s: %w", name, convErr)
+		case name == "VmRSS":
+			rss = round3(kb / 1024)
+		default:
+			hwm = round3(kb / 1024)
+		}
+	}
+	if rss == 0 || hwm == 0 {
+		return 0, 0, errors.New("no VmRSS/VmHWM in /proc status")
+	}
+	return rss, hwm, nil
+}

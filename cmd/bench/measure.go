@@ -1,0 +1,463 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+const (
+	// childPath is the PATH of every command, through the server or not.
+	childPath = "/usr/bin:/bin"
+	// warmupRounds of the latency modes run before the measured ones and are
+	// not kept: they fill page caches and open the client's connection.
+	warmupRounds = 3
+	// maxSnapshotBytes is the server's bound on a capture's raw output.
+	maxSnapshotBytes = 512 << 10
+	// fullScopes is the cache's capacity, all filled for the memory figure.
+	fullScopes = 16
+	// minFullState is the state size below which a snapshot is not "full".
+	minFullState = 400 << 10
+	// fnPad is the body length of each generated function of a full profile.
+	fnPad = 1000
+)
+
+// echoHi is the login-shell command of the latency figures.
+var echoHi = []string{"/bin/bash", "-lc", "echo hi"}
+
+// bashShell is the shell every snapshot request names.
+var bashShell = shellInfo{Name: "bash", Path: "/bin/bash"}
+
+type shellInfo struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
+}
+
+type snapshotRequest struct {
+	ScopeID string    `json:"scopeId"`
+	Shell   shellInfo `json:"shell"`
+}
+
+type execRequest struct {
+	Argv          []string          `json:"argv"`
+	Cwd           string            `json:"cwd"`
+	Env           map[string]string `json:"env"`
+	ShellSnapshot *snapshotRequest  `json:"shellSnapshot,omitempty"`
+}
+
+type prewarmRequest struct {
+	Shell shellInfo         `json:"shell"`
+	Cwd   string            `json:"cwd"`
+	Env   map[string]string `json:"env"`
+}
+
+// execResult is the part of an /exec answer the bench checks and keeps.
+type execResult struct {
+	Status     string `json:"status"`
+	ExitCode   *int   `json:"exitCode"`
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+	DurationMs int64  `json:"durationMs"`
+	Snapshot   struct {
+		Outcome string  `json:"outcome"`
+		State   string  `json:"state"`
+		WaitMs  float64 `json:"waitMs"`
+	} `json:"snapshot"`
+}
+
+// snapshotEntry is the part of a cache entry the bench checks.
+type snapshotEntry struct {
+	ScopeID    string `json:"scopeId"`
+	State      string `json:"state"`
+	StateBytes int    `json:"stateBytes"`
+}
+
+// want is what a correct /exec answer holds besides exit 0 and an empty stderr.
+type want struct{ stdout, outcome, state string }
+
+// sample is one timed command: the client's wall time and, through the
+// server, the server's own duration and snapshot wait.
+type sample struct{ wallMs, durationMs, waitMs float64 }
+
+// mode is one way of running a command, timed one sample per call of run.
+type mode struct {
+	key, label string
+	direct     bool // spawned by the bench itself, not through the server
+	run        func(context.Context) (sample, error)
+}
+
+// bench runs commands through the server and directly, under the heavy profile's HOME.
+type bench struct {
+	srv  *server
+	home string
+}
+
+// measure runs every phase in turn, reporting progress to log.
+func (b *bench) measure(ctx context.Context, o options, tmp string, log io.Writer) (*results, error) {
+	res := &results{Machine: machineInfo(ctx), Rounds: o.rounds, FirstRuns: o.firstRuns, Profile: o.profile}
+	if code, data, err := b.srv.call(ctx, http.MethodGet, "/healthz", nil); err != nil || code != http.StatusOK {
+		return nil, fmt.Errorf("GET /healthz = %d %s %v", code, data, err)
+	}
+	var err error
+	if res.Memory.IdleRSSMiB, _, err = b.srv.memory(); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "latency: %d interleaved rounds of 6 modes\n", o.rounds)
+	if res.Latency, err = b.latency(ctx, o.rounds); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "first capture: %d runs against a plain login\n", o.firstRuns)
+	if res.FirstCapture, err = b.firstCapture(ctx, o.firstRuns); err != nil {
+		return nil, err
+	}
+	for _, c := range []int{1, 4, 16} {
+		fmt.Fprintf(log, "throughput: concurrency %d, %d requests each\n", c, o.requests)
+		lvl, err := b.throughput(ctx, c, o.requests)
+		if err != nil {
+			return nil, err
+		}
+		res.Throughput = append(res.Throughput, lvl)
+	}
+	fmt.Fprintf(log, "memory: filling the cache with %d full snapshots\n", fullScopes)
+	if err := b.fillCache(ctx, tmp, &res.Memory); err != nil {
+		return nil, err
+	}
+	res.Figures = res.figures()
+	return res, nil
+}
+
+// latency times the six modes of one short command, interleaved.
+func (b *bench) latency(ctx context.Context, rounds int) ([]summary, error) {
+	if _, err := b.exec(ctx, b.execBody(echoHi, "bench-warm", b.home), want{"hi\n", "used", "on_demand"}); err != nil {
+		return nil, fmt.Errorf("capturing the warm scope: %w", err)
+	}
+	if _, _, err := b.prewarm(ctx, "bench-prewarm", b.home); err != nil {
+		return nil, err
+	}
+	modes := []mode{
+		b.execMode("warm", "/exec bash -lc, warm snapshot", echoHi, "bench-warm", want{"hi\n", "used", "cache_hit"}),
+		b.execMode("prewarmed", "/exec bash -lc, prewarmed snapshot", echoHi, "bench-prewarm", want{"hi\n", "used", "prewarm_ready"}),
+		b.execMode("nosnap", "/exec bash -lc, no snapshot", echoHi, "", want{"hi\n", "not_requested", ""}),
+		b.execMode("exectrue", "/exec /bin/true", []string{"/bin/true"}, "", want{"", "not_requested", ""}),
+		b.spawnMode("bashc", "direct bash -c", "hi\n", "/bin/bash", "-c", "echo hi"),
+		b.spawnMode("true", "direct /bin/true", "", "/bin/true"),
+	}
+	return interleave(ctx, modes, rounds, warmupRounds)
+}
+
+// firstCapture times the first command of a fresh scope (forgotten before
+// each run, untimed) against a plain login shell, interleaved.
+func (b *bench) firstCapture(ctx context.Context, runs int) ([]summary, error) {
+	const scope = "bench-first"
+	body := b.execBody(echoHi, scope, b.home)
+	first := mode{key: "first", label: "/exec bash -lc, first capture", run: func(ctx context.Context) (sample, error) {
+		if code, data, err := b.srv.call(ctx, http.MethodDelete, "/snapshots/"+scope, nil); err != nil || code != http.StatusNoContent {
+			return sample{}, fmt.Errorf("DELETE /snapshots/%s = %d %s %v", scope, code, data, err)
+		}
+		return b.exec(ctx, body, want{"hi\n", "used", "on_demand"})
+	}}
+	login := b.spawnMode("login", "direct bash -lc (plain login)", "hi\n", echoHi...)
+	return interleave(ctx, []mode{first, login}, runs, 1)
+}
+
+// interleave runs warmup unkept rounds and then rounds kept ones; each round
+// takes one sample of every mode, in a new random order, so that a drift of
+// the machine hits every mode alike.
+func interleave(ctx context.Context, modes []mode, rounds, warmup int) ([]summary, error) {
+	samples := make([][]sample, len(modes))
+	order := make([]int, len(modes))
+	for i := range order {
+		order[i] = i
+	}
+	for r := range warmup + rounds {
+		rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for _, i := range order {
+			s, err := modes[i].run(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", modes[i].label, err)
+			}
+			if r >= warmup {
+				samples[i] = append(samples[i], s)
+			}
+		}
+	}
+	out := make([]summary, len(modes))
+	for i, m := range modes {
+		out[i] = summarize(m, samples[i])
+	}
+	return out, nil
+}
+
+// throughput measures /exec of /bin/true against spawning /bin/true, both at
+// concurrency c, and the CPU time each spawner (the server, the bench) spends
+// per command. The passes go server, direct, direct, server, half the requests
+// each, so that a linear drift of the machine hits both alike.
+func (b *bench) throughput(ctx context.Context, c, requests int) (level, error) {
+	body := b.execBody([]string{"/bin/true"}, "", b.home)
+	viaServer := func(ctx context.Context) error {
+		_, err := b.exec(ctx, body, want{"", "not_requested", ""})
+		return err
+	}
+	direct := func(ctx context.Context) error {
+		_, err := b.spawn(ctx, "", "/bin/true")
+		return err
+	}
+	// Open the c connections before timing.
+	if _, err := parallel(ctx, c, 2*c, viaServer); err != nil {
+		return level{}, err
+	}
+	half := requests / 2
+	var tServer, tDirect, cpuServer, cpuDirect time.Duration
+	for _, throughServer := range []bool{true, false, false, true} {
+		f, total, cpu, spent := direct, &tDirect, selfCPU, &cpuDirect
+		if throughServer {
+			f, total, cpu, spent = viaServer, &tServer, b.srv.cpu, &cpuServer
+		}
+		cpuBefore, err := cpu()
+		if err != nil {
+			return level{}, err
+		}
+		d, err := parallel(ctx, c, half, f)
+		if err != nil {
+			return level{}, fmt.Errorf("throughput at concurrency %d: %w", c, err)
+		}
+		cpuAfter, err := cpu()
+		if err != nil {
+			return level{}, err
+		}
+		*total += d
+		*spent += cpuAfter - cpuBefore
+	}
+	lvl := level{
+		Concurrency:        c,
+		Requests:           2 * half,
+		ServerRPS:          float64(2*half) / tServer.Seconds(),
+		DirectRPS:          float64(2*half) / tDirect.Seconds(),
+		ServerCPUPerReqMs:  round3(ms(cpuServer) / float64(2*half)),
+		BenchCPUPerSpawnMs: round3(ms(cpuDirect) / float64(2*half)),
+	}
+	lvl.Ratio = lvl.ServerRPS / lvl.DirectRPS
+	return lvl, nil
+}
+
+// parallel calls f n times from c goroutines and returns the wall time; the
+// first error stops every goroutine and is returned.
+func parallel(ctx context.Context, c, n int, f func(context.Context) error) (time.Duration, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range c {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) && ctx.Err() == nil {
+				if err := f(ctx); err != nil {
+					cancel(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start), context.Cause(ctx)
+}
+
+// fillCache fills the cache with fullScopes snapshots of nearly the maximum
+// size, each scope with a HOME of its own whose profile defines functions
+// totalling just under maxSnapshotBytes of `declare -f` output, replays each
+// once, and reads the server's memory.
+func (b *bench) fillCache(ctx context.Context, tmp string, m *memoryFigures) error {
+	probe, err := declareBytes(ctx, tmp, fullProfile(0, 64))
+	if err != nil {
+		return err
+	}
+	per := probe / 64
+	// The raw capture also holds the markers, options and environment: a few
+	// hundred bytes, well inside the 4 KiB left over.
+	count := (maxSnapshotBytes - 4<<10) / per
+	m.MinStateBytes = maxSnapshotBytes
+	for i := range fullScopes {
+		home := filepath.Join(tmp, fmt.Sprintf("full%02d", i))
+		if err := os.Mkdir(home, 0o755); err != nil {
+			return err
+		}
+		scope := fmt.Sprintf("bench-full-%02d", i)
+		for attempt := 0; ; attempt++ {
+			if err := os.WriteFile(filepath.Join(home, ".bash_profile"), []byte(fullProfile(i, count)), 0o644); err != nil {
+				return err
+			}
+			e, tooLarge, err := b.prewarm(ctx, scope, home)
+			if tooLarge && attempt < 8 {
+				count -= (8 << 10) / per
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if e.StateBytes < minFullState {
+				return fmt.Errorf("snapshot of %s holds %d bytes of state, want more than %d", scope, e.StateBytes, minFullState)
+			}
+			m.MinStateBytes = min(m.MinStateBytes, e.StateBytes)
+			break
+		}
+	}
+	for i := range fullScopes {
+		body := b.execBody(echoHi, fmt.Sprintf("bench-full-%02d", i), filepath.Join(tmp, fmt.Sprintf("full%02d", i)))
+		if _, err := b.exec(ctx, body, want{"hi\n", "used", "prewarm_ready"}); err != nil {
+			return fmt.Errorf("replaying a full snapshot: %w", err)
+		}
+	}
+	code, data, err := b.srv.call(ctx, http.MethodGet, "/snapshots", nil)
+	var list struct{ Entries []snapshotEntry }
+	if err != nil || code != http.StatusOK || json.Unmarshal(data, &list) != nil {
+		return fmt.Errorf("GET /snapshots = %d %v", code, err)
+	}
+	for _, e := range list.Entries {
+		if strings.HasPrefix(e.ScopeID, "bench-full-") && e.State == "ready" && e.StateBytes >= minFullState {
+			m.Snapshots++
+		}
+	}
+	if m.Snapshots != fullScopes {
+		return fmt.Errorf("GET /snapshots holds %d full ready snapshots, want %d", m.Snapshots, fullScopes)
+	}
+	m.FunctionsPerProfile = count
+	if m.DeclareBytes, err = declareBytes(ctx, tmp, fullProfile(0, count)); err != nil {
+		return err
+	}
+	m.FullRSSMiB, m.PeakHWMMiB, err = b.srv.memory()
+	return err
+}
+
+// fullProfile defines count functions of fnPad-byte bodies, named and filled
+// after tag so that no two profiles are alike.
+func fullProfile(tag, count int) string {
+	var sb strings.Builder
+	for j := range count {
+		pad := strings.Repeat(string(rune('a'+(tag+j)%26)), fnPad)
+		fmt.Fprintf(&sb, "full%02d_%05d() { echo \"%s\"; }\n", tag, j, pad)
+	}
+	return sb.String()
+}
+
+// declareBytes is the size of `declare -f` after sourcing profile.
+func declareBytes(ctx context.Context, tmp, profile string) (int, error) {
+	path := filepath.Join(tmp, "declare.sh")
+	if err := os.WriteFile(path, []byte(profile), 0o644); err != nil {
+		return 0, err
+	}
+	cmd := exec.CommandContext(ctx, "/bin/bash", "-c", `. "$1" && declare -f`, "bash", path)
+	cmd.Env = []string{"PATH=" + childPath}
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("declare -f of a generated profile: %w", err)
+	}
+	return len(out), nil
+}
+
+// envFor is the environment of every command: the given HOME and childPath.
+func envFor(home string) map[string]string {
+	return map[string]string{"HOME": home, "PATH": childPath}
+}
+
+// execBody is an /exec request for argv run in home, with the snapshot of
+// scope when scope is not empty.
+func (b *bench) execBody(argv []string, scope, home string) []byte {
+	req := execRequest{Argv: argv, Cwd: home, Env: envFor(home)}
+	if scope != "" {
+		req.ShellSnapshot = &snapshotRequest{ScopeID: scope, Shell: bashShell}
+	}
+	body, _ := json.Marshal(req) // cannot fail: strings only
+	return body
+}
+
+// execMode is a mode running argv through /exec.
+func (b *bench) execMode(key, label string, argv []string, scope string, w want) mode {
+	body := b.execBody(argv, scope, b.home)
+	return mode{key: key, label: label, run: func(ctx context.Context) (sample, error) { return b.exec(ctx, body, w) }}
+}
+
+// spawnMode is a mode spawning argv from the bench itself.
+func (b *bench) spawnMode(key, label, stdout string, argv ...string) mode {
+	return mode{key: key, label: label, direct: true, run: func(ctx context.Context) (sample, error) { return b.spawn(ctx, stdout, argv...) }}
+}
+
+// exec posts body to /exec, checks the answer against w and times it.
+func (b *bench) exec(ctx context.Context, body []byte, w want) (sample, error) {
+	start := time.Now()
+	code, data, err := b.srv.call(ctx, http.MethodPost, "/exec", body)
+	wall := time.Since(start)
+	if err != nil {
+		return sample{}, fmt.Errorf("POST /exec: %w", err)
+	}
+	var r execResult
+	if code != http.StatusOK || json.Unmarshal(data, &r) != nil {
+		return sample{}, fmt.Errorf("POST /exec %s = %d %s", body, code, data)
+	}
+	if r.Status != "exited" || r.ExitCode == nil || *r.ExitCode != 0 || r.Stdout != w.stdout || r.Stderr != "" ||
+		r.Snapshot.Outcome != w.outcome || r.Snapshot.State != w.state {
+		return sample{}, fmt.Errorf("POST /exec %s = %s\nwant exit 0, stdout %q, no stderr, snapshot %s %s", body, data, w.stdout, w.outcome, w.state)
+	}
+	return sample{wallMs: ms(wall), durationMs: float64(r.DurationMs), waitMs: r.Snapshot.WaitMs}, nil
+}
+
+// spawn runs argv from the bench itself, with the same env and cwd as the
+// server's commands, checks its output and times it.
+func (b *bench) spawn(ctx context.Context, stdout string, argv ...string) (sample, error) {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = []string{"HOME=" + b.home, "PATH=" + childPath}
+	cmd.Dir = b.home
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	if err != nil || out.String() != stdout || errOut.Len() > 0 {
+		return sample{}, fmt.Errorf("%q = %v, stdout %q, stderr %q; want exit 0, stdout %q", argv, err, out.String(), errOut.String(), stdout)
+	}
+	return sample{wallMs: ms(wall)}, nil
+}
+
+// prewarm captures scope's snapshot for home ahead of need and checks it is
+// ready; tooLarge reports a capture the server rejected as too large.
+func (b *bench) prewarm(ctx context.Context, scope, home string) (e snapshotEntry, tooLarge bool, err error) {
+	body, _ := json.Marshal(prewarmRequest{Shell: bashShell, Cwd: home, Env: envFor(home)}) // strings only
+	path := "/snapshots/" + url.PathEscape(scope) + "/prewarm"
+	code, data, err := b.srv.call(ctx, http.MethodPost, path, body)
+	if err != nil {
+		return e, false, fmt.Errorf("POST %s: %w", path, err)
+	}
+	if code == http.StatusBadGateway {
+		var p struct{ Code, Detail string }
+		_ = json.Unmarshal(data, &p)
+		tooLarge = p.Code == "capture_failed" && strings.HasPrefix(p.Detail, "too_large")
+	}
+	if code != http.StatusOK || json.Unmarshal(data, &e) != nil || e.State != "ready" {
+		return e, tooLarge, fmt.Errorf("POST %s = %d %.300s", path, code, data)
+	}
+	return e, false, nil
+}
+
+// selfCPU is the CPU time the bench itself has used (its children's excluded).
+func selfCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, err
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+}
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
