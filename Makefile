@@ -35,3 +35,13 @@ run:
 
 ## bench: build the server and measure it against direct spawns; writes bench-results/ (about 30 s).
 bench: ; go run ./cmd/bench -out bench-results
+
+## fuzz: run every fuzz target for FUZZTIME each (default 60s); a crasher is kept in its package's testdata/fuzz/.
+FUZZTIME ?= 60s
+FUZZ_TARGETS = ./internal/shellsnap:FuzzParse ./internal/envpolicy:FuzzApply ./internal/envpolicy:FuzzMatch ./internal/handlers:FuzzDecode
+fuzz:
+	@set -e; for target in $(FUZZ_TARGETS); do \
+		pkg=$${target%%:*}; name=$${target##*:}; \
+		echo "fuzz $$pkg $$name for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done

@@ -66,6 +66,8 @@ func TestMalformedRequests(t *testing.T) {
 		{"snapshot empty scope", "", `{"argv":["/bin/bash","-lc","true"],"shellSnapshot":{"scopeId":"","shell":{"name":"bash","path":"/bin/bash"}}}`, 422, "invalid_scope"},
 		{"snapshot scope too long", "", `{"argv":["true"],"shellSnapshot":{"scopeId":"` + strings.Repeat("s", 257) + `","shell":{"name":"bash","path":"/bin/bash"}}}`, 422, "invalid_scope"},
 		{"snapshot fish", "", `{"argv":["/usr/bin/fish","-lc","true"],"shellSnapshot":{"scopeId":"s","shell":{"name":"fish","path":"/usr/bin/fish"}}}`, 422, "unsupported_shell"},
+		{"NUL in argv", "", `{"argv":["echo","a\u0000b"]}`, 400, "invalid_request"},
+		{"NUL in cwd", "", `{"argv":["true"],"cwd":"/tmp\u0000x"}`, 400, "invalid_request"},
 		{"invalid UTF-8 in argv", "", "{\"argv\":[\"echo\",\"\xff\xfe\"]}", 400, "invalid_request"},
 		{"invalid UTF-8 in env name", "", "{\"argv\":[\"true\"],\"env\":{\"\xc3\":\"1\"}}", 400, "invalid_request"},
 		{"text/plain", "text/plain", `{"argv":["true"]}`, 415, "unsupported_media_type"},

@@ -135,10 +135,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err := procs.Shutdown(procCtx); err != nil {
 		logger.Error().Err(err).Msg("processes outlived the shutdown grace")
 	}
-	httpCtx, cancelHTTP := context.WithTimeout(context.Background(), 10*time.Second)
+	// Every process has ended, so streams have sent their exit events and
+	// long polls return; what can still hold Shutdown is a connection that
+	// never sent a request (net/http gives those 5 s) or a stuck client.
+	httpCtx, cancelHTTP := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancelHTTP()
 	if err := httpServer.Shutdown(httpCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("http shutdown: %w", err)
+		logger.Warn().Err(err).Msg("connections outlived the drain; closing them")
+		if err := httpServer.Close(); err != nil {
+			return fmt.Errorf("http close: %w", err)
+		}
 	}
 	logger.Info().Msg("stopped")
 	return nil

@@ -2,7 +2,9 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -50,6 +52,11 @@ func (s *Server) execInput(b *ExecRequest) (in service.ExecInput, err error) {
 	}
 	if err := s.limits.checkArgv(b.Argv); err != nil {
 		return in, err
+	}
+	for i, a := range b.Argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return in, invalidf(fmt.Sprintf("argv[%d]", i), "argv[%d] contains a NUL byte, which no program can receive", i)
+		}
 	}
 	if b.Cwd != nil {
 		if err := checkCwd(*b.Cwd); err != nil {
@@ -101,6 +108,9 @@ func (s *Server) execInput(b *ExecRequest) (in service.ExecInput, err error) {
 }
 
 func checkCwd(cwd string) error {
+	if strings.IndexByte(cwd, 0) >= 0 {
+		return invalid("cwd", "cwd contains a NUL byte")
+	}
 	if !filepath.IsAbs(cwd) {
 		return invalid("cwd", "cwd must be an absolute path")
 	}

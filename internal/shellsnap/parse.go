@@ -131,7 +131,10 @@ func sectionCount(line, prefix string) (int, bool) {
 		return 0, false
 	}
 	n, err := strconv.Atoi(rest)
-	if err != nil || n < 0 {
+	// A header counts lines of a state of at most MaxSnapshotBytes: a larger
+	// N is text that only looks like a header (a heredoc, say), and adding it
+	// up could overflow.
+	if err != nil || n < 0 || n > MaxSnapshotBytes {
 		return 0, false
 	}
 	return n, true

@@ -276,6 +276,11 @@ func TestParseCounts(t *testing.T) {
 		wantFunctions, wantAliases, wantOptions int
 	}{
 		{
+			name:          "a heredoc header that would overflow is not a header",
+			state:         "# Snapshot file\n# Functions\nf () \n{ \n    cat <<EOF\n# aliases 9223372036854775807\nEOF\n}\n\n# aliases 1\nalias a='x'\n",
+			wantFunctions: 1, wantAliases: 1,
+		},
+		{
 			name:  "seed state has no sections",
 			state: "# Snapshot file\nfunction profile_helper() { :; }\n",
 		},
