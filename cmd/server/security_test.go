@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -213,5 +214,74 @@ func TestRefusesNonLoopbackWithoutToken(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "missing")
 	if _, err := parseConfig([]string{"snapexec", "--token-file", file}, func(string) string { return "" }, &stderr); err == nil || !strings.Contains(err.Error(), "--token-file") {
 		t.Errorf("a missing token file error = %v, want a --token-file error", err)
+	}
+}
+
+func TestProcessLimits(t *testing.T) {
+	s := startServer(t, nil, "--max-running", "2", "--max-retained", "2", "--retention", "1h")
+	for i := range 2 { // at the limit
+		s.startProcess(t, map[string]any{"processId": "run-" + strconv.Itoa(i), "argv": []string{"sleep", "30"}})
+	}
+	code, body, hdr := s.do(t, "POST", "/processes", `{"argv":["sleep","30"]}`, nil)
+	if code != 429 || !strings.Contains(body, `"code":"too_many_processes"`) || hdr.Get("Retry-After") == "" {
+		t.Errorf("third running process = %d %s Retry-After %q, want 429 too_many_processes with Retry-After", code, body, hdr.Get("Retry-After"))
+	}
+	if code, _, _ := s.do(t, "POST", "/exec", `{"argv":["true"]}`, nil); code != 429 {
+		t.Errorf("/exec beyond --max-running = %d, want 429", code)
+	}
+	for i := range 2 {
+		s.delete(t, "/processes/run-"+strconv.Itoa(i))
+		s.waitStatus(t, "run-"+strconv.Itoa(i), "terminated")
+	}
+	// Three finished processes with --max-retained 2: the oldest is forgotten.
+	for i := range 3 {
+		id := "done-" + strconv.Itoa(i)
+		s.startProcess(t, map[string]any{"processId": id, "argv": []string{"true"}})
+		s.waitStatus(t, id, "exited")
+	}
+	if code, _ := s.get(t, "/processes/done-0"); code != 404 {
+		t.Errorf("oldest of 3 finished with --max-retained 2 = %d, want 404 (forgotten)", code)
+	}
+	if code, _ := s.get(t, "/processes/done-2"); code != 200 {
+		t.Errorf("newest finished process = %d, want 200", code)
+	}
+}
+
+func TestRetainedOutputBound(t *testing.T) {
+	s := startServer(t, nil, "--max-retained-output-bytes", "300000", "--retention", "1h")
+	for i := range 3 { // 3 × 200 KB of output against a 300 KB bound
+		id := "out-" + strconv.Itoa(i)
+		s.startProcess(t, map[string]any{"processId": id, "argv": []string{"sh", "-c", "yes | head -c 200000"}})
+		s.waitStatus(t, id, "exited")
+	}
+	if code, _ := s.get(t, "/processes/out-0"); code != 404 {
+		t.Errorf("oldest output beyond --max-retained-output-bytes = %d, want 404", code)
+	}
+	if code, _ := s.get(t, "/processes/out-2"); code != 200 {
+		t.Errorf("newest process = %d, want 200", code)
+	}
+}
+
+func TestConcurrentCaptureLimit(t *testing.T) {
+	s := startServer(t, nil, "--max-captures", "1")
+	var homes [2]string
+	for i := range homes {
+		homes[i] = t.TempDir()
+		writeTestFile(t, filepath.Join(homes[i], ".bashrc"), "sleep 0.4\n")
+	}
+	waits := make(chan float64, 2)
+	for i, home := range homes {
+		go func() {
+			_, got, _ := s.post(t, "/exec", snapshotBody(home, "true", "cap-"+strconv.Itoa(i), "bash", "/bin/bash"))
+			r, _ := got["snapshot"].(map[string]any)
+			w, _ := r["waitMs"].(float64)
+			waits <- w
+		}()
+	}
+	a, b := <-waits, <-waits
+	// One capture ran first; the other waited for its slot, then captured:
+	// two sleeps in a row.
+	if max(a, b) < 750 {
+		t.Errorf("snapshot waits = %.0f and %.0f ms with --max-captures 1, want one of them to include the other's capture (>= 750 ms)", a, b)
 	}
 }

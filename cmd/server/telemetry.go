@@ -20,7 +20,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // instrumentationName names snapexec's meter and tracer.
@@ -52,16 +51,25 @@ func setupTelemetry(ctx context.Context, getenv func(string) string) (*telemetry
 	if err != nil {
 		return nil, err
 	}
+	res, err := resource.Merge(resource.Default(), resource.NewWithAttributes(semconv.SchemaURL,
+		semconv.ServiceName(serviceName(getenv)), semconv.ServiceVersion(version)))
+	if err != nil {
+		return nil, err
+	}
 	t := &telemetry{
-		meterProvider:  sdkmetric.NewMeterProvider(sdkmetric.WithReader(promExporter)),
-		tracerProvider: noop.NewTracerProvider(),
-		propagator:     propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
-		metrics:        promhttp.HandlerFor(registry, promhttp.HandlerOpts{}),
+		meterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(promExporter)),
+		propagator:    propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
+		metrics:       promhttp.HandlerFor(registry, promhttp.HandlerOpts{}),
 	}
 	t.shutdowns = append(t.shutdowns, t.meterProvider.Shutdown)
 
 	endpoint := getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") + getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
 	if endpoint == "" || getenv("OTEL_TRACES_EXPORTER") == "none" {
+		// No exporter: spans are still made (a few microseconds each), so
+		// that every log line of a request has a trace id to grep for.
+		tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res))
+		t.tracerProvider = tp
+		t.shutdowns = append(t.shutdowns, tp.Shutdown)
 		return t, nil
 	}
 	protocol := getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
@@ -77,11 +85,6 @@ func setupTelemetry(ctx context.Context, getenv func(string) string) (*telemetry
 	default:
 		err = fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL %q: use http/protobuf or grpc", protocol)
 	}
-	if err != nil {
-		return nil, err
-	}
-	res, err := resource.Merge(resource.Default(), resource.NewWithAttributes(semconv.SchemaURL,
-		semconv.ServiceName(serviceName(getenv)), semconv.ServiceVersion(version)))
 	if err != nil {
 		return nil, err
 	}

@@ -137,3 +137,20 @@ func keys[V any](m map[string]V) []string {
 	}
 	return out
 }
+
+func TestEveryLogLineHasATraceID(t *testing.T) {
+	s := startServer(t, nil) // no exporter configured
+	s.post(t, "/exec", map[string]any{"argv": []string{"true"}})
+	found := false
+	for _, line := range strings.Split(s.logs.String(), "\n") {
+		if strings.Contains(line, `"message":"request"`) {
+			found = true
+			if !strings.Contains(line, `"traceId":"`) {
+				t.Errorf("access log line without a trace id: %s", line)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no access log line")
+	}
+}
