@@ -275,12 +275,7 @@ func (m *Manager) Run(ctx context.Context, spec Spec) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	select {
-	case <-p.Done():
-	case <-ctx.Done():
-		p.Terminate(StatusTerminated)
-		<-p.Done()
-	}
+	p.Wait(ctx)
 	return p, nil
 }
 

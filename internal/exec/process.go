@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -74,6 +75,17 @@ func (p *Process) Tag() any { return p.tag }
 
 // Done is closed when the process and its group have ended and its output is complete.
 func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Wait waits for the process to end. If ctx ends first (its client went
+// away), the process group is terminated and Wait still waits for the end.
+func (p *Process) Wait(ctx context.Context) {
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		p.Terminate(StatusTerminated)
+		<-p.done
+	}
+}
 
 // Result returns the ending; it waits until Done is closed. Its output must
 // not be modified.

@@ -84,13 +84,7 @@ func (s *Service) Exec(ctx context.Context, in ExecInput) (ExecOutput, error) {
 	if err != nil {
 		return ExecOutput{}, err
 	}
-	select {
-	case <-p.Done():
-	case <-ctx.Done():
-		// The client went away: its process group goes too.
-		p.Terminate(exec.StatusTerminated)
-		<-p.Done()
-	}
+	p.Wait(ctx) // a client that goes away takes its process group with it
 	return ExecOutput{ProcessID: p.ID(), Pid: p.Pid(), Result: p.Result(), Snapshot: Receipt(p)}, nil
 }
 
