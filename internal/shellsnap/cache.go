@@ -217,12 +217,23 @@ func (c *Cache) await(ctx context.Context, req Request, cmd *Command, purpose Pu
 	return Receipt{Outcome: OutcomeUsed, State: state, Wait: wait}, nil
 }
 
-// lookup finds or inserts the command's entry under the mutex, starting a new
-// retry generation when the rules of SHELL-SNAPSHOTS.md 3.2 allow one, and a
-// new entry when a ready snapshot's startup files changed since its capture.
-// It returns the entry, the cell to wait on and the attempt it belongs to.
+// lookup finds or inserts the command's entry, starting a new retry
+// generation when the rules of SHELL-SNAPSHOTS.md 3.2 allow one, and a new
+// entry when a ready snapshot's startup files changed since its capture. It
+// returns the entry, the cell to wait on and the attempt it belongs to.
 func (c *Cache) lookup(req Request, cmd *Command, purpose Purpose) (*entry, *cell, int) {
 	k := keyOf(req, cmd.Cwd, cmd.Policy)
+	e, cl, attempt := c.find(k, req, cmd, purpose)
+	// The staleness check stats a few files: outside the mutex, so that hits
+	// on other keys do not queue behind it.
+	if res, set, _ := cl.peek(); set && res.err == nil && stale(res.stamps) {
+		return c.renew(k, e, cl, req, cmd, purpose)
+	}
+	return e, cl, attempt
+}
+
+// find is lookup's part under the mutex.
+func (c *Cache) find(k key, req Request, cmd *Command, purpose Purpose) (*entry, *cell, int) {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -233,17 +244,11 @@ func (c *Cache) lookup(req Request, cmd *Command, purpose Purpose) (*entry, *cel
 		}
 		c.entries.MoveToBack(el)
 		e.lastUsedAt = now
-		res, set, _ := e.cell.peek()
-		switch {
-		case set && res.err == nil && stale(res.stamps):
-			// Beyond the reference: an edited profile is captured afresh, as
-			// a new entry with a fresh retry budget. Failed entries keep the
-			// reference's backoff and budget exactly.
-			e = &entry{key: k, req: req, policy: cmd.Policy, attempts: 1, cell: newCell(), lastUsedAt: now}
-			el.Value = e
-		case purpose == Execution && e.attempts < MaxSnapshotAttempts && set && res.err != nil && !now.Before(res.retryAt):
-			e.attempts++
-			e.cell = newCell()
+		if purpose == Execution && e.attempts < MaxSnapshotAttempts {
+			if res, set, _ := e.cell.peek(); set && res.err != nil && !now.Before(res.retryAt) {
+				e.attempts++
+				e.cell = newCell()
+			}
 		}
 		return e, e.cell, e.attempts
 	}
@@ -255,6 +260,24 @@ func (c *Cache) lookup(req Request, cmd *Command, purpose Purpose) (*entry, *cel
 		c.entries.Remove(c.entries.Front())
 	}
 	return e, e.cell, e.attempts
+}
+
+// renew replaces a stale entry: beyond the reference, an edited profile is
+// captured afresh, as a new entry with a fresh retry budget (failed entries
+// keep the reference's backoff and budget exactly). If another caller renewed,
+// evicted or forgot it meanwhile, the lookup starts over.
+func (c *Cache) renew(k key, stale *entry, cl *cell, req Request, cmd *Command, purpose Purpose) (*entry, *cell, int) {
+	c.mu.Lock()
+	for el := c.entries.Front(); el != nil; el = el.Next() {
+		if el.Value == stale && stale.cell == cl {
+			e := &entry{key: k, req: req, policy: cmd.Policy, attempts: 1, cell: newCell(), lastUsedAt: c.now()}
+			el.Value = e
+			c.mu.Unlock()
+			return e, e.cell, e.attempts
+		}
+	}
+	c.mu.Unlock()
+	return c.lookup(req, cmd, purpose)
 }
 
 func (c *Cache) hit(e *entry) {
