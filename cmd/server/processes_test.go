@@ -46,6 +46,28 @@ func readEvents(t *testing.T, resp *http.Response, stop func(sseEvent) bool) []s
 	return events
 }
 
+// execStreamThenLeave posts body to /exec as an event stream, reads up to
+// the first stdout event, and disconnects: a client going away mid-stream.
+func (s *testServer) execStreamThenLeave(t *testing.T, body string) []sseEvent {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.url+"/exec", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := readEvents(t, resp, func(e sseEvent) bool { return e.event == "stdout" })
+	cancel()
+	resp.Body.Close()
+	if len(events) == 0 || events[0].event != "stdout" {
+		t.Fatalf("events before the disconnect = %v, want the stdout event", events)
+	}
+	return events
+}
+
 func (s *testServer) startProcess(t *testing.T, body map[string]any) map[string]any {
 	t.Helper()
 	code, got, hdr := s.post(t, "/processes", body)
@@ -291,17 +313,7 @@ func TestExecStreamsEvents(t *testing.T) {
 
 func TestExecStreamClientDisconnectTerminates(t *testing.T) {
 	s := startServer(t, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "POST", s.url+"/exec", strings.NewReader(`{"processId":"stream-1","argv":["sh","-c","echo $$; exec sleep 30"]}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	events := readEvents(t, resp, func(e sseEvent) bool { return e.event == "stdout" })
-	cancel()
-	resp.Body.Close()
+	events := s.execStreamThenLeave(t, `{"processId":"stream-1","argv":["sh","-c","echo $$; exec sleep 30"]}`)
 	var chunk struct{ Data string }
 	_ = json.Unmarshal([]byte(events[0].data), &chunk)
 	pid, _ := strconv.Atoi(strings.TrimSpace(chunk.Data))

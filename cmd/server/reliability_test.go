@@ -8,7 +8,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -264,22 +263,7 @@ func TestReliabilityFaults(t *testing.T) {
 	t.Run("client that disconnects mid-stream", func(t *testing.T) {
 		t.Parallel()
 		sleep := marker(5)
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		body := mustJSON(t, map[string]any{"processId": "disconnect-1", "argv": []string{"sh", "-c", "echo $$; sleep " + sleep + "; echo never"}})
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.url+"/exec", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "text/event-stream")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		events := readEvents(t, resp, func(e sseEvent) bool { return e.event == "stdout" })
-		cancel()
-		resp.Body.Close()
-		if len(events) == 0 || events[0].event != "stdout" {
-			t.Fatalf("events before the disconnect = %v, want the stdout event", events)
-		}
+		events := s.execStreamThenLeave(t, mustJSON(t, map[string]any{"processId": "disconnect-1", "argv": []string{"sh", "-c", "echo $$; sleep " + sleep + "; echo never"}}))
 		var chunk struct{ Data string }
 		_ = json.Unmarshal([]byte(events[0].data), &chunk)
 		pid, err := strconv.Atoi(strings.TrimSpace(chunk.Data))
