@@ -67,6 +67,7 @@ type Manager struct {
 	mu        sync.Mutex
 	procs     map[string]*Process // running and retained; nil: id reserved by a Start in progress
 	running   map[*Process]struct{}
+	held      map[*Process]bool // spawned by Hold and not yet released; true once discarded
 	starting  int
 	nextOrder uint64
 	finished  []*Process // retained, oldest first: finished[head:]
@@ -107,6 +108,7 @@ func NewManager(opts Options) *Manager {
 		opts:    opts,
 		procs:   make(map[string]*Process),
 		running: make(map[*Process]struct{}),
+		held:    make(map[*Process]bool),
 	}
 }
 
@@ -121,16 +123,7 @@ func (m *Manager) Start(spec Spec) (*Process, error) {
 	}
 	// Spawn outside the lock: fork and exec are the slow part, and concurrent
 	// requests must not queue behind each other.
-	p, err := start(id, spec, procConfig{
-		grace:      m.opts.Grace,
-		drain:      m.opts.Drain,
-		reaper:     m.opts.Reaper,
-		maxOutput:  m.opts.MaxOutputBytes,
-		ringBytes:  m.opts.OutputRingBytes,
-		ringChunks: m.opts.OutputRingChunks,
-		register:   m.register,
-		finished:   m.finish,
-	})
+	p, _, err := start(id, spec, m.procConfig(m.register, false))
 	m.mu.Lock()
 	if err != nil {
 		m.starting--
@@ -147,15 +140,42 @@ func (m *Manager) Start(spec Spec) (*Process, error) {
 	return p, nil
 }
 
+// procConfig is what the manager gives every process it spawns.
+func (m *Manager) procConfig(register func(*Process), hold bool) procConfig {
+	return procConfig{
+		grace:      m.opts.Grace,
+		drain:      m.opts.Drain,
+		reaper:     m.opts.Reaper,
+		maxOutput:  m.opts.MaxOutputBytes,
+		ringBytes:  m.opts.OutputRingBytes,
+		ringChunks: m.opts.OutputRingChunks,
+		register:   register,
+		finished:   m.finish,
+		hold:       hold,
+	}
+}
+
 // reserve takes id (or a generated one) for a Start in progress.
 func (m *Manager) reserve(spec string) (string, error) {
-	id := spec
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.stopping {
 		return "", ErrShuttingDown
 	}
+	id, err := m.admitLocked(spec)
+	if err != nil {
+		return "", err
+	}
+	m.procs[id] = nil
+	m.starting++
+	return id, nil
+}
+
+// admitLocked returns the id a process may take (spec, or a generated one
+// when spec is empty) if one more may run.
+func (m *Manager) admitLocked(spec string) (string, error) {
 	m.trimLocked(time.Now())
+	id := spec
 	for taken := true; spec == "" && taken; {
 		id = newID()
 		_, taken = m.procs[id]
@@ -166,8 +186,6 @@ func (m *Manager) reserve(spec string) (string, error) {
 	if m.opts.MaxRunning > 0 && len(m.running)+m.starting >= m.opts.MaxRunning {
 		return "", ErrTooManyProcesses
 	}
-	m.procs[id] = nil
-	m.starting++
 	return id, nil
 }
 
@@ -183,11 +201,16 @@ func (m *Manager) register(p *Process) {
 	m.running[p] = struct{}{}
 }
 
-// finish moves an ended process from running to retained.
+// finish moves an ended process from running to retained. A held process
+// that ends unreleased is simply forgotten: nobody ever saw it.
 func (m *Manager) finish(p *Process) {
 	footprint := p.retainedBytes()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if _, ok := m.held[p]; ok {
+		delete(m.held, p)
+		return
+	}
 	delete(m.running, p)
 	p.finishedAt = time.Now()
 	p.footprint = footprint
@@ -286,16 +309,19 @@ func (m *Manager) Running() int {
 	return len(m.running)
 }
 
-// Shutdown stops starting processes, terminates every running group with
-// status shutdown, and waits for them until ctx ends.
+// Shutdown stops starting processes, terminates every running and held group
+// with status shutdown, and waits for them until ctx ends.
 func (m *Manager) Shutdown(ctx context.Context) error {
 	m.mu.Lock()
 	m.stopping = true
 	m.mu.Unlock()
 	for {
 		m.mu.Lock()
-		procs := make([]*Process, 0, len(m.running))
+		procs := make([]*Process, 0, len(m.running)+len(m.held))
 		for p := range m.running {
+			procs = append(procs, p)
+		}
+		for p := range m.held {
 			procs = append(procs, p)
 		}
 		starting := m.starting

@@ -31,7 +31,6 @@ type Process struct {
 	dir       string
 	tag       any
 	pipeStdin bool
-	started   time.Time
 	grace     time.Duration
 	drain     time.Duration
 	reaper    *Reaper
@@ -42,12 +41,19 @@ type Process struct {
 	lastOutput     atomic.Int64 // unix nanoseconds of the last output byte
 	stdin          *stdinPipe   // nil without PipeStdin
 
+	// armed is closed when the limits below are set and the process counts
+	// as started: at once, or when a held process is released (held.go).
+	armed       chan struct{}
+	timeout     time.Duration
+	idleTimeout time.Duration
+
 	stopOnce sync.Once
 	stop     chan Status // a requested ending: terminated or shutdown
 	finished func(*Process)
 	done     chan struct{}
 
 	mu       sync.Mutex
+	started  time.Time // when it was spawned, or released
 	exited   bool      // the leader has exited
 	exitCode *int      // the leader's exit code; nil while running or when signaled
 	ended    time.Time // when the leader exited
@@ -162,10 +168,10 @@ func (p *Process) Info() Info {
 		Pid:       p.pid,
 		Argv:      append([]string(nil), p.argv...),
 		Dir:       p.dir,
-		StartedAt: p.started,
 		PipeStdin: p.pipeStdin,
 	}
 	p.mu.Lock()
+	in.StartedAt = p.started
 	in.Status, in.Signal = p.status, p.signal
 	if p.status == "" {
 		in.Status = StatusRunning
@@ -196,17 +202,21 @@ type procConfig struct {
 	ringChunks   int
 	register     func(*Process) // called once spawned, before it is supervised
 	finished     func(*Process) // called once the process has ended, before Done is closed
+	// hold gives the child the read end of a pipe as fd 3 (returned by start)
+	// and leaves its limits unarmed until arm.
+	hold bool
 }
 
-// start spawns spec's program in a new process group and supervises it.
-func start(id string, spec Spec, cfg procConfig) (*Process, error) {
+// start spawns spec's program in a new process group and supervises it. With
+// cfg.hold it also returns the write end of the child's fd 3.
+func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 	path, err := lookPath(spec)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if spec.Dir != "" {
 		if fi, err := os.Stat(spec.Dir); err != nil || !fi.IsDir() {
-			return nil, fmt.Errorf("%w: %s", ErrCwdNotFound, spec.Dir)
+			return nil, nil, fmt.Errorf("%w: %s", ErrCwdNotFound, spec.Dir)
 		}
 	}
 	maxOutput := cfg.maxOutput
@@ -215,18 +225,25 @@ func start(id string, spec Spec, cfg procConfig) (*Process, error) {
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSpawn, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		closeAll(outR, outW)
-		return nil, fmt.Errorf("%w: %w", ErrSpawn, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
 	}
 	var stdinR, stdinW *os.File
 	if len(spec.Stdin) > 0 || spec.PipeStdin {
 		if stdinR, stdinW, err = os.Pipe(); err != nil {
 			closeAll(outR, outW, errR, errW)
-			return nil, fmt.Errorf("%w: %w", ErrSpawn, err)
+			return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
+		}
+	}
+	var releaseR, releaseW *os.File
+	if cfg.hold {
+		if releaseR, releaseW, err = os.Pipe(); err != nil {
+			closeAll(outR, outW, errR, errW, stdinR, stdinW)
+			return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
 		}
 	}
 
@@ -244,11 +261,14 @@ func start(id string, spec Spec, cfg procConfig) (*Process, error) {
 	if stdinR != nil {
 		cmd.Stdin = stdinR
 	}
+	if releaseR != nil {
+		cmd.ExtraFiles = []*os.File{releaseR}
+	}
 	err = cmd.Start()
-	closeAll(outW, errW, stdinR) // the child holds its own copies
+	closeAll(outW, errW, stdinR, releaseR) // the child holds its own copies
 	if err != nil {
-		closeAll(outR, errR, stdinW)
-		return nil, fmt.Errorf("%w: %w", ErrSpawn, err)
+		closeAll(outR, errR, stdinW, releaseW)
+		return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
 	}
 
 	p := &Process{
@@ -269,8 +289,12 @@ func start(id string, spec Spec, cfg procConfig) (*Process, error) {
 		stop:      make(chan Status, 1),
 		finished:  cfg.finished,
 		done:      make(chan struct{}),
+		armed:     make(chan struct{}),
 	}
 	p.lastOutput.Store(p.started.UnixNano())
+	if !cfg.hold {
+		p.arm(spec)
+	}
 	switch {
 	case spec.PipeStdin:
 		p.stdin = newStdinPipe(stdinW)
@@ -288,13 +312,25 @@ func start(id string, spec Spec, cfg procConfig) (*Process, error) {
 	if cfg.register != nil {
 		cfg.register(p)
 	}
-	go p.supervise(cmd, spec, outR, errR)
-	return p, nil
+	go p.supervise(cmd, outR, errR)
+	return p, releaseW, nil
+}
+
+// arm sets the limits of spec and counts the process as started now. It is
+// called once, before anyone can see the process: by start, or by a release.
+func (p *Process) arm(spec Spec) {
+	now := time.Now()
+	p.mu.Lock()
+	p.started = now
+	p.mu.Unlock()
+	p.lastOutput.Store(now.UnixNano())
+	p.timeout, p.idleTimeout = spec.Timeout, spec.IdleTimeout
+	close(p.armed)
 }
 
 // supervise waits for the child, enforces the limits and requested endings,
 // cleans up the whole group, and records the result.
-func (p *Process) supervise(cmd *exec.Cmd, spec Spec, outR, errR *os.File) {
+func (p *Process) supervise(cmd *exec.Cmd, outR, errR *os.File) {
 	var readers sync.WaitGroup
 	readers.Add(2)
 	go p.read(&readers, outR, Stdout, p.stdout)
@@ -310,19 +346,11 @@ func (p *Process) supervise(cmd *exec.Cmd, spec Spec, outR, errR *os.File) {
 		exited <- cmd.ProcessState
 	}()
 
-	var timeout, idle <-chan time.Time
-	if spec.Timeout > 0 {
-		t := time.NewTimer(spec.Timeout)
-		defer t.Stop()
-		timeout = t.C
-	}
-	var idleTimer *time.Timer
-	if spec.IdleTimeout > 0 {
-		idleTimer = time.NewTimer(spec.IdleTimeout)
-		defer idleTimer.Stop()
-		idle = idleTimer.C
-	}
-
+	var (
+		timeout, idle <-chan time.Time
+		idleTimer     *time.Timer
+		armed         = p.armed
+	)
 	var (
 		ending Status // set when we end the group ourselves
 		k      = killer{pgid: p.pid, grace: p.grace, reaper: p.reaper}
@@ -331,14 +359,26 @@ func (p *Process) supervise(cmd *exec.Cmd, spec Spec, outR, errR *os.File) {
 	for state == nil {
 		select {
 		case state = <-exited:
+		case <-armed:
+			armed = nil
+			if p.timeout > 0 {
+				t := time.NewTimer(p.timeout)
+				defer t.Stop()
+				timeout = t.C
+			}
+			if p.idleTimeout > 0 {
+				idleTimer = time.NewTimer(p.idleTimeout)
+				defer idleTimer.Stop()
+				idle = idleTimer.C
+			}
 		case <-timeout:
 			ending = k.terminate(ending, StatusTimedOut)
 		case <-idle:
 			quiet := time.Since(time.Unix(0, p.lastOutput.Load()))
-			if quiet >= spec.IdleTimeout {
+			if quiet >= p.idleTimeout {
 				ending = k.terminate(ending, StatusIdleTimeout)
 			} else {
-				idleTimer.Reset(spec.IdleTimeout - quiet)
+				idleTimer.Reset(p.idleTimeout - quiet)
 			}
 		case why := <-p.stop:
 			ending = k.terminate(ending, why)
@@ -378,7 +418,9 @@ func (p *Process) supervise(cmd *exec.Cmd, spec Spec, outR, errR *os.File) {
 
 	// The output is complete. A stream the ring holds whole needs no second
 	// copy for the result: it is derived from the ring when asked for.
+	p.mu.Lock()
 	res := Result{Status: ending, Duration: ended.Sub(p.started), Signal: signal, ExitCode: exitCode}
+	p.mu.Unlock()
 	var fromRing [2]bool
 	if fromRing[0] = p.ring.complete(Stdout); !fromRing[0] {
 		res.Stdout = p.stdout.Output()
