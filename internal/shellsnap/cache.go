@@ -202,7 +202,7 @@ func (c *Cache) await(ctx context.Context, req Request, cmd *Command, purpose Pu
 		c.hit(e)
 	}
 	_, replay := c.tracer.Start(ctx, "shellsnap.replay", trace.WithAttributes(attribute.Int("state_bytes", len(res.snap.State))))
-	cmd.Argv, cmd.Env = Replay(ReplayInput{
+	in := ReplayInput{
 		Snapshot:   res.snap,
 		Shell:      req.Shell.Name,
 		Command:    cmd.Argv,
@@ -210,7 +210,9 @@ func (c *Cache) await(ctx context.Context, req Request, cmd *Command, purpose Pu
 		Env:        cmd.Env,
 		RequestEnv: cmd.RequestEnv,
 		CaptureEnv: res.captureEnv,
-	})
+	}
+	cmd.Argv, cmd.Env = Replay(in)
+	cmd.Replayed = &in
 	replay.End()
 	c.metrics.command(ctx, state, OutcomeUsed, wait)
 	c.history.command(state, OutcomeUsed)

@@ -44,12 +44,7 @@ func Replay(in ReplayInput) (command []string, env map[string]string) {
 	}
 
 	env = replayEnv(in)
-	chunks := chunkState(in.Snapshot.State, MaxSnapshotEnvValueBytes)
-	names := make([]string, len(chunks))
-	for i, chunk := range chunks {
-		names[i] = StateEnvPrefix + strconv.Itoa(i)
-		env[names[i]] = chunk
-	}
+	names := addStateChunks(env, in.Snapshot.State)
 
 	script := command[in.ShellStart+2]
 	if in.Shell == "zsh" {
@@ -61,8 +56,33 @@ func Replay(in ReplayInput) (command []string, env map[string]string) {
 	}
 	var b strings.Builder
 	b.WriteString(prefix)
+	writeRestore(&b, in.Shell, names)
+	b.WriteString("\n")
+	b.WriteString(script)
+
+	command[in.ShellStart+1] = flag
+	command[in.ShellStart+2] = b.String()
+	return command, env
+}
+
+// addStateChunks puts state into env as the chunk variables (section 7.1)
+// and returns their names.
+func addStateChunks(env map[string]string, state string) []string {
+	chunks := chunkState(state, MaxSnapshotEnvValueBytes)
+	names := make([]string, len(chunks))
+	for i, chunk := range chunks {
+		names[i] = StateEnvPrefix + strconv.Itoa(i)
+		env[names[i]] = chunk
+	}
+	return names
+}
+
+// writeRestore writes the line that unsets the chunk variables names and
+// evaluates the state they carry, silently, with a notice on stderr if that
+// fails. The line is not ended.
+func writeRestore(b *strings.Builder, shell string, names []string) {
 	b.WriteString("if ! ")
-	if in.Shell == "sh" {
+	if shell == "sh" {
 		// eval is a special builtin: dash exits at a syntax error in its argument,
 		// even inside an if, which would skip the user's script. command removes
 		// that special property.
@@ -72,12 +92,7 @@ func Replay(in ReplayInput) (command []string, env map[string]string) {
 	for _, name := range names {
 		b.WriteString("${" + name + "}")
 	}
-	b.WriteString(`" >/dev/null; then printf 'failed to restore shell snapshot\n' >&2; fi` + "\n")
-	b.WriteString(script)
-
-	command[in.ShellStart+1] = flag
-	command[in.ShellStart+2] = b.String()
-	return command, env
+	b.WriteString(`" >/dev/null; then printf 'failed to restore shell snapshot\n' >&2; fi`)
 }
 
 // replayStartup returns the flag that replaces "-lc" and the line that undoes its

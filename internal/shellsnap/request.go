@@ -34,6 +34,10 @@ type Command struct {
 	RequestEnv map[string]string
 	// Policy is the request's env policy, re-applied to captured exports.
 	Policy *envpolicy.Policy
+	// Replayed is set by Prepare when it replayed a snapshot into the
+	// command: the replay's input, from which Standby builds a standby shell
+	// that serves the same launch.
+	Replayed *ReplayInput
 }
 
 // Purpose says why a snapshot is wanted.

@@ -1,0 +1,172 @@
+package shellsnap
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// standbyRun is standbyCode for a command that must succeed.
+func standbyRun(t *testing.T, in ReplayInput, dir, script string) (stdout, stderr string) {
+	t.Helper()
+	stdout, stderr, code := standbyCode(t, in, dir, script)
+	if code != 0 {
+		t.Fatalf("standby %q: exit %d\nstdout:\n%s\nstderr:\n%s", script, code, stdout, stderr)
+	}
+	return stdout, stderr
+}
+
+// TestStandbyMatchesReplay runs probes through a fresh replay and through a
+// standby of the same snapshot: the user's command must not tell them apart.
+func TestStandbyMatchesReplay(t *testing.T) {
+	profiles := map[string]string{
+		"rich": richProfile,
+		// The options act on the user's command only, in both: nothing of
+		// the restore or the wait trips them.
+		"errexit and nounset": "set -o errexit -o nounset -o pipefail\nf() { echo f; }\n",
+	}
+	probes := map[string]string{
+		"fidelity": fidelityProbe,
+		"options":  "echo \"$-\"; set -o | awk '$2==\"on\"{print $1}'",
+		"failing":  "f; false; echo not reached",
+		"unset":    "echo ${NOT_SET_ANYWHERE}; echo not reached",
+		"errors":   "no_such_command_here; cd /no/such/dir; echo \"line $LINENO\"",
+		"state":    "echo \"seconds=$SECONDS args=$# zero=${0##*/}\"; declare -p " + standbyScriptVar + " 2>&1; compgen -v | grep -c '^__CODEX' || true",
+		"exit":     "echo before; exit 3",
+	}
+	for pname, profile := range profiles {
+		home := t.TempDir()
+		writeFile(t, filepath.Join(home, ".bash_profile"), profile)
+		env := map[string]string{"HOME": home, "PATH": "/usr/bin:/bin", "DROP_ME": "x", "LANG": "C"}
+		c := newTestCache(t, Options{})
+		for name, probe := range probes {
+			t.Run(pname+"/"+name, func(t *testing.T) {
+				cmd := &Command{Argv: []string{"/bin/bash", "-lc", probe}, Cwd: home, Env: cloneMap(env), RequestEnv: cloneMap(env)}
+				if r := mustPrepare(t, c, bashRequest("standby"), cmd, Execution); r.Outcome != OutcomeUsed || cmd.Replayed == nil {
+					t.Fatalf("Prepare() = %+v, Replayed %v; want used, with its replay input", r, cmd.Replayed)
+				}
+				fresh, freshErr, freshCode := runCode(t, cmd.Argv, home, cmd.Env)
+				stdout, stderr, code := standbyCode(t, *cmd.Replayed, home, probe)
+				if missing, extra := lineDiff(fresh, stdout); len(missing)+len(extra) > 0 || code != freshCode {
+					t.Errorf("standby stdout differs from the replay's (exit %d vs %d):\nonly in the replay: %q\nonly in the standby: %q", code, freshCode, missing, extra)
+				}
+				if stderr != freshErr {
+					t.Errorf("standby stderr = %q, want the replay's %q", stderr, freshErr)
+				}
+			})
+		}
+	}
+}
+
+// runCode runs argv and returns its output and exit code.
+func runCode(t *testing.T, argv []string, dir string, env map[string]string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = dir, envPairs(env)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	_ = cmd.Run()
+	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+}
+
+// standbyCode starts the standby of in, lets it restore, sends it script's
+// go-ahead and returns its output and exit code.
+func standbyCode(t *testing.T, in ReplayInput, dir, script string) (stdout, stderr string, code int) {
+	t.Helper()
+	argv, env, ok := Standby(in)
+	if !ok {
+		t.Fatalf("Standby(%q) = _, _, false, want a standby", in.Command)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env, cmd.Dir, cmd.ExtraFiles = envPairs(env), dir, []*os.File{r}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	time.Sleep(50 * time.Millisecond) // the standby restores and waits
+	_, _ = w.Write(StandbyMessage(in.Snapshot, script))
+	w.Close()
+	_ = cmd.Wait()
+	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+}
+
+func TestStandbyHidesState(t *testing.T) {
+	sh := shellByName(t, "bash")
+	home := t.TempDir()
+	writeHomeFiles(t, home, map[string]string{".bashrc": "hidden_helper() { echo helper; }\nset -o allexport\n"})
+	snap := captureLogin(t, sh, home)
+	env := loginEnv(home)
+	const fdProbe = "echo /proc/$$/fd/*\necho ---env\n"
+	in := ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{sh.path, "-lc", fdProbe + "env\necho ---set\nset\necho ---end\n"}, Env: env, RequestEnv: env, CaptureEnv: env}
+	stdout, stderr := standbyRun(t, in, home, in.Command[2])
+	plain, err := exec.Command(sh.path, "-c", fdProbe).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFDs, _, _ := strings.Cut(string(plain), "---env\n")
+	fds, rest, _ := strings.Cut(stdout, "---env\n")
+	if fds, wantFDs := descriptorNumbers(fds), descriptorNumbers(wantFDs); !slices.Equal(fds, wantFDs) {
+		t.Errorf("standby: descriptors of the shell = %q, want %q as without a replay (fd 3 closed)", fds, wantFDs)
+	}
+	if !strings.HasSuffix(rest, "---end\n") || stderr != "" {
+		t.Fatalf("standby probe = stdout %q, stderr %q, want output ending in ---end and no stderr", stdout, stderr)
+	}
+	for line := range strings.SplitSeq(rest, "\n") {
+		if strings.HasPrefix(line, "__CODEX_SHELL_SNAPSHOT") {
+			t.Errorf("standby: user command sees %.80q", line)
+		}
+	}
+}
+
+func TestStandbyReportsBrokenState(t *testing.T) {
+	home := t.TempDir()
+	snap := &Snapshot{State: "# Snapshot file\nif then\n", Env: map[string]string{}}
+	in := ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", "echo user-ran"}, Env: loginEnv(home)}
+	stdout, stderr := standbyRun(t, in, home, "echo user-ran")
+	if stdout != "user-ran\n" || !strings.HasSuffix(stderr, "\nfailed to restore shell snapshot\n") {
+		t.Fatalf("standby of a broken state = stdout %q, stderr %q; want the user's command to run after the notice", stdout, stderr)
+	}
+}
+
+func TestStandbyServesOnlyPlainBashLaunches(t *testing.T) {
+	snap := &Snapshot{State: "# Snapshot file\n", Env: map[string]string{}}
+	tests := []struct {
+		name string
+		in   ReplayInput
+	}{
+		{"zsh", ReplayInput{Snapshot: snap, Shell: "zsh", Command: []string{"/bin/zsh", "-lc", "true"}}},
+		{"arguments after the script", ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", "true", "zero"}}},
+		{"sandbox wrapper", ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"wrap", "/bin/bash", "-lc", "true"}, ShellStart: 1}},
+		{"SECONDS from the environment", ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", "true"}, Env: map[string]string{"SECONDS": "5"}}},
+		{"no snapshot", ReplayInput{Shell: "bash", Command: []string{"/bin/bash", "-lc", "true"}}},
+		{"xtrace in the snapshot", ReplayInput{Snapshot: &Snapshot{State: "# Snapshot file\n# setopts 1\nset -o xtrace\n"}, Shell: "bash", Command: []string{"/bin/bash", "-lc", "true"}}},
+		{"verbose in the snapshot", ReplayInput{Snapshot: &Snapshot{State: "# Snapshot file\n# setopts 1\nset -o verbose\n"}, Shell: "bash", Command: []string{"/bin/bash", "-lc", "true"}}},
+		{"set -x in the script", ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", "set -euxo pipefail; make"}}},
+		{"set -v in the script", ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", "cd src && set -v"}}},
+		{"set -o xtrace in the script", ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", "set -o xtrace"}}},
+	}
+	for _, tt := range tests {
+		if _, _, ok := Standby(tt.in); ok {
+			t.Errorf("Standby(%s) = _, _, true, want false", tt.name)
+		}
+	}
+	for _, script := range []string{"true", "set -euo pipefail; make test", "echo set -e"} {
+		if _, _, ok := Standby(ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", script}}); !ok {
+			t.Errorf("Standby(bash -lc %q) = _, _, false, want true", script)
+		}
+	}
+}
