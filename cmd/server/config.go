@@ -25,6 +25,8 @@ type config struct {
 	maxTimeout     time.Duration
 	retention      time.Duration
 	maxOutputBytes int
+	standbyShells  int
+	standbyIdle    time.Duration
 }
 
 // limitsConfig bounds what one request may ask for and what the server holds.
@@ -67,6 +69,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{&c.defaultTimeout, "default-timeout", "SNAPEXEC_DEFAULT_TIMEOUT", "10m", "timeout of a command that gives no timeoutMs (0: none)"},
 		{&c.maxTimeout, "max-timeout", "SNAPEXEC_MAX_TIMEOUT", "24h", "largest timeoutMs a request may give"},
 		{&c.retention, "retention", "SNAPEXEC_RETENTION", "30s", "how long a finished process stays readable"},
+		{&c.standbyIdle, "standby-idle", "SNAPEXEC_STANDBY_IDLE", "1m", "how long a standby shell waits for a command before it ends"},
 	}
 	for _, d := range durations {
 		def, err := time.ParseDuration(env(d.env, d.def))
@@ -96,6 +99,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	for _, v := range ints {
 		fs.IntVar(v.p, v.name, v.def, v.help)
 	}
+	fs.IntVar(&c.standbyShells, "standby-shells", 4, "bash shells kept restored ahead of the next warm snapshot command, one per launch (0: none)")
 	fs.Int64Var(&c.limits.bodyBytes, "max-body-bytes", 8<<20, "bytes of a request body; beyond it 413")
 	fs.Int64Var(&c.limits.retainedBytes, "max-retained-output-bytes", 256<<20, "output bytes kept over all finished processes")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -129,6 +133,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	}
 	if c.grace <= 0 {
 		return c, fmt.Errorf("--grace must be positive")
+	}
+	if c.standbyShells < 0 || c.standbyIdle <= 0 {
+		return c, fmt.Errorf("--standby-shells must not be negative and --standby-idle must be positive")
 	}
 	return c, nil
 }

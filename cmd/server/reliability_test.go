@@ -55,6 +55,7 @@ type execReply struct {
 		Outcome string `json:"outcome"`
 		State   string `json:"state"`
 		Reason  string `json:"reason"`
+		Standby bool   `json:"standby"`
 	} `json:"snapshot"`
 }
 
@@ -93,6 +94,7 @@ func TestReliabilityLoad(t *testing.T) {
 			fdsBefore, procsBefore := quiesce(t, tr), descendants()
 			var (
 				failures atomic.Int64
+				standbys atomic.Int64
 				mu       sync.Mutex
 				first    []string
 			)
@@ -125,6 +127,8 @@ func TestReliabilityLoad(t *testing.T) {
 						case !groupGone(reply.Pid):
 							// The group is empty before the answer is written.
 							fail("request %d: process group %d still has members after the answer", i, reply.Pid)
+						case reply.Snapshot.Standby:
+							standbys.Add(1)
 						}
 					}
 				})
@@ -138,6 +142,17 @@ func TestReliabilityLoad(t *testing.T) {
 			t.Logf("%d requests at concurrency %d in %v (%.0f/s)", *reliabilityRequests, loadConcurrency, elapsed.Round(time.Millisecond), float64(*reliabilityRequests)/elapsed.Seconds())
 			if n := failures.Load(); n > 0 {
 				t.Errorf("%d of %d requests failed; the first:\n%s", n, *reliabilityRequests, strings.Join(first, "\n"))
+			}
+			t.Logf("%d requests ran in a standby shell", standbys.Load())
+			if mode.outcome == "used" {
+				if standbys.Load() == 0 {
+					t.Errorf("no snapshot request ran in a standby shell, want the standbys exercised under load")
+				}
+				// The scope's idle standby is the one process meant to
+				// outlive the load; forgetting the scope ends it.
+				if code := s.delete(t, "/snapshots/"+scope); code != http.StatusNoContent {
+					t.Fatalf("DELETE /snapshots/%s = %d, want 204", scope, code)
+				}
 			}
 			checkNoLeftovers(t, tr, fdsBefore, procsBefore)
 		})
@@ -176,6 +191,11 @@ func TestReliabilityFaults(t *testing.T) {
 	// server stops: the faults left nothing behind and the server still serves.
 	t.Cleanup(func() {
 		checkServes(t, s)
+		// Idle standby shells are meant to outlive their commands;
+		// forgetting the scopes ends them.
+		for _, scope := range []string{"hang", "background"} {
+			s.delete(t, "/snapshots/"+scope)
+		}
 		waitNoNewDescendants(t, procsBefore)
 	})
 	marker := func(n int) string { return fmt.Sprintf("60.%d%d", os.Getpid()%100000, n) } // a sleep argument no one else uses

@@ -75,7 +75,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err != nil {
 		return err
 	}
-	svc, err := service.New(service.Options{Procs: procs, Snapshots: snapshots, ServerEnv: serverEnv, Meter: tel.meter(), Tracer: tel.tracer()})
+	svc, err := service.New(service.Options{
+		Procs: procs, Snapshots: snapshots, ServerEnv: serverEnv,
+		Standby: service.StandbyOptions{Max: cfg.standbyShells, Idle: cfg.standbyIdle},
+		Meter:   tel.meter(), Tracer: tel.tracer(),
+	})
 	if err != nil {
 		return err
 	}

@@ -651,6 +651,14 @@ type SnapshotReceipt struct {
 	// Reason Why, on fallback or ineligible.
 	Reason *string `json:"reason,omitempty"`
 
+	// Standby true when the command ran in a standby shell: a bash that had restored the snapshot
+	// before the command came, started after an earlier command of the same launch (shell,
+	// cwd, environment, maxOutputBytes). Such a command skips the shell start and the
+	// restore. Only bash commands with no arguments after the script, no stdin, and
+	// nothing that turns xtrace or verbose on are served by one (see the server's
+	// --standby-shells).
+	Standby bool `json:"standby"`
+
 	// State The snapshot's availability as the command found it.
 	State *SnapshotReceiptState `json:"state,omitempty"`
 

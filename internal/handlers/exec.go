@@ -151,6 +151,7 @@ func receipt(r shellsnap.Receipt) SnapshotReceipt {
 	out := SnapshotReceipt{
 		Outcome: SnapshotReceiptOutcome(r.Outcome),
 		WaitMs:  float64(r.Wait) / float64(time.Millisecond),
+		Standby: r.Standby,
 	}
 	if r.State != "" {
 		state := SnapshotReceiptState(r.State)

@@ -45,6 +45,7 @@ type Service struct {
 	procs     *exec.Manager
 	snapshots *shellsnap.Cache
 	serverEnv map[string]string
+	standbys  *standbys
 	pm        *processMetrics
 	tracer    trace.Tracer
 	startedAt time.Time
@@ -58,6 +59,8 @@ type Options struct {
 	// ServerEnv is the server's own environment (NAME=VALUE pairs), which an
 	// envPolicy inherits from.
 	ServerEnv []string
+	// Standby bounds the standby shells of warm snapshot commands.
+	Standby StandbyOptions
 	// Meter records the process metrics and Tracer the process spans; nil
 	// records nothing.
 	Meter  metric.Meter
@@ -70,11 +73,15 @@ func New(opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	sb, err := newStandbys(opts.Procs, opts.Standby, opts.Meter)
+	if err != nil {
+		return nil, err
+	}
 	tracer := opts.Tracer
 	if tracer == nil {
 		tracer = nooptrace.NewTracerProvider().Tracer("")
 	}
-	return &Service{procs: opts.Procs, snapshots: opts.Snapshots, serverEnv: envpolicy.FromList(opts.ServerEnv), pm: pm, tracer: tracer, startedAt: time.Now()}, nil
+	return &Service{procs: opts.Procs, snapshots: opts.Snapshots, serverEnv: envpolicy.FromList(opts.ServerEnv), standbys: sb, pm: pm, tracer: tracer, startedAt: time.Now()}, nil
 }
 
 // Exec runs in to completion. If ctx ends first, the process group is
@@ -89,9 +96,10 @@ func (s *Service) Exec(ctx context.Context, in ExecInput) (ExecOutput, error) {
 }
 
 // prepare turns in into the spec to spawn: the child's environment, then the
-// snapshot replay, which may rewrite argv and env. A capture failure never
-// fails the command; only an invalid scope or an unsupported shell does.
-func (s *Service) prepare(ctx context.Context, in ExecInput) (exec.Spec, shellsnap.Receipt, error) {
+// snapshot replay, which may rewrite argv and env and is returned with its
+// input. A capture failure never fails the command; only an invalid scope or
+// an unsupported shell does.
+func (s *Service) prepare(ctx context.Context, in ExecInput) (exec.Spec, shellsnap.Receipt, *shellsnap.ReplayInput, error) {
 	cmd := shellsnap.Command{
 		Argv:       in.Argv,
 		Cwd:        in.Cwd,
@@ -101,7 +109,7 @@ func (s *Service) prepare(ctx context.Context, in ExecInput) (exec.Spec, shellsn
 	}
 	receipt, err := s.snapshots.Prepare(ctx, in.Snapshot, &cmd, shellsnap.Execution)
 	if err != nil {
-		return exec.Spec{}, receipt, err
+		return exec.Spec{}, receipt, nil, err
 	}
 	return exec.Spec{
 		Argv:           cmd.Argv,
@@ -111,7 +119,7 @@ func (s *Service) prepare(ctx context.Context, in ExecInput) (exec.Spec, shellsn
 		Timeout:        in.Timeout,
 		IdleTimeout:    in.IdleTimeout,
 		MaxOutputBytes: in.MaxOutputBytes,
-	}, receipt, nil
+	}, receipt, cmd.Replayed, nil
 }
 
 // childEnv is the environment of in's child (SHELL-SNAPSHOTS.md 6.1): with a

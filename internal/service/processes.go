@@ -20,16 +20,21 @@ type StartInput struct {
 }
 
 // Start prepares in exactly as Exec does (environment, snapshot replay) and
-// starts it in the process table without waiting. The snapshot receipt is the
-// process's Tag.
+// starts it in the process table without waiting, in a standby shell when
+// one waits for its launch. The snapshot receipt is the process's Tag.
 func (s *Service) Start(ctx context.Context, in StartInput) (*exec.Process, error) {
-	spec, receipt, err := s.prepare(ctx, in.ExecInput)
+	spec, receipt, replayed, err := s.prepare(ctx, in.ExecInput)
 	if err != nil {
 		return nil, err
 	}
 	spec.ID, spec.PipeStdin, spec.Tag = in.ProcessID, in.PipeStdin, receipt
+	var scope string
+	if in.Snapshot != nil {
+		scope = in.Snapshot.ScopeID
+	}
 	_, spawn := s.tracer.Start(ctx, "process.spawn")
-	p, err := s.procs.Start(spec)
+	p, standby, err := s.standbys.start(ctx, spec, replayed, scope)
+	spawn.SetAttributes(attribute.Bool("process.standby", standby))
 	if err != nil {
 		spawn.RecordError(err)
 		spawn.SetStatus(codes.Error, "spawn failed")

@@ -65,5 +65,8 @@ func (s *Service) ScopeSnapshots(scopeID string) ([]shellsnap.EntryInfo, error) 
 	return entries, nil
 }
 
-// ForgetSnapshots drops the scope's entries.
-func (s *Service) ForgetSnapshots(scopeID string) { s.snapshots.Forget(scopeID) }
+// ForgetSnapshots drops the scope's entries and ends its standby shells.
+func (s *Service) ForgetSnapshots(scopeID string) {
+	s.snapshots.Forget(scopeID)
+	s.standbys.forget(scopeID)
+}

@@ -90,6 +90,9 @@ type Receipt struct {
 	Wait    time.Duration
 	// Reason says why on fallback or ineligible.
 	Reason string
+	// Standby is set when the command ran in a standby shell, which had
+	// restored the snapshot before the command came (Standby).
+	Standby bool
 }
 
 // Errors a request can get; everything else falls back silently.

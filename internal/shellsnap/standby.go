@@ -38,18 +38,10 @@ const optionsHeader = "\n# setopts "
 //     /proc/PID/cmdline and BASH_EXECUTION_STRING show the standby's command.
 //     SECONDS restarts at the go-ahead, as it starts with a shell.
 func Standby(in ReplayInput) (command []string, env map[string]string, ok bool) {
-	if in.Snapshot == nil || in.Shell != "bash" || in.ShellStart != 0 || len(in.Command) != 3 {
+	if !StandbyServes(in) {
 		return nil, nil, false
 	}
-	if _, set := in.Env["SECONDS"]; set {
-		// bash starts SECONDS from the environment's value; the go-ahead
-		// restarts it from 0.
-		return nil, nil, false
-	}
-	restore, options := splitOptions(in.Snapshot.State)
-	if traced.MatchString(options) || traced.MatchString(in.Command[2]) {
-		return nil, nil, false
-	}
+	restore, _ := splitOptions(in.Snapshot.State)
 	flag, prefix, _ := replayStartup(in.Shell)
 	env = replayEnv(in)
 	names := addStateChunks(env, restore)
@@ -64,6 +56,21 @@ func Standby(in ReplayInput) (command []string, env map[string]string, ok bool) 
 	b.WriteString("\n\\builtin . /dev/fd/3; \\exec 3<&-; ")
 	b.WriteString(`\builtin eval "\builtin unset ` + standbyScriptVar + "; $" + standbyScriptVar + `"`)
 	return []string{in.Command[0], flag, b.String()}, env, true
+}
+
+// StandbyServes reports whether a standby can serve the launch in (see
+// Standby).
+func StandbyServes(in ReplayInput) bool {
+	if in.Snapshot == nil || in.Shell != "bash" || in.ShellStart != 0 || len(in.Command) != 3 {
+		return false
+	}
+	if _, set := in.Env["SECONDS"]; set {
+		// bash starts SECONDS from the environment's value; the go-ahead
+		// restarts it from 0.
+		return false
+	}
+	_, options := splitOptions(in.Snapshot.State)
+	return !traced.MatchString(options) && !traced.MatchString(in.Command[2])
 }
 
 // traced matches what turns xtrace or verbose on, which a standby does not

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// standbyMarker is in the command line of every standby shell.
+const standbyMarker = "__CODEX_SHELL_SNAPSHOT_SCRIPT"
+
+// standbyPids returns the standby shells among this process's descendants.
+func standbyPids() []int {
+	var pids []int
+	for pid, cmd := range descendants() {
+		if strings.Contains(cmd, standbyMarker) {
+			pids = append(pids, pid)
+		}
+	}
+	slices.Sort(pids)
+	return pids
+}
+
+// waitStandbys waits until exactly n standby shells run and returns them.
+func waitStandbys(t *testing.T, n int) []int {
+	t.Helper()
+	var pids []int
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if pids = standbyPids(); len(pids) == n || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(pids) != n {
+		t.Fatalf("standby shells running: %v, want %d", pids, n)
+	}
+	return pids
+}
+
+func receiptOf(got map[string]any) map[string]any {
+	r, _ := got["snapshot"].(map[string]any)
+	return r
+}
+
+func TestStandbyServesTheNextWarmCommand(t *testing.T) {
+	s := startServer(t, nil)
+	home := t.TempDir()
+	writeTestFile(t, filepath.Join(home, ".bashrc"), "export FROM_PROFILE=yes\ngreet() { echo \"hello $1\"; }\nset -o pipefail\n")
+	const scope = "standby"
+
+	code, got, _ := s.post(t, "/exec", snapshotBody(home, "greet a", scope, "bash", "/bin/bash"))
+	if r := receiptOf(got); code != 200 || got["stdout"] != "hello a\n" || r["state"] != "on_demand" || r["standby"] != false {
+		t.Fatalf("first command = %d %v, want hello a, captured on demand, not in a standby", code, got)
+	}
+	standby := waitStandbys(t, 1)[0]
+
+	// Another script of the same launch: the standby runs it, with the
+	// profile's functions, exports and options (pipefail makes the status 1).
+	code, got, _ = s.post(t, "/exec", snapshotBody(home, "greet b; echo $FROM_PROFILE; false | true; echo $?", scope, "bash", "/bin/bash"))
+	if r := receiptOf(got); code != 200 || got["stdout"] != "hello b\nyes\n1\n" || got["stderr"] != "" || r["state"] != "cache_hit" || r["standby"] != true {
+		t.Fatalf("second command = %d %v, want hello b, yes, 1 from a standby on a cache hit", code, got)
+	}
+	if pid := int(got["pid"].(float64)); pid != standby {
+		t.Errorf("second command ran as pid %d, want the standby's pid %d", pid, standby)
+	}
+	id := got["processId"].(string)
+	if _, p := s.get(t, "/processes/"+id); !strings.Contains(string(p), `"status":"exited"`) {
+		t.Errorf("GET /processes/%s = %s, want the standby's command in the table like any other", id, p)
+	}
+	// Its successor is ready for the next command.
+	if next := waitStandbys(t, 1)[0]; next == standby {
+		t.Errorf("standby after the second command = pid %d, want a new one", next)
+	}
+	_, metrics := s.get(t, "/metrics")
+	if !strings.Contains(string(metrics), `snapexec_standby_commands_total{`) || !strings.Contains(string(metrics), `result="hit"`) {
+		t.Errorf("/metrics lacks snapexec_standby_commands_total with result=\"hit\"")
+	}
+
+	// Another launch (its env differs) gets no standby of this one.
+	other := snapshotBody(home, "echo $EXTRA", scope, "bash", "/bin/bash")
+	other["env"].(map[string]string)["EXTRA"] = "x"
+	if _, got, _ = s.post(t, "/exec", other); got["stdout"] != "x\n" || receiptOf(got)["standby"] != false {
+		t.Errorf("command of another launch = %v, want x, not from the first launch's standby", got)
+	}
+	waitStandbys(t, 2)
+
+	// Forgetting the scope ends its standbys.
+	if code := s.delete(t, "/snapshots/"+scope); code != http.StatusNoContent {
+		t.Fatalf("DELETE /snapshots/%s = %d, want 204", scope, code)
+	}
+	waitStandbys(t, 0)
+}
+
+func TestStandbyLimitsStartAtRelease(t *testing.T) {
+	s := startServer(t, nil)
+	home := t.TempDir()
+	writeTestFile(t, filepath.Join(home, ".bashrc"), "f() { :; }\n")
+	s.post(t, "/exec", snapshotBody(home, "true", "limits", "bash", "/bin/bash"))
+	waitStandbys(t, 1)
+	time.Sleep(400 * time.Millisecond) // longer than the timeout below: it must count from the release
+
+	body := snapshotBody(home, "echo started; sleep 5", "limits", "bash", "/bin/bash")
+	body["timeoutMs"] = 300
+	start := time.Now()
+	_, got, _ := s.post(t, "/exec", body)
+	elapsed := time.Since(start)
+	if got["status"] != "timed_out" || got["stdout"] != "started\n" || receiptOf(got)["standby"] != true {
+		t.Fatalf("standby command with timeoutMs 300 = %v, want timed_out after printing started", got)
+	}
+	if elapsed < 250*time.Millisecond || elapsed > 3*time.Second {
+		t.Errorf("timed out after %v, want about 300 ms from the request", elapsed)
+	}
+	s.delete(t, "/snapshots/limits")
+	waitStandbys(t, 0)
+}
+
+func TestStandbyBounds(t *testing.T) {
+	s := startServer(t, nil, "--standby-shells", "1", "--standby-idle", "1s")
+	home := t.TempDir()
+	writeTestFile(t, filepath.Join(home, ".bashrc"), "f() { :; }\n")
+	launch := func(n int) map[string]any {
+		b := snapshotBody(home, "true", "bounds", "bash", "/bin/bash")
+		b["env"].(map[string]string)["LAUNCH"] = fmt.Sprint(n)
+		return b
+	}
+	s.post(t, "/exec", launch(1))
+	first := waitStandbys(t, 1)[0]
+	s.post(t, "/exec", launch(2))
+	// One idle standby at most: the second launch's replaces the first's.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if pids := standbyPids(); len(pids) == 1 && pids[0] != first {
+			break
+		}
+	}
+	if pids := standbyPids(); len(pids) != 1 || pids[0] == first {
+		t.Fatalf("standbys after a second launch with --standby-shells 1 = %v, want one, not the first launch's %d", pids, first)
+	}
+	if _, got, _ := s.post(t, "/exec", launch(1)); receiptOf(got)["standby"] != false {
+		t.Errorf("first launch after its standby was ended = %v, want it run without one", receiptOf(got))
+	}
+	// Idle standbys end after --standby-idle.
+	time.Sleep(1500 * time.Millisecond)
+	waitStandbys(t, 0)
+}
+
+func TestStandbyDisabled(t *testing.T) {
+	s := startServer(t, nil, "--standby-shells", "0")
+	home := t.TempDir()
+	writeTestFile(t, filepath.Join(home, ".bashrc"), "f() { :; }\n")
+	for range 3 {
+		if _, got, _ := s.post(t, "/exec", snapshotBody(home, "f && echo ok", "off", "bash", "/bin/bash")); got["stdout"] != "ok\n" || receiptOf(got)["standby"] != false {
+			t.Fatalf("with --standby-shells 0: %v, want ok without a standby", got)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if pids := standbyPids(); len(pids) != 0 {
+		t.Fatalf("standby shells with --standby-shells 0: %v, want none", pids)
+	}
+}
+
+func TestShutdownEndsStandbys(t *testing.T) {
+	s := startServer(t, nil)
+	home := t.TempDir()
+	writeTestFile(t, filepath.Join(home, ".bashrc"), "f() { :; }\n")
+	s.post(t, "/exec", snapshotBody(home, "true", "shutdown", "bash", "/bin/bash"))
+	waitStandbys(t, 1)
+	s.stop(t)
+	waitStandbys(t, 0)
+}
