@@ -281,7 +281,40 @@ func (s *server) cpu() (time.Duration, error) {
 
 // memory reads the server's resident set now (VmRSS) and at its peak (VmHWM), in MiB.
 func (s *server) memory() (rss, hwm float64, err error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	return statusMemory(s.cmd.Process.Pid)
+}
+
+// standbyMemory counts the server's standby shells (children whose command
+// line carries the standby's script variable) and sums their VmRSS.
+func (s *server) standbyMemory() (n int, rss float64) {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, stat := range stats {
+		data, err := os.ReadFile(stat)
+		i := bytes.LastIndexByte(data, ')')
+		if err != nil || i < 0 {
+			continue
+		}
+		f := strings.Fields(string(data[i+1:])) // state ppid ...
+		if len(f) < 2 || f[1] != strconv.Itoa(s.cmd.Process.Pid) {
+			continue
+		}
+		dir := filepath.Dir(stat)
+		if cmd, _ := os.ReadFile(filepath.Join(dir, "cmdline")); !bytes.Contains(cmd, []byte("__CODEX_SHELL_SNAPSHOT_SCRIPT")) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(dir))
+		r, _, err := statusMemory(pid)
+		if err != nil {
+			continue // ended meanwhile
+		}
+		n, rss = n+1, rss+r
+	}
+	return n, round3(rss)
+}
+
+// statusMemory reads pid's VmRSS and VmHWM in MiB.
+func statusMemory(pid int) (rss, hwm float64, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, 0, err
 	}

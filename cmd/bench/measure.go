@@ -75,6 +75,7 @@ type execResult struct {
 		Outcome string  `json:"outcome"`
 		State   string  `json:"state"`
 		WaitMs  float64 `json:"waitMs"`
+		Standby bool    `json:"standby"`
 	} `json:"snapshot"`
 }
 
@@ -85,12 +86,17 @@ type snapshotEntry struct {
 	StateBytes int    `json:"stateBytes"`
 }
 
-// want is what a correct /exec answer holds besides exit 0 and an empty stderr.
-type want struct{ stdout, outcome, state string }
+// want is what a correct /exec answer holds besides exit 0 and an empty
+// stderr; standby is "" when either is right, else "yes" or "no".
+type want struct{ stdout, outcome, state, standby string }
 
 // sample is one timed command: the client's wall time and, through the
-// server, the server's own duration and snapshot wait.
-type sample struct{ wallMs, durationMs, waitMs float64 }
+// server, the server's own duration and snapshot wait, and whether a standby
+// shell ran it.
+type sample struct {
+	wallMs, durationMs, waitMs float64
+	standby                    bool
+}
 
 // mode is one way of running a command, timed one sample per call of run.
 type mode struct {
@@ -115,7 +121,7 @@ func (b *bench) measure(ctx context.Context, o options, tmp string, log io.Write
 	if res.Memory.IdleRSSMiB, _, err = b.srv.memory(); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(log, "latency: %d interleaved rounds of 6 modes\n", o.rounds)
+	fmt.Fprintf(log, "latency: %d interleaved rounds of 8 modes\n", o.rounds)
 	if res.Latency, err = b.latency(ctx, o.rounds); err != nil {
 		return nil, err
 	}
@@ -139,19 +145,47 @@ func (b *bench) measure(ctx context.Context, o options, tmp string, log io.Write
 	return res, nil
 }
 
-// latency times the six modes of one short command, interleaved.
+// latency times the eight modes of one short command, interleaved.
+//
+// Every warm scope serves its commands from a standby shell once its first
+// command has run, except "fresh": each of its requests sends an env of its
+// own, a launch no standby waits for, so it shows what a warm command costs
+// without one. "burst" times the second of two requests sent back to back,
+// which finds its launch's standby only just started, still restoring.
 func (b *bench) latency(ctx context.Context, rounds int) ([]summary, error) {
-	if _, err := b.exec(ctx, b.execBody(echoHi, "bench-warm", b.home), want{"hi\n", "used", "on_demand"}); err != nil {
-		return nil, fmt.Errorf("capturing the warm scope: %w", err)
+	for _, scope := range []string{"bench-warm", "bench-fresh", "bench-burst"} {
+		if _, err := b.exec(ctx, b.execBody(echoHi, scope, b.home), want{"hi\n", "used", "on_demand", "no"}); err != nil {
+			return nil, fmt.Errorf("capturing the warm scope %s: %w", scope, err)
+		}
+	}
+	// The launch repeats: its standby starts.
+	if _, err := b.exec(ctx, b.execBody(echoHi, "bench-warm", b.home), want{"hi\n", "used", "cache_hit", "no"}); err != nil {
+		return nil, err
 	}
 	if _, _, err := b.prewarm(ctx, "bench-prewarm", b.home); err != nil {
 		return nil, err
 	}
+	var nonce atomic.Int64
+	fresh := mode{key: "fresh", label: "/exec bash -lc, warm, no standby", run: func(ctx context.Context) (sample, error) {
+		req := execRequest{Argv: echoHi, Cwd: b.home, Env: envFor(b.home), ShellSnapshot: &snapshotRequest{ScopeID: "bench-fresh", Shell: bashShell}}
+		req.Env["BENCH_NONCE"] = fmt.Sprint(nonce.Add(1))
+		body, _ := json.Marshal(req) // cannot fail: strings only
+		return b.exec(ctx, body, want{"hi\n", "used", "cache_hit", "no"})
+	}}
+	burstBody := b.execBody(echoHi, "bench-burst", b.home)
+	burst := mode{key: "burst", label: "/exec bash -lc, warm, back to back", run: func(ctx context.Context) (sample, error) {
+		if _, err := b.exec(ctx, burstBody, want{"hi\n", "used", "cache_hit", ""}); err != nil {
+			return sample{}, err
+		}
+		return b.exec(ctx, burstBody, want{"hi\n", "used", "cache_hit", ""})
+	}}
 	modes := []mode{
-		b.execMode("warm", "/exec bash -lc, warm snapshot", echoHi, "bench-warm", want{"hi\n", "used", "cache_hit"}),
-		b.execMode("prewarmed", "/exec bash -lc, prewarmed snapshot", echoHi, "bench-prewarm", want{"hi\n", "used", "prewarm_ready"}),
-		b.execMode("nosnap", "/exec bash -lc, no snapshot", echoHi, "", want{"hi\n", "not_requested", ""}),
-		b.execMode("exectrue", "/exec /bin/true", []string{"/bin/true"}, "", want{"", "not_requested", ""}),
+		b.execMode("warm", "/exec bash -lc, warm snapshot", echoHi, "bench-warm", want{"hi\n", "used", "cache_hit", "yes"}),
+		b.execMode("prewarmed", "/exec bash -lc, prewarmed snapshot", echoHi, "bench-prewarm", want{"hi\n", "used", "prewarm_ready", ""}),
+		fresh,
+		burst,
+		b.execMode("nosnap", "/exec bash -lc, no snapshot", echoHi, "", want{"hi\n", "not_requested", "", "no"}),
+		b.execMode("exectrue", "/exec /bin/true", []string{"/bin/true"}, "", want{"", "not_requested", "", "no"}),
 		b.spawnMode("bashc", "direct bash -c", "hi\n", "/bin/bash", "-c", "echo hi"),
 		b.spawnMode("true", "direct /bin/true", "", "/bin/true"),
 	}
@@ -167,11 +201,16 @@ func (b *bench) firstCapture(ctx context.Context, runs int) ([]summary, error) {
 		if code, data, err := b.srv.call(ctx, http.MethodDelete, "/snapshots/"+scope, nil); err != nil || code != http.StatusNoContent {
 			return sample{}, fmt.Errorf("DELETE /snapshots/%s = %d %s %v", scope, code, data, err)
 		}
-		return b.exec(ctx, body, want{"hi\n", "used", "on_demand"})
+		return b.exec(ctx, body, want{"hi\n", "used", "on_demand", "no"})
 	}}
 	login := b.spawnMode("login", "direct bash -lc (plain login)", "hi\n", echoHi...)
 	return interleave(ctx, []mode{first, login}, runs, 1)
 }
+
+// settle is the pause before each latency sample, a client's think time:
+// work a sample leaves behind (a standby shell's restore) ends before the
+// next is timed. The back-to-back mode has no pause within its pair.
+const settle = 20 * time.Millisecond
 
 // interleave runs warmup unkept rounds and then rounds kept ones; each round
 // takes one sample of every mode, in a new random order, so that a drift of
@@ -185,6 +224,7 @@ func interleave(ctx context.Context, modes []mode, rounds, warmup int) ([]summar
 	for r := range warmup + rounds {
 		rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		for _, i := range order {
+			time.Sleep(settle)
 			s, err := modes[i].run(ctx)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", modes[i].label, err)
@@ -208,7 +248,7 @@ func interleave(ctx context.Context, modes []mode, rounds, warmup int) ([]summar
 func (b *bench) throughput(ctx context.Context, c, requests int) (level, error) {
 	body := b.execBody([]string{"/bin/true"}, "", b.home)
 	viaServer := func(ctx context.Context) error {
-		_, err := b.exec(ctx, body, want{"", "not_requested", ""})
+		_, err := b.exec(ctx, body, want{"", "not_requested", "", "no"})
 		return err
 	}
 	direct := func(ctx context.Context) error {
@@ -315,9 +355,12 @@ func (b *bench) fillCache(ctx context.Context, tmp string, m *memoryFigures) err
 		}
 	}
 	for i := range fullScopes {
+		// Twice: the repeated launch starts a standby (the last ones stay).
 		body := b.execBody(echoHi, fmt.Sprintf("bench-full-%02d", i), filepath.Join(tmp, fmt.Sprintf("full%02d", i)))
-		if _, err := b.exec(ctx, body, want{"hi\n", "used", "prewarm_ready"}); err != nil {
-			return fmt.Errorf("replaying a full snapshot: %w", err)
+		for range 2 {
+			if _, err := b.exec(ctx, body, want{"hi\n", "used", "prewarm_ready", "no"}); err != nil {
+				return fmt.Errorf("replaying a full snapshot: %w", err)
+			}
 		}
 	}
 	code, data, err := b.srv.call(ctx, http.MethodGet, "/snapshots", nil)
@@ -337,6 +380,9 @@ func (b *bench) fillCache(ctx context.Context, tmp string, m *memoryFigures) err
 	if m.DeclareBytes, err = declareBytes(ctx, tmp, fullProfile(0, count)); err != nil {
 		return err
 	}
+	// The last standbys start in the background: let them finish restoring.
+	time.Sleep(500 * time.Millisecond)
+	m.StandbyShells, m.StandbyRSSMiB = b.srv.standbyMemory()
 	m.FullRSSMiB, m.PeakHWMMiB, err = b.srv.memory()
 	return err
 }
@@ -406,11 +452,12 @@ func (b *bench) exec(ctx context.Context, body []byte, w want) (sample, error) {
 	if code != http.StatusOK || json.Unmarshal(data, &r) != nil {
 		return sample{}, fmt.Errorf("POST /exec %s = %d %s", body, code, data)
 	}
+	standbyOK := w.standby == "" || (w.standby == "yes") == r.Snapshot.Standby
 	if r.Status != "exited" || r.ExitCode == nil || *r.ExitCode != 0 || r.Stdout != w.stdout || r.Stderr != "" ||
-		r.Snapshot.Outcome != w.outcome || r.Snapshot.State != w.state {
-		return sample{}, fmt.Errorf("POST /exec %s = %s\nwant exit 0, stdout %q, no stderr, snapshot %s %s", body, data, w.stdout, w.outcome, w.state)
+		r.Snapshot.Outcome != w.outcome || r.Snapshot.State != w.state || !standbyOK {
+		return sample{}, fmt.Errorf("POST /exec %.300s = %s\nwant exit 0, stdout %q, no stderr, snapshot %s %s, standby %q", body, data, w.stdout, w.outcome, w.state, w.standby)
 	}
-	return sample{wallMs: ms(wall), durationMs: float64(r.DurationMs), waitMs: r.Snapshot.WaitMs}, nil
+	return sample{wallMs: ms(wall), durationMs: float64(r.DurationMs), waitMs: r.Snapshot.WaitMs, standby: r.Snapshot.Standby}, nil
 }
 
 // spawn runs argv from the bench itself, with the same env and cwd as the

@@ -43,9 +43,11 @@ type summary struct {
 	MeanMs   float64 `json:"meanMs"`
 	// ServerMedianMs and WaitMedianMs are the medians of the server's own
 	// durationMs (the child's run, whole ms) and snapshot waitMs, through the server only.
-	ServerMedianMs *float64  `json:"serverDurationMedianMs,omitempty"`
-	WaitMedianMs   *float64  `json:"snapshotWaitMedianMs,omitempty"`
-	SamplesMs      []float64 `json:"samplesMs"`
+	ServerMedianMs *float64 `json:"serverDurationMedianMs,omitempty"`
+	WaitMedianMs   *float64 `json:"snapshotWaitMedianMs,omitempty"`
+	// Standby counts the samples a standby shell ran.
+	Standby   int       `json:"standbySamples"`
+	SamplesMs []float64 `json:"samplesMs"`
 }
 
 // level is the throughput of one concurrency.
@@ -71,6 +73,10 @@ type memoryFigures struct {
 	MinStateBytes       int     `json:"minStateBytes"`
 	FunctionsPerProfile int     `json:"functionsPerProfile"`
 	DeclareBytes        int     `json:"declareBytes"`
+	// StandbyShells idle after the full snapshots' commands, and their
+	// resident memory together (processes of their own, not the server's).
+	StandbyShells int     `json:"standbyShells"`
+	StandbyRSSMiB float64 `json:"standbyRssMiB"`
 }
 
 // figure is one line of the verdict table; Pass is nil without a target.
@@ -107,6 +113,9 @@ func summarize(m mode, ss []sample) summary {
 	s := summary{Key: m.key, Label: m.label, Direct: m.direct, N: len(ss)}
 	var wall, dur, wait []float64
 	for _, x := range ss {
+		if x.standby {
+			s.Standby++
+		}
 		wall = append(wall, round3(x.wallMs))
 		dur = append(dur, x.durationMs)
 		wait = append(wait, x.waitMs)
@@ -158,6 +167,9 @@ func (r *results) figures() []figure {
 		check("warm ÷ direct bash -c", med["warm"]/med["bashc"], "×", "≤", 2.0),
 		check("no snapshot ÷ warm", med["nosnap"]/med["warm"], "×", "≥", 40),
 		{Name: "prewarmed ÷ direct bash -c", Value: round3(med["prewarmed"] / med["bashc"]), Unit: "×"},
+		{Name: "warm, no standby ÷ direct bash -c", Value: round3(med["fresh"] / med["bashc"]), Unit: "×"},
+		{Name: "no snapshot ÷ warm, no standby", Value: round3(med["nosnap"] / med["fresh"]), Unit: "×"},
+		{Name: "warm, back to back ÷ direct bash -c", Value: round3(med["burst"] / med["bashc"]), Unit: "×"},
 		{Name: "first capture ÷ plain login", Value: round3(med["first"] / med["login"]), Unit: "×"},
 	}
 	for _, l := range r.Throughput {
@@ -177,7 +189,8 @@ func (r *results) figures() []figure {
 	return append(f,
 		check("server RSS idle", m.IdleRSSMiB, "MiB", "<", 30),
 		check(fmt.Sprintf("server RSS, %d full snapshots", m.Snapshots), m.FullRSSMiB, "MiB", "<", 64),
-		check("server peak RSS (VmHWM)", m.PeakHWMMiB, "MiB", "<", 64))
+		check("server peak RSS (VmHWM)", m.PeakHWMMiB, "MiB", "<", 64),
+		figure{Name: fmt.Sprintf("RSS of the %d idle standby shells, full snapshots", m.StandbyShells), Value: m.StandbyRSSMiB, Unit: "MiB"})
 }
 
 // printReport writes the latency table and the verdict table.
@@ -186,13 +199,14 @@ func printReport(w io.Writer, r *results) {
 	fmt.Fprintf(w, "\nsnapexec benchmark: %s\n", m)
 	fmt.Fprintf(w, "\nLatency, client wall time in ms (%d interleaved rounds; first capture: %d)\n\n", r.Rounds, r.FirstRuns)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "mode\tmedian\tp90\tserver durationMs\tsnapshot waitMs")
+	fmt.Fprintln(tw, "mode\tmedian\tp90\tserver durationMs\tsnapshot waitMs\tin a standby")
 	for _, s := range append(slices.Clone(r.Latency), r.FirstCapture...) {
-		server, wait := "-", "-"
+		server, wait, standby := "-", "-", "-"
 		if s.ServerMedianMs != nil {
 			server, wait = fmt.Sprintf("%.0f", *s.ServerMedianMs), fmt.Sprintf("%.2f", *s.WaitMedianMs)
+			standby = fmt.Sprintf("%d/%d", s.Standby, s.N)
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%s\t%s\n", s.Label, s.MedianMs, s.P90Ms, server, wait)
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%s\t%s\t%s\n", s.Label, s.MedianMs, s.P90Ms, server, wait, standby)
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\nFigures (%d full snapshots of at least %d bytes of state)\n\n", r.Memory.Snapshots, r.Memory.MinStateBytes)

@@ -55,6 +55,12 @@ func TestStandbyServesTheNextWarmCommand(t *testing.T) {
 	if r := receiptOf(got); code != 200 || got["stdout"] != "hello a\n" || r["state"] != "on_demand" || r["standby"] != false {
 		t.Fatalf("first command = %d %v, want hello a, captured on demand, not in a standby", code, got)
 	}
+	// A launch earns a standby when it repeats, not on its first command.
+	time.Sleep(100 * time.Millisecond)
+	waitStandbys(t, 0)
+	if _, got, _ = s.post(t, "/exec", snapshotBody(home, "greet z", scope, "bash", "/bin/bash")); got["stdout"] != "hello z\n" || receiptOf(got)["standby"] != false {
+		t.Fatalf("repeated launch = %v, want hello z, not yet in a standby", got)
+	}
 	standby := waitStandbys(t, 1)[0]
 
 	// Another script of the same launch: the standby runs it, with the
@@ -79,12 +85,16 @@ func TestStandbyServesTheNextWarmCommand(t *testing.T) {
 		t.Errorf("/metrics lacks snapexec_standby_commands_total with result=\"hit\"")
 	}
 
-	// Another launch (its env differs) gets no standby of this one.
+	// Another launch (its env differs) gets no standby of this one, and none
+	// of its own until it repeats.
 	other := snapshotBody(home, "echo $EXTRA", scope, "bash", "/bin/bash")
 	other["env"].(map[string]string)["EXTRA"] = "x"
 	if _, got, _ = s.post(t, "/exec", other); got["stdout"] != "x\n" || receiptOf(got)["standby"] != false {
 		t.Errorf("command of another launch = %v, want x, not from the first launch's standby", got)
 	}
+	time.Sleep(100 * time.Millisecond)
+	waitStandbys(t, 1)
+	s.post(t, "/exec", other)
 	waitStandbys(t, 2)
 
 	// Forgetting the scope ends its standbys.
@@ -98,7 +108,9 @@ func TestStandbyLimitsStartAtRelease(t *testing.T) {
 	s := startServer(t, nil)
 	home := t.TempDir()
 	writeTestFile(t, filepath.Join(home, ".bashrc"), "f() { :; }\n")
-	s.post(t, "/exec", snapshotBody(home, "true", "limits", "bash", "/bin/bash"))
+	for range 2 {
+		s.post(t, "/exec", snapshotBody(home, "true", "limits", "bash", "/bin/bash"))
+	}
 	waitStandbys(t, 1)
 	time.Sleep(400 * time.Millisecond) // longer than the timeout below: it must count from the release
 
@@ -127,7 +139,9 @@ func TestStandbyBounds(t *testing.T) {
 		return b
 	}
 	s.post(t, "/exec", launch(1))
+	s.post(t, "/exec", launch(1))
 	first := waitStandbys(t, 1)[0]
+	s.post(t, "/exec", launch(2))
 	s.post(t, "/exec", launch(2))
 	// One idle standby at most: the second launch's replaces the first's.
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -165,7 +179,9 @@ func TestShutdownEndsStandbys(t *testing.T) {
 	s := startServer(t, nil)
 	home := t.TempDir()
 	writeTestFile(t, filepath.Join(home, ".bashrc"), "f() { :; }\n")
-	s.post(t, "/exec", snapshotBody(home, "true", "shutdown", "bash", "/bin/bash"))
+	for range 2 {
+		s.post(t, "/exec", snapshotBody(home, "true", "shutdown", "bash", "/bin/bash"))
+	}
 	waitStandbys(t, 1)
 	s.stop(t)
 	waitStandbys(t, 0)

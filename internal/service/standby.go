@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"strconv"
 	"strings"
@@ -20,20 +21,32 @@ import (
 // StandbyOptions bounds the standby shells: bash processes that restored a
 // snapshot before their command came (shellsnap.Standby), so that a warm
 // command costs a go-ahead instead of a shell start and a restore.
+//
+// A launch (the shell, cwd, environment and output bound of a command) gets
+// a standby once it repeats: its command starts one for the next if the same
+// launch ran within Idle before. A client whose every command has an
+// environment of its own costs no standby.
 type StandbyOptions struct {
-	// Max is how many idle standbys may wait at once, one per launch (the
-	// snapshot, shell, cwd, environment and output bound of a command). The
+	// Max is how many idle standbys may wait at once, one per launch. The
 	// least recently idle one is ended for a new launch. Zero disables them.
 	Max int
-	// Idle ends a standby that has waited this long. Zero means a minute.
+	// Idle ends a standby that has waited this long, and is how long a
+	// launch is remembered. Zero means a minute.
 	Idle time.Duration
 }
 
-// standbyKey is the launch a standby serves: a command whose snapshot
-// replay gives exactly this process.
+// maxSeenLaunches bounds the launches remembered for StandbyOptions' rule.
+const maxSeenLaunches = 256
+
+// launchID identifies a launch: the SHA-256 of its argv[0], cwd, output
+// bound and environment but the state chunks, so that no two launches share
+// one (a standby must never run a command with another's environment).
+type launchID [sha256.Size]byte
+
+// standbyKey is what a standby serves: a launch whose replay used snap.
 type standbyKey struct {
 	snap   *shellsnap.Snapshot
-	launch string // argv[0], cwd, output bound and environment but the state chunks
+	launch launchID
 }
 
 // standby is one idle standby shell.
@@ -54,6 +67,7 @@ type standbys struct {
 	mu      sync.Mutex
 	idle    map[standbyKey]*standby
 	filling map[standbyKey]bool
+	seen    map[launchID]time.Time // when each launch last ran
 }
 
 func newStandbys(procs *exec.Manager, opts StandbyOptions, m metric.Meter) (*standbys, error) {
@@ -63,7 +77,7 @@ func newStandbys(procs *exec.Manager, opts StandbyOptions, m metric.Meter) (*sta
 	if m == nil {
 		m = noop.NewMeterProvider().Meter("")
 	}
-	sb := &standbys{procs: procs, opts: opts, idle: make(map[standbyKey]*standby), filling: make(map[standbyKey]bool)}
+	sb := &standbys{procs: procs, opts: opts, idle: make(map[standbyKey]*standby), filling: make(map[standbyKey]bool), seen: make(map[launchID]time.Time)}
 	var err error
 	if sb.claims, err = m.Int64Counter("snapexec.standby.commands",
 		metric.WithDescription("Snapshot commands a standby shell could serve, by result: hit (it ran in one) or miss (none was ready).")); err != nil {
@@ -82,17 +96,40 @@ func newStandbys(procs *exec.Manager, opts StandbyOptions, m metric.Meter) (*sta
 	return sb, nil
 }
 
+// refillDelay is how long a command may keep its launch's next standby
+// from starting: it starts when the command ends, or after this long.
+const refillDelay = 100 * time.Millisecond
+
 // start starts spec, replayed from in, in the standby that waits for its
 // launch if there is one, and in a new process otherwise. Either way the
-// launch gets a new standby for its next command. It reports whether a
-// standby ran it.
+// launch gets a new standby for its next command, once this one has ended
+// (or run for refillDelay), so that the standby's restore does not compete
+// with the command for the CPU. It reports whether a standby ran it.
 func (sb *standbys) start(ctx context.Context, spec exec.Spec, in *shellsnap.ReplayInput, scope string) (*exec.Process, bool, error) {
 	if sb.opts.Max <= 0 || in == nil || len(spec.Stdin) > 0 || spec.PipeStdin || !shellsnap.StandbyServes(*in) {
 		p, err := sb.procs.Start(spec)
 		return p, false, err
 	}
 	key := standbyKeyOf(in.Snapshot, spec)
-	defer sb.refill(key, spec, in, scope)
+	p, standby, err := sb.startLaunch(ctx, key, spec, in)
+	if err != nil {
+		return nil, false, err
+	}
+	go func() {
+		t := time.NewTimer(refillDelay)
+		defer t.Stop()
+		select {
+		case <-p.Done():
+		case <-t.C:
+		}
+		sb.refill(key, spec, in, scope)
+	}()
+	return p, standby, nil
+}
+
+// startLaunch releases key's standby for spec, or starts spec anew when
+// none waits.
+func (sb *standbys) startLaunch(ctx context.Context, key standbyKey, spec exec.Spec, in *shellsnap.ReplayInput) (*exec.Process, bool, error) {
 	if h := sb.take(key); h != nil {
 		release := spec
 		if r, ok := spec.Tag.(shellsnap.Receipt); ok {
@@ -116,19 +153,23 @@ func (sb *standbys) start(ctx context.Context, spec exec.Spec, in *shellsnap.Rep
 
 // standbyKeyOf is the launch of spec, whose replay used snap.
 func standbyKeyOf(snap *shellsnap.Snapshot, spec exec.Spec) standbyKey {
-	var b strings.Builder
-	b.WriteString(spec.Argv[0])
-	b.WriteByte(0)
-	b.WriteString(spec.Dir)
-	b.WriteByte(0)
-	b.WriteString(strconv.Itoa(spec.MaxOutputBytes))
+	h := sha256.New()
+	// Each field ends with a NUL, which none of them contains.
+	field := func(s string) {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	field(spec.Argv[0])
+	field(spec.Dir)
+	field(strconv.Itoa(spec.MaxOutputBytes))
 	for _, kv := range spec.Env {
 		if !strings.HasPrefix(kv, shellsnap.StateEnvPrefix) {
-			b.WriteByte(0)
-			b.WriteString(kv)
+			field(kv)
 		}
 	}
-	return standbyKey{snap: snap, launch: b.String()}
+	k := standbyKey{snap: snap}
+	h.Sum(k.launch[:0])
+	return k
 }
 
 // take removes and returns the idle standby of key, or nil.
@@ -144,12 +185,12 @@ func (sb *standbys) take(key standbyKey) *exec.Held {
 	return s.held
 }
 
-// refill starts a standby for key in the background unless one waits or is
-// starting.
+// refill starts a standby for key in the background if its launch repeats
+// (StandbyOptions) and no standby waits for it or is starting.
 func (sb *standbys) refill(key standbyKey, spec exec.Spec, in *shellsnap.ReplayInput, scope string) {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
-	if sb.idle[key] != nil || sb.filling[key] {
+	if !sb.seenLocked(key.launch) || sb.idle[key] != nil || sb.filling[key] {
 		return
 	}
 	sb.filling[key] = true
@@ -179,6 +220,22 @@ func (sb *standbys) fill(key standbyKey, spec exec.Spec, in shellsnap.ReplayInpu
 		}
 	})
 	sb.idle[key] = s
+}
+
+// seenLocked records that launch runs now and reports whether it ran within
+// the idle time before.
+func (sb *standbys) seenLocked(launch launchID) bool {
+	now := time.Now()
+	last, ok := sb.seen[launch]
+	sb.seen[launch] = now
+	if len(sb.seen) > maxSeenLaunches {
+		for l, t := range sb.seen {
+			if now.Sub(t) > sb.opts.Idle || len(sb.seen) > maxSeenLaunches {
+				delete(sb.seen, l) // expired first; then any, in map order
+			}
+		}
+	}
+	return ok && now.Sub(last) <= sb.opts.Idle
 }
 
 // oldestLocked returns the key of the standby idle the longest.
