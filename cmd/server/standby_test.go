@@ -85,6 +85,14 @@ func TestStandbyServesTheNextWarmCommand(t *testing.T) {
 		t.Errorf("/metrics lacks snapexec_standby_commands_total with result=\"hit\"")
 	}
 
+	// A program run last takes the shell's place, as in a fresh shell: its
+	// crash is the process's own signal, not an exit code from bash.
+	waitStandbys(t, 1)
+	if _, got, _ = s.post(t, "/exec", snapshotBody(home, "echo before; sh -c 'kill -SEGV $$'", scope, "bash", "/bin/bash")); got["status"] != "signaled" || got["signal"] != "SIGSEGV" || receiptOf(got)["standby"] != true {
+		t.Errorf("standby command whose program crashes = %v, want signaled SIGSEGV from a standby", got)
+	}
+	waitStandbys(t, 1)
+
 	// Another launch (its env differs) gets no standby of this one, and none
 	// of its own until it repeats.
 	other := snapshotBody(home, "echo $EXTRA", scope, "bash", "/bin/bash")

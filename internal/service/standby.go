@@ -64,10 +64,11 @@ type standbys struct {
 	opts   StandbyOptions
 	claims metric.Int64Counter
 
-	mu      sync.Mutex
-	idle    map[standbyKey]*standby
-	filling map[standbyKey]bool
-	seen    map[launchID]time.Time // when each launch last ran
+	mu       sync.Mutex
+	idle     map[standbyKey]*standby
+	filling  map[standbyKey]bool
+	seen     map[launchID]time.Time     // when each launch last ran
+	builtins map[string]map[string]bool // by shell path, learnt by the first fill
 }
 
 func newStandbys(procs *exec.Manager, opts StandbyOptions, m metric.Meter) (*standbys, error) {
@@ -77,10 +78,10 @@ func newStandbys(procs *exec.Manager, opts StandbyOptions, m metric.Meter) (*sta
 	if m == nil {
 		m = noop.NewMeterProvider().Meter("")
 	}
-	sb := &standbys{procs: procs, opts: opts, idle: make(map[standbyKey]*standby), filling: make(map[standbyKey]bool), seen: make(map[launchID]time.Time)}
+	sb := &standbys{procs: procs, opts: opts, idle: make(map[standbyKey]*standby), filling: make(map[standbyKey]bool), seen: make(map[launchID]time.Time), builtins: make(map[string]map[string]bool)}
 	var err error
 	if sb.claims, err = m.Int64Counter("snapexec.standby.commands",
-		metric.WithDescription("Snapshot commands a standby shell could serve, by result: hit (it ran in one) or miss (none was ready).")); err != nil {
+		metric.WithDescription("Snapshot commands of a launch a standby shell can serve, by result: hit (one ran it), miss (none was ready) or unfit (the script is one a standby cannot run exactly as a fresh shell would).")); err != nil {
 		return nil, err
 	}
 	if _, err = m.Int64ObservableGauge("snapexec.standby.idle",
@@ -130,13 +131,22 @@ func (sb *standbys) start(ctx context.Context, spec exec.Spec, in *shellsnap.Rep
 // startLaunch releases key's standby for spec, or starts spec anew when
 // none waits.
 func (sb *standbys) startLaunch(ctx context.Context, key standbyKey, spec exec.Spec, in *shellsnap.ReplayInput) (*exec.Process, bool, error) {
+	sb.mu.Lock()
+	builtins := sb.builtins[spec.Argv[0]]
+	sb.mu.Unlock()
+	script, exact := shellsnap.StandbyScript(*in, spec.Dir, spec.Env, builtins)
+	if !exact {
+		sb.claims.Add(ctx, 1, metric.WithAttributes(attribute.String("result", "unfit")))
+		p, err := sb.procs.Start(spec)
+		return p, false, err
+	}
 	if h := sb.take(key); h != nil {
 		release := spec
 		if r, ok := spec.Tag.(shellsnap.Receipt); ok {
 			r.Standby = true
 			release.Tag = r
 		}
-		p, err := h.Release(release, shellsnap.StandbyMessage(in.Snapshot, in.Command[2]))
+		p, err := h.Release(release, shellsnap.StandbyMessage(in.Snapshot, script))
 		if err == nil {
 			sb.claims.Add(ctx, 1, metric.WithAttributes(attribute.String("result", "hit")))
 			return p, true, nil
@@ -200,6 +210,7 @@ func (sb *standbys) refill(key standbyKey, spec exec.Spec, in *shellsnap.ReplayI
 // fill spawns key's standby and puts it among the idle ones, ending the
 // least recently idle one when there are Max.
 func (sb *standbys) fill(key standbyKey, spec exec.Spec, in shellsnap.ReplayInput, scope string) {
+	sb.learnBuiltins(spec.Argv[0])
 	argv, env, _ := shellsnap.Standby(in)
 	h, err := sb.procs.Hold(exec.Spec{Argv: argv, Dir: spec.Dir, Env: envpolicy.List(env), MaxOutputBytes: spec.MaxOutputBytes})
 	sb.mu.Lock()
@@ -236,6 +247,24 @@ func (sb *standbys) seenLocked(launch launchID) bool {
 		}
 	}
 	return ok && now.Sub(last) <= sb.opts.Idle
+}
+
+// learnBuiltins lists the builtins of the shell at path once; without them
+// no standby serves its commands (shellsnap.StandbyScript).
+func (sb *standbys) learnBuiltins(path string) {
+	sb.mu.Lock()
+	_, known := sb.builtins[path]
+	sb.mu.Unlock()
+	if known {
+		return
+	}
+	builtins, err := shellsnap.ShellBuiltins(context.Background(), path)
+	if err != nil {
+		return // tried again at the next fill
+	}
+	sb.mu.Lock()
+	sb.builtins[path] = builtins
+	sb.mu.Unlock()
 }
 
 // oldestLocked returns the key of the standby idle the longest.

@@ -27,6 +27,8 @@ type Snapshot struct {
 	// state's "# Functions", "# aliases N" and "# setopts N" (plus bash's
 	// "# shopts N") sections.
 	FunctionCount, AliasCount, OptionCount int
+
+	snapshotNames // read on demand by StandbyScript
 }
 
 // Parse splits a capture's stdout into its state and its environment, as the
