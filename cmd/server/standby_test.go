@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -193,4 +194,62 @@ func TestShutdownEndsStandbys(t *testing.T) {
 	waitStandbys(t, 1)
 	s.stop(t)
 	waitStandbys(t, 0)
+}
+
+func TestStandbyOfAReplacedDirectoryIsNotUsed(t *testing.T) {
+	s := startServer(t, nil)
+	home := t.TempDir()
+	writeTestFile(t, filepath.Join(home, ".bashrc"), "f() { :; }\n")
+	work := filepath.Join(home, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body := snapshotBody(home, "ls -A", "replaced", "bash", "/bin/bash")
+	body["cwd"] = work
+	for range 2 {
+		s.post(t, "/exec", body)
+	}
+	waitStandbys(t, 1)
+	// The directory is removed and made again: the standby sits in the old one.
+	if err := os.Remove(work); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(work, "new-file"), "")
+	_, got, _ := s.post(t, "/exec", body)
+	if got["stdout"] != "new-file\n" || receiptOf(got)["standby"] != false {
+		t.Fatalf("command after its cwd was replaced = %v, want new-file listed by a fresh shell", got)
+	}
+	s.delete(t, "/snapshots/replaced")
+	waitStandbys(t, 0)
+}
+
+func TestStandbyOfAStaleSnapshotIsReplaced(t *testing.T) {
+	s := startServer(t, nil)
+	home := t.TempDir()
+	rc := filepath.Join(home, ".bashrc")
+	writeTestFile(t, rc, "version() { echo one; }\n")
+	body := snapshotBody(home, "version", "stale", "bash", "/bin/bash")
+	for range 2 {
+		s.post(t, "/exec", body)
+	}
+	old := waitStandbys(t, 1)[0]
+	writeTestFile(t, rc, "version() { echo two; }\n# longer, so that the stamp changes\n")
+	if _, got, _ := s.post(t, "/exec", body); got["stdout"] != "two\n" || receiptOf(got)["standby"] != false {
+		t.Fatalf("command after the profile changed = %v, want two from a fresh capture, not the old standby", got)
+	}
+	// The stale snapshot's standby ends; the new one's takes its place.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if pids := standbyPids(); len(pids) == 1 && pids[0] != old {
+			break
+		}
+	}
+	if pids := standbyPids(); len(pids) != 1 || pids[0] == old {
+		t.Fatalf("standbys after the profile changed = %v, want one that is not the stale %d", pids, old)
+	}
+	if _, got, _ := s.post(t, "/exec", body); got["stdout"] != "two\n" || receiptOf(got)["standby"] != true {
+		t.Fatalf("next command = %v, want two from the new standby", got)
+	}
 }

@@ -73,7 +73,7 @@ func New(opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	sb, err := newStandbys(opts.Procs, opts.Standby, opts.Meter)
+	sb, err := newStandbys(opts.Procs, opts.Standby, opts.Meter, opts.Snapshots.Holds)
 	if err != nil {
 		return nil, err
 	}

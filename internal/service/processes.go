@@ -28,12 +28,8 @@ func (s *Service) Start(ctx context.Context, in StartInput) (*exec.Process, erro
 		return nil, err
 	}
 	spec.ID, spec.PipeStdin, spec.Tag = in.ProcessID, in.PipeStdin, receipt
-	var scope string
-	if in.Snapshot != nil {
-		scope = in.Snapshot.ScopeID
-	}
 	_, spawn := s.tracer.Start(ctx, "process.spawn")
-	p, standby, err := s.standbys.start(ctx, spec, replayed, scope)
+	p, standby, err := s.standbys.start(ctx, spec, replayed)
 	spawn.SetAttributes(attribute.Bool("process.standby", standby))
 	if err != nil {
 		spawn.RecordError(err)

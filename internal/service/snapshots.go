@@ -68,5 +68,5 @@ func (s *Service) ScopeSnapshots(scopeID string) ([]shellsnap.EntryInfo, error) 
 // ForgetSnapshots drops the scope's entries and ends its standby shells.
 func (s *Service) ForgetSnapshots(scopeID string) {
 	s.snapshots.Forget(scopeID)
-	s.standbys.forget(scopeID)
+	s.standbys.prune()
 }

@@ -3,7 +3,9 @@ package service
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,7 +54,7 @@ type standbyKey struct {
 // standby is one idle standby shell.
 type standby struct {
 	held  *exec.Held
-	scope string
+	dir   os.FileInfo // the cwd it was started in
 	since time.Time
 	timer *time.Timer // ends it after StandbyOptions.Idle
 }
@@ -63,6 +65,9 @@ type standbys struct {
 	procs  *exec.Manager
 	opts   StandbyOptions
 	claims metric.Int64Counter
+	// current reports whether a snapshot is still the cache's: a standby of
+	// a forgotten, evicted or replaced one is never started or kept.
+	current func(*shellsnap.Snapshot) bool
 
 	mu       sync.Mutex
 	idle     map[standbyKey]*standby
@@ -71,14 +76,14 @@ type standbys struct {
 	builtins map[string]map[string]bool // by shell path, learnt by the first fill
 }
 
-func newStandbys(procs *exec.Manager, opts StandbyOptions, m metric.Meter) (*standbys, error) {
+func newStandbys(procs *exec.Manager, opts StandbyOptions, m metric.Meter, current func(*shellsnap.Snapshot) bool) (*standbys, error) {
 	if opts.Idle <= 0 {
 		opts.Idle = time.Minute
 	}
 	if m == nil {
 		m = noop.NewMeterProvider().Meter("")
 	}
-	sb := &standbys{procs: procs, opts: opts, idle: make(map[standbyKey]*standby), filling: make(map[standbyKey]bool), seen: make(map[launchID]time.Time), builtins: make(map[string]map[string]bool)}
+	sb := &standbys{procs: procs, opts: opts, current: current, idle: make(map[standbyKey]*standby), filling: make(map[standbyKey]bool), seen: make(map[launchID]time.Time), builtins: make(map[string]map[string]bool)}
 	var err error
 	if sb.claims, err = m.Int64Counter("snapexec.standby.commands",
 		metric.WithDescription("Snapshot commands of a launch a standby shell can serve, by result: hit (one ran it), miss (none was ready) or unfit (the script is one a standby cannot run exactly as a fresh shell would).")); err != nil {
@@ -106,7 +111,7 @@ const refillDelay = 100 * time.Millisecond
 // launch gets a new standby for its next command, once this one has ended
 // (or run for refillDelay), so that the standby's restore does not compete
 // with the command for the CPU. It reports whether a standby ran it.
-func (sb *standbys) start(ctx context.Context, spec exec.Spec, in *shellsnap.ReplayInput, scope string) (*exec.Process, bool, error) {
+func (sb *standbys) start(ctx context.Context, spec exec.Spec, in *shellsnap.ReplayInput) (*exec.Process, bool, error) {
 	if sb.opts.Max <= 0 || in == nil || len(spec.Stdin) > 0 || spec.PipeStdin || !shellsnap.StandbyServes(*in) {
 		p, err := sb.procs.Start(spec)
 		return p, false, err
@@ -123,7 +128,7 @@ func (sb *standbys) start(ctx context.Context, spec exec.Spec, in *shellsnap.Rep
 		case <-p.Done():
 		case <-t.C:
 		}
-		sb.refill(key, spec, in, scope)
+		sb.refill(key, spec, in)
 	}()
 	return p, standby, nil
 }
@@ -140,7 +145,7 @@ func (sb *standbys) startLaunch(ctx context.Context, key standbyKey, spec exec.S
 		p, err := sb.procs.Start(spec)
 		return p, false, err
 	}
-	if h := sb.take(key); h != nil {
+	if h := sb.take(key, spec.Dir); h != nil {
 		release := spec
 		if r, ok := spec.Tag.(shellsnap.Receipt); ok {
 			r.Standby = true
@@ -164,10 +169,11 @@ func (sb *standbys) startLaunch(ctx context.Context, key standbyKey, spec exec.S
 // standbyKeyOf is the launch of spec, whose replay used snap.
 func standbyKeyOf(snap *shellsnap.Snapshot, spec exec.Spec) standbyKey {
 	h := sha256.New()
-	// Each field ends with a NUL, which none of them contains.
+	// Each field is prefixed by its length, so that no two launches hash
+	// the same fields.
 	field := func(s string) {
+		h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(s))))
 		h.Write([]byte(s))
-		h.Write([]byte{0})
 	}
 	field(spec.Argv[0])
 	field(spec.Dir)
@@ -182,47 +188,74 @@ func standbyKeyOf(snap *shellsnap.Snapshot, spec exec.Spec) standbyKey {
 	return k
 }
 
-// take removes and returns the idle standby of key, or nil.
-func (sb *standbys) take(key standbyKey) *exec.Held {
+// take removes and returns the idle standby of key, or nil. A standby whose
+// cwd is no longer the directory at that path (removed, or replaced) is
+// ended instead: a fresh start finds out what is there now.
+func (sb *standbys) take(key standbyKey, dir string) *exec.Held {
 	sb.mu.Lock()
-	defer sb.mu.Unlock()
 	s := sb.idle[key]
 	if s == nil {
+		sb.mu.Unlock()
 		return nil
 	}
 	s.timer.Stop()
 	delete(sb.idle, key)
+	sb.mu.Unlock()
+	if s.dir != nil {
+		if now, err := os.Stat(dir); err != nil || !os.SameFile(now, s.dir) {
+			s.held.Discard()
+			return nil
+		}
+	}
 	return s.held
 }
 
 // refill starts a standby for key in the background if its launch repeats
 // (StandbyOptions) and no standby waits for it or is starting.
-func (sb *standbys) refill(key standbyKey, spec exec.Spec, in *shellsnap.ReplayInput, scope string) {
+func (sb *standbys) refill(key standbyKey, spec exec.Spec, in *shellsnap.ReplayInput) {
+	if !sb.current(key.snap) {
+		return
+	}
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 	if !sb.seenLocked(key.launch) || sb.idle[key] != nil || sb.filling[key] {
 		return
 	}
 	sb.filling[key] = true
-	go sb.fill(key, spec, *in, scope)
+	go sb.fill(key, spec, *in)
 }
 
 // fill spawns key's standby and puts it among the idle ones, ending the
 // least recently idle one when there are Max.
-func (sb *standbys) fill(key standbyKey, spec exec.Spec, in shellsnap.ReplayInput, scope string) {
+func (sb *standbys) fill(key standbyKey, spec exec.Spec, in shellsnap.ReplayInput) {
 	sb.learnBuiltins(spec.Argv[0])
+	var dir os.FileInfo
+	if spec.Dir != "" {
+		var err error
+		if dir, err = os.Stat(spec.Dir); err != nil {
+			sb.mu.Lock()
+			delete(sb.filling, key)
+			sb.mu.Unlock()
+			return
+		}
+	}
 	argv, env, _ := shellsnap.Standby(in)
 	h, err := sb.procs.Hold(exec.Spec{Argv: argv, Dir: spec.Dir, Env: envpolicy.List(env), MaxOutputBytes: spec.MaxOutputBytes})
+	if err != nil {
+		sb.mu.Lock()
+		delete(sb.filling, key)
+		sb.mu.Unlock()
+		return // shutting down, or the launch cannot start: its commands will say why
+	}
+	// Pruned once it is in the map, so that a prune running meanwhile
+	// either sees it or is seen here.
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 	delete(sb.filling, key)
-	if err != nil {
-		return // shutting down, or the launch cannot start: its commands will say why
-	}
 	if len(sb.idle) >= sb.opts.Max {
 		sb.dropLocked(sb.oldestLocked())
 	}
-	s := &standby{held: h, scope: scope, since: time.Now()}
+	s := &standby{held: h, dir: dir, since: time.Now()}
 	s.timer = time.AfterFunc(sb.opts.Idle, func() {
 		sb.mu.Lock()
 		defer sb.mu.Unlock()
@@ -231,6 +264,7 @@ func (sb *standbys) fill(key standbyKey, spec exec.Spec, in shellsnap.ReplayInpu
 		}
 	})
 	sb.idle[key] = s
+	sb.pruneLocked() // this one too, if its snapshot went meanwhile
 }
 
 // seenLocked records that launch runs now and reports whether it ran within
@@ -288,12 +322,16 @@ func (sb *standbys) dropLocked(key standbyKey) {
 	}
 }
 
-// forget ends the idle standbys of scope.
-func (sb *standbys) forget(scope string) {
+// prune ends the idle standbys whose snapshot is no longer the cache's.
+func (sb *standbys) prune() {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
-	for k, s := range sb.idle {
-		if s.scope == scope {
+	sb.pruneLocked()
+}
+
+func (sb *standbys) pruneLocked() {
+	for k := range sb.idle {
+		if !sb.current(k.snap) {
 			sb.dropLocked(k)
 		}
 	}

@@ -82,6 +82,19 @@ func (c *Cache) Forget(scopeID string) int {
 	return n
 }
 
+// Holds reports whether snap is the snapshot of one of the entries: false
+// once it was forgotten, evicted or replaced by a newer capture.
+func (c *Cache) Holds(snap *Snapshot) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for el := c.entries.Front(); el != nil; el = el.Next() {
+		if res, set, _ := el.Value.(*entry).cell.peek(); set && res.snap == snap {
+			return true
+		}
+	}
+	return false
+}
+
 // Len returns the number of entries.
 func (c *Cache) Len() int {
 	c.mu.Lock()

@@ -9,6 +9,10 @@ import (
 // that runs it; it is unset before the script runs.
 const standbyScriptVar = "__CODEX_SHELL_SNAPSHOT_SCRIPT"
 
+// maxStandbyScript is the longest script a standby runs: Linux's limit on
+// one argument (128 KiB) less room for Replay's restore line.
+const maxStandbyScript = 128<<10 - 1<<10
+
 // optionsHeader starts the bash state's last section, its set -o options.
 const optionsHeader = "\n# setopts "
 
@@ -62,6 +66,11 @@ func Standby(in ReplayInput) (command []string, env map[string]string, ok bool) 
 // Standby).
 func StandbyServes(in ReplayInput) bool {
 	if in.Snapshot == nil || in.Shell != "bash" || in.ShellStart != 0 || len(in.Command) != 3 {
+		return false
+	}
+	if len(in.Command[2]) > maxStandbyScript {
+		// Replay's command would not start: Linux refuses an argument that
+		// long (MAX_ARG_STRLEN). A standby must not make it work sometimes.
 		return false
 	}
 	if _, set := in.Env["SECONDS"]; set {

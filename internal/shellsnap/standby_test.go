@@ -157,6 +157,7 @@ func TestStandbyServesOnlyPlainBashLaunches(t *testing.T) {
 		{"verbose in the snapshot", ReplayInput{Snapshot: &Snapshot{State: "# Snapshot file\n# setopts 1\nset -o verbose\n"}, Shell: "bash", Command: []string{"/bin/bash", "-lc", "true"}}},
 		{"set -x in the script", ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", "set -euxo pipefail; make"}}},
 		{"set -v in the script", ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", "cd src && set -v"}}},
+		{"a script longer than one argument may be", ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", strings.Repeat("#", 127<<10+1)}}},
 		{"set -o xtrace in the script", ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", "set -o xtrace"}}},
 	}
 	for _, tt := range tests {
