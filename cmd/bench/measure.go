@@ -35,8 +35,12 @@ const (
 	fnPad = 1000
 )
 
-// echoHi is the login-shell command of the latency figures.
-var echoHi = []string{"/bin/bash", "-lc", "echo hi"}
+// echoHi is the login-shell command of the latency figures; catNull runs a
+// program last, which bash runs in its own place.
+var (
+	echoHi  = []string{"/bin/bash", "-lc", "echo hi"}
+	catNull = []string{"/bin/bash", "-lc", "cat /dev/null"}
+)
 
 // bashShell is the shell every snapshot request names.
 var bashShell = shellInfo{Name: "bash", Path: "/bin/bash"}
@@ -121,7 +125,7 @@ func (b *bench) measure(ctx context.Context, o options, tmp string, log io.Write
 	if res.Memory.IdleRSSMiB, _, err = b.srv.memory(); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(log, "latency: %d interleaved rounds of 8 modes\n", o.rounds)
+	fmt.Fprintf(log, "latency: %d interleaved rounds of 10 modes\n", o.rounds)
 	if res.Latency, err = b.latency(ctx, o.rounds); err != nil {
 		return nil, err
 	}
@@ -145,7 +149,7 @@ func (b *bench) measure(ctx context.Context, o options, tmp string, log io.Write
 	return res, nil
 }
 
-// latency times the eight modes of one short command, interleaved.
+// latency times the ten modes of two short commands, interleaved.
 //
 // Every warm scope serves its commands from a standby shell once its first
 // command has run, except "fresh": each of its requests sends an env of its
@@ -158,7 +162,7 @@ func (b *bench) latency(ctx context.Context, rounds int) ([]summary, error) {
 			return nil, fmt.Errorf("capturing the warm scope %s: %w", scope, err)
 		}
 	}
-	// The launch repeats: its standby starts.
+	// The launch repeats: its standby starts. (catNull is the same launch.)
 	if _, err := b.exec(ctx, b.execBody(echoHi, "bench-warm", b.home), want{"hi\n", "used", "cache_hit", "no"}); err != nil {
 		return nil, err
 	}
@@ -181,12 +185,14 @@ func (b *bench) latency(ctx context.Context, rounds int) ([]summary, error) {
 	}}
 	modes := []mode{
 		b.execMode("warm", "/exec bash -lc, warm snapshot", echoHi, "bench-warm", want{"hi\n", "used", "cache_hit", "yes"}),
+		b.execMode("warmcat", "/exec bash -lc 'cat /dev/null', warm", catNull, "bench-warm", want{"", "used", "cache_hit", "yes"}),
 		b.execMode("prewarmed", "/exec bash -lc, prewarmed snapshot", echoHi, "bench-prewarm", want{"hi\n", "used", "prewarm_ready", ""}),
 		fresh,
 		burst,
 		b.execMode("nosnap", "/exec bash -lc, no snapshot", echoHi, "", want{"hi\n", "not_requested", "", "no"}),
 		b.execMode("exectrue", "/exec /bin/true", []string{"/bin/true"}, "", want{"", "not_requested", "", "no"}),
 		b.spawnMode("bashc", "direct bash -c", "hi\n", "/bin/bash", "-c", "echo hi"),
+		b.spawnMode("bashcat", "direct bash -c 'cat /dev/null'", "", "/bin/bash", "-c", "cat /dev/null"),
 		b.spawnMode("true", "direct /bin/true", "", "/bin/true"),
 	}
 	return interleave(ctx, modes, rounds, warmupRounds)

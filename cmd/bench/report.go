@@ -170,6 +170,7 @@ func (r *results) figures() []figure {
 		{Name: "warm, no standby ÷ direct bash -c", Value: round3(med["fresh"] / med["bashc"]), Unit: "×"},
 		{Name: "no snapshot ÷ warm, no standby", Value: round3(med["nosnap"] / med["fresh"]), Unit: "×"},
 		{Name: "warm, back to back ÷ direct bash -c", Value: round3(med["burst"] / med["bashc"]), Unit: "×"},
+		{Name: "warm 'cat /dev/null' ÷ direct bash -c 'cat /dev/null'", Value: round3(med["warmcat"] / med["bashcat"]), Unit: "×"},
 		{Name: "first capture ÷ plain login", Value: round3(med["first"] / med["login"]), Unit: "×"},
 	}
 	for _, l := range r.Throughput {

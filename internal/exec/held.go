@@ -16,7 +16,6 @@ type Held struct {
 	m       *Manager
 	p       *Process
 	release *os.File // the write end of the child's fd 3
-	spec    Spec
 }
 
 // Hold spawns spec's program now, in a process group of its own like Start,
@@ -41,7 +40,7 @@ func (m *Manager) Hold(spec Spec) (*Held, error) {
 	}
 	stopping := m.stopping
 	m.mu.Unlock()
-	h := &Held{m: m, p: p, release: release, spec: spec}
+	h := &Held{m: m, p: p, release: release}
 	if stopping {
 		h.Discard()
 	}
@@ -55,9 +54,6 @@ func (m *Manager) registerHeld(p *Process) {
 	m.starting--
 	m.held[p] = false
 }
-
-// Spec returns the spec the process was held with.
-func (h *Held) Spec() Spec { return h.spec }
 
 // Done is closed when the held process has ended.
 func (h *Held) Done() <-chan struct{} { return h.p.done }

@@ -652,11 +652,12 @@ type SnapshotReceipt struct {
 	Reason *string `json:"reason,omitempty"`
 
 	// Standby true when the command ran in a standby shell: a bash that had restored the snapshot
-	// before the command came, started after an earlier command of the same launch (shell,
-	// cwd, environment, maxOutputBytes). Such a command skips the shell start and the
-	// restore. Only bash commands with no arguments after the script, no stdin, and
-	// nothing that turns xtrace or verbose on are served by one (see the server's
-	// --standby-shells).
+	// before the command came, started when the same launch (shell, cwd, environment,
+	// maxOutputBytes) ran again. Such a command skips the shell start and the restore, and
+	// its user cannot tell it from a fresh replay (the program run last takes the shell's
+	// place, as bash -c does). Served: bash, nothing after the script, no stdin, nothing that
+	// turns xtrace or verbose on, and a script whose ending the server can tell; any other
+	// command runs in a fresh replay. See the server's --standby-shells.
 	Standby bool `json:"standby"`
 
 	// State The snapshot's availability as the command found it.
