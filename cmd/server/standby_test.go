@@ -81,6 +81,10 @@ func TestStandbyServesTheNextWarmCommand(t *testing.T) {
 	if next := waitStandbys(t, 1)[0]; next == standby {
 		t.Errorf("standby after the second command = pid %d, want a new one", next)
 	}
+	_, stats := s.get(t, "/stats")
+	if !strings.Contains(string(stats), `"standby":{"hit":1,"idle":1,"max":4,"miss":2,"unfit":0}`) {
+		t.Errorf("/stats = %s, want standby hit 1, idle 1 of 4, miss 2 (the capture and the repeat), unfit 0", stats)
+	}
 	_, metrics := s.get(t, "/metrics")
 	if !strings.Contains(string(metrics), `snapexec_standby_commands_total{`) || !strings.Contains(string(metrics), `result="hit"`) {
 		t.Errorf("/metrics lacks snapexec_standby_commands_total with result=\"hit\"")
@@ -91,6 +95,14 @@ func TestStandbyServesTheNextWarmCommand(t *testing.T) {
 	waitStandbys(t, 1)
 	if _, got, _ = s.post(t, "/exec", snapshotBody(home, "echo before; sh -c 'kill -SEGV $$'", scope, "bash", "/bin/bash")); got["status"] != "signaled" || got["signal"] != "SIGSEGV" || receiptOf(got)["standby"] != true {
 		t.Errorf("standby command whose program crashes = %v, want signaled SIGSEGV from a standby", got)
+	}
+	waitStandbys(t, 1)
+
+	// A program run last after a profile function, which might have set a
+	// trap: only a fresh replay can tell what bash does, so one runs it, and
+	// the standby waits on.
+	if _, got, _ = s.post(t, "/exec", snapshotBody(home, "greet q; cat /dev/null", scope, "bash", "/bin/bash")); got["stdout"] != "hello q\n" || receiptOf(got)["standby"] != false {
+		t.Errorf("unfit script = %v, want hello q from a fresh replay", got)
 	}
 	waitStandbys(t, 1)
 

@@ -687,6 +687,22 @@ type SnapshotStats struct {
 
 	// RecentCaptures The last captures (at most 256), oldest first.
 	RecentCaptures []CaptureSample `json:"recentCaptures"`
+
+	// Standby Standby shells (see SnapshotReceipt.standby): how many may wait and wait now, and the
+	// commands of launches they serve: hit (ran in one), miss (none was ready), unfit (one
+	// was ready, but the script is one only a fresh replay runs exactly).
+	Standby StandbyStats `json:"standby"`
+}
+
+// StandbyStats Standby shells (see SnapshotReceipt.standby): how many may wait and wait now, and the
+// commands of launches they serve: hit (ran in one), miss (none was ready), unfit (one
+// was ready, but the script is one only a fresh replay runs exactly).
+type StandbyStats struct {
+	Hit   int64 `json:"hit"`
+	Idle  int   `json:"idle"`
+	Max   int   `json:"max"`
+	Miss  int64 `json:"miss"`
+	Unfit int64 `json:"unfit"`
 }
 
 // StartProcessRequest defines model for StartProcessRequest.

@@ -21,6 +21,10 @@ func (s *Server) GetStats(context.Context, GetStatsRequestObject) (GetStatsRespo
 			Captures:       CaptureCounts{Success: sn.Success, Failure: sn.Failure},
 			RecentCaptures: make([]CaptureSample, len(sn.Recent)),
 			Commands:       map[string]OutcomeCounts{},
+			Standby: StandbyStats{
+				Max: st.Standby.Max, Idle: st.Standby.Idle,
+				Hit: st.Standby.Hit, Miss: st.Standby.Miss, Unfit: st.Standby.Unfit,
+			},
 			CaptureLatencyMs: Quantiles{
 				Count: int64(len(sn.Recent)),
 			},

@@ -96,6 +96,7 @@ func resultOf(r exec.Result) string {
 type Stats struct {
 	StartedAt  time.Time
 	Snapshots  shellsnap.Stats
+	Standby    StandbyStats
 	Running    int
 	Success    int64
 	Error      int64
@@ -107,6 +108,7 @@ func (s *Service) Stats() Stats {
 	return Stats{
 		StartedAt:  s.startedAt,
 		Snapshots:  s.snapshots.Stats(),
+		Standby:    s.standbys.stats(),
 		Running:    s.procs.Running(),
 		Success:    s.pm.success.Load(),
 		Error:      s.pm.failure.Load(),

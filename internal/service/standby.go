@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -65,6 +66,8 @@ type standbys struct {
 	procs  *exec.Manager
 	opts   StandbyOptions
 	claims metric.Int64Counter
+	// hit, miss and unfit count the commands the claims counter records.
+	hit, miss, unfit atomic.Int64
 	// current reports whether a snapshot is still the cache's: a standby of
 	// a forgotten, evicted or replaced one is never started or kept.
 	current func(*shellsnap.Snapshot) bool
@@ -86,7 +89,7 @@ func newStandbys(procs *exec.Manager, opts StandbyOptions, m metric.Meter, curre
 	sb := &standbys{procs: procs, opts: opts, current: current, idle: make(map[standbyKey]*standby), filling: make(map[standbyKey]bool), seen: make(map[launchID]time.Time), builtins: make(map[string]map[string]bool)}
 	var err error
 	if sb.claims, err = m.Int64Counter("snapexec.standby.commands",
-		metric.WithDescription("Snapshot commands of a launch a standby shell can serve, by result: hit (one ran it), miss (none was ready) or unfit (the script is one a standby cannot run exactly as a fresh shell would).")); err != nil {
+		metric.WithDescription("Snapshot commands of a launch a standby shell can serve, by result: hit (one ran it), miss (none was ready) or unfit (one was ready, but the script is one only a fresh replay runs exactly).")); err != nil {
 		return nil, err
 	}
 	if _, err = m.Int64ObservableGauge("snapexec.standby.idle",
@@ -136,34 +139,62 @@ func (sb *standbys) start(ctx context.Context, spec exec.Spec, in *shellsnap.Rep
 // startLaunch releases key's standby for spec, or starts spec anew when
 // none waits.
 func (sb *standbys) startLaunch(ctx context.Context, key standbyKey, spec exec.Spec, in *shellsnap.ReplayInput) (*exec.Process, bool, error) {
+	result := "miss"
 	sb.mu.Lock()
-	builtins := sb.builtins[spec.Argv[0]]
+	waiting := sb.idle[key] != nil
+	builtins := sb.builtins[spec.Argv[0]] // learnt by the fill that started the one waiting
 	sb.mu.Unlock()
-	script, exact := shellsnap.StandbyScript(*in, spec.Dir, spec.Env, builtins)
-	if !exact {
-		sb.claims.Add(ctx, 1, metric.WithAttributes(attribute.String("result", "unfit")))
-		p, err := sb.procs.Start(spec)
-		return p, false, err
+	if waiting {
+		// The script decides; an unfit one leaves the standby to the next.
+		script, exact := shellsnap.StandbyScript(*in, spec.Dir, spec.Env, builtins)
+		if !exact {
+			result = "unfit"
+		} else if h := sb.take(key, spec.Dir); h != nil {
+			release := spec
+			if r, ok := spec.Tag.(shellsnap.Receipt); ok {
+				r.Standby = true
+				release.Tag = r
+			}
+			p, err := h.Release(release, shellsnap.StandbyMessage(in.Snapshot, script))
+			if err == nil {
+				sb.count(ctx, "hit")
+				return p, true, nil
+			}
+			h.Discard()
+			if !errors.Is(err, exec.ErrNotHeld) {
+				return nil, false, err // the table's answer, as Start would give it
+			}
+		}
 	}
-	if h := sb.take(key, spec.Dir); h != nil {
-		release := spec
-		if r, ok := spec.Tag.(shellsnap.Receipt); ok {
-			r.Standby = true
-			release.Tag = r
-		}
-		p, err := h.Release(release, shellsnap.StandbyMessage(in.Snapshot, script))
-		if err == nil {
-			sb.claims.Add(ctx, 1, metric.WithAttributes(attribute.String("result", "hit")))
-			return p, true, nil
-		}
-		h.Discard()
-		if !errors.Is(err, exec.ErrNotHeld) {
-			return nil, false, err // the table's answer, as Start would give it
-		}
-	}
-	sb.claims.Add(ctx, 1, metric.WithAttributes(attribute.String("result", "miss")))
+	sb.count(ctx, result)
 	p, err := sb.procs.Start(spec)
 	return p, false, err
+}
+
+// count records one command of a launch a standby can serve.
+func (sb *standbys) count(ctx context.Context, result string) {
+	switch result {
+	case "hit":
+		sb.hit.Add(1)
+	case "miss":
+		sb.miss.Add(1)
+	default:
+		sb.unfit.Add(1)
+	}
+	sb.claims.Add(ctx, 1, metric.WithAttributes(attribute.String("result", result)))
+}
+
+// StandbyStats is what /stats shows of the standby shells.
+type StandbyStats struct {
+	Max, Idle        int
+	Hit, Miss, Unfit int64
+}
+
+func (sb *standbys) stats() StandbyStats {
+	sb.mu.Lock()
+	idle := len(sb.idle)
+	sb.mu.Unlock()
+	return StandbyStats{Max: sb.opts.Max, Idle: idle, Hit: sb.hit.Load(), Miss: sb.miss.Load(), Unfit: sb.unfit.Load()}
 }
 
 // standbyKeyOf is the launch of spec, whose replay used snap.

@@ -326,6 +326,9 @@ function renderStats(s) {
   const cap = sn.captures || {};
   setText($("sum-captures"), `${cap.success ?? 0} / ${cap.failure ?? 0}`);
   $("sum-captures").classList.toggle("has-failures", (cap.failure || 0) > 0);
+  const sb = sn.standby || {};
+  setText($("sum-standby"), `${sb.idle ?? 0} / ${sb.max ?? 0}`);
+  setText($("sum-standby-sub"), `waiting of max · ran ${sb.hit ?? 0}, missed ${sb.miss ?? 0}, unfit ${sb.unfit ?? 0}`);
   const p = s.processes || {};
   const fin = p.finished || {};
   setText($("sum-procs"), String(p.running ?? 0));
