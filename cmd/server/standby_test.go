@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"os"
@@ -263,5 +264,24 @@ func TestStandbyOfAStaleSnapshotIsReplaced(t *testing.T) {
 	}
 	if _, got, _ := s.post(t, "/exec", body); got["stdout"] != "two\n" || receiptOf(got)["standby"] != true {
 		t.Fatalf("next command = %v, want two from the new standby", got)
+	}
+}
+
+func TestStandbyFlags(t *testing.T) {
+	var stderr bytes.Buffer
+	none := func(string) string { return "" }
+	for _, args := range [][]string{{"--standby-shells", "-1"}, {"--standby-idle", "0s"}} {
+		if _, err := parseConfig(append([]string{"snapexec"}, args...), none, &stderr); err == nil || !strings.Contains(err.Error(), "--standby") {
+			t.Errorf("parseConfig(%q) error = %v, want a --standby refusal", args, err)
+		}
+	}
+	c, err := parseConfig([]string{"snapexec"}, func(k string) string {
+		if k == "SNAPEXEC_STANDBY_IDLE" {
+			return "5s"
+		}
+		return ""
+	}, &stderr)
+	if err != nil || c.standbyShells != 4 || c.standbyIdle != 5*time.Second {
+		t.Errorf("parseConfig defaults with SNAPEXEC_STANDBY_IDLE=5s = %d shells, idle %v, %v; want 4, 5s, nil", c.standbyShells, c.standbyIdle, err)
 	}
 }
