@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -27,19 +28,41 @@ func standbyPids() []int {
 	return pids
 }
 
-// waitStandbys waits until exactly n standby shells run and returns them.
-func waitStandbys(t *testing.T, n int) []int {
+// waitStandbys waits until exactly n standby shells run and, unless srv is
+// nil (stopped), until its /stats counts n idle: a shell runs a moment before
+// the server can hand it a command.
+func waitStandbys(t *testing.T, srv *testServer, n int) []int {
 	t.Helper()
 	var pids []int
+	idle := -1
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if pids = standbyPids(); len(pids) == n || time.Now().After(deadline) {
+		pids = standbyPids()
+		if srv != nil {
+			idle = idleStandbys(t, srv)
+		}
+		if len(pids) == n && (srv == nil || idle == n) || time.Now().After(deadline) {
 			break
 		}
 	}
-	if len(pids) != n {
-		t.Fatalf("standby shells running: %v, want %d", pids, n)
+	if len(pids) != n || srv != nil && idle != n {
+		t.Fatalf("standby shells running: %v, idle per /stats: %d; want %d", pids, idle, n)
 	}
 	return pids
+}
+
+// idleStandbys is the server's count of idle standby shells.
+func idleStandbys(t *testing.T, srv *testServer) int {
+	t.Helper()
+	_, body := srv.get(t, "/stats")
+	var st struct {
+		Snapshots struct {
+			Standby struct{ Idle int }
+		}
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		t.Fatalf("/stats: %v", err)
+	}
+	return st.Snapshots.Standby.Idle
 }
 
 func receiptOf(got map[string]any) map[string]any {
@@ -59,11 +82,11 @@ func TestStandbyServesTheNextWarmCommand(t *testing.T) {
 	}
 	// A launch earns a standby when it repeats, not on its first command.
 	time.Sleep(100 * time.Millisecond)
-	waitStandbys(t, 0)
+	waitStandbys(t, s, 0)
 	if _, got, _ = s.post(t, "/exec", snapshotBody(home, "greet z", scope, "bash", "/bin/bash")); got["stdout"] != "hello z\n" || receiptOf(got)["standby"] != false {
 		t.Fatalf("repeated launch = %v, want hello z, not yet in a standby", got)
 	}
-	standby := waitStandbys(t, 1)[0]
+	standby := waitStandbys(t, s, 1)[0]
 
 	// Another script of the same launch: the standby runs it, with the
 	// profile's functions, exports and options (pipefail makes the status 1).
@@ -79,7 +102,7 @@ func TestStandbyServesTheNextWarmCommand(t *testing.T) {
 		t.Errorf("GET /processes/%s = %s, want the standby's command in the table like any other", id, p)
 	}
 	// Its successor is ready for the next command.
-	if next := waitStandbys(t, 1)[0]; next == standby {
+	if next := waitStandbys(t, s, 1)[0]; next == standby {
 		t.Errorf("standby after the second command = pid %d, want a new one", next)
 	}
 	_, stats := s.get(t, "/stats")
@@ -93,11 +116,11 @@ func TestStandbyServesTheNextWarmCommand(t *testing.T) {
 
 	// A program run last takes the shell's place, as in a fresh shell: its
 	// crash is the process's own signal, not an exit code from bash.
-	waitStandbys(t, 1)
+	waitStandbys(t, s, 1)
 	if _, got, _ = s.post(t, "/exec", snapshotBody(home, "echo before; sh -c 'kill -SEGV $$'", scope, "bash", "/bin/bash")); got["status"] != "signaled" || got["signal"] != "SIGSEGV" || receiptOf(got)["standby"] != true {
 		t.Errorf("standby command whose program crashes = %v, want signaled SIGSEGV from a standby", got)
 	}
-	waitStandbys(t, 1)
+	waitStandbys(t, s, 1)
 
 	// A program run last after a profile function, which might have set a
 	// trap: only a fresh replay can tell what bash does, so one runs it, and
@@ -105,7 +128,7 @@ func TestStandbyServesTheNextWarmCommand(t *testing.T) {
 	if _, got, _ = s.post(t, "/exec", snapshotBody(home, "greet q; cat /dev/null", scope, "bash", "/bin/bash")); got["stdout"] != "hello q\n" || receiptOf(got)["standby"] != false {
 		t.Errorf("unfit script = %v, want hello q from a fresh replay", got)
 	}
-	waitStandbys(t, 1)
+	waitStandbys(t, s, 1)
 
 	// Another launch (its env differs) gets no standby of this one, and none
 	// of its own until it repeats.
@@ -115,15 +138,15 @@ func TestStandbyServesTheNextWarmCommand(t *testing.T) {
 		t.Errorf("command of another launch = %v, want x, not from the first launch's standby", got)
 	}
 	time.Sleep(100 * time.Millisecond)
-	waitStandbys(t, 1)
+	waitStandbys(t, s, 1)
 	s.post(t, "/exec", other)
-	waitStandbys(t, 2)
+	waitStandbys(t, s, 2)
 
 	// Forgetting the scope ends its standbys.
 	if code := s.delete(t, "/snapshots/"+scope); code != http.StatusNoContent {
 		t.Fatalf("DELETE /snapshots/%s = %d, want 204", scope, code)
 	}
-	waitStandbys(t, 0)
+	waitStandbys(t, s, 0)
 }
 
 func TestStandbyLimitsStartAtRelease(t *testing.T) {
@@ -133,7 +156,7 @@ func TestStandbyLimitsStartAtRelease(t *testing.T) {
 	for range 2 {
 		s.post(t, "/exec", snapshotBody(home, "true", "limits", "bash", "/bin/bash"))
 	}
-	waitStandbys(t, 1)
+	waitStandbys(t, s, 1)
 	time.Sleep(400 * time.Millisecond) // longer than the timeout below: it must count from the release
 
 	body := snapshotBody(home, "echo started; sleep 5", "limits", "bash", "/bin/bash")
@@ -148,7 +171,7 @@ func TestStandbyLimitsStartAtRelease(t *testing.T) {
 		t.Errorf("timed out after %v, want about 300 ms from the request", elapsed)
 	}
 	s.delete(t, "/snapshots/limits")
-	waitStandbys(t, 0)
+	waitStandbys(t, s, 0)
 }
 
 func TestStandbyBounds(t *testing.T) {
@@ -162,7 +185,7 @@ func TestStandbyBounds(t *testing.T) {
 	}
 	s.post(t, "/exec", launch(1))
 	s.post(t, "/exec", launch(1))
-	first := waitStandbys(t, 1)[0]
+	first := waitStandbys(t, s, 1)[0]
 	s.post(t, "/exec", launch(2))
 	s.post(t, "/exec", launch(2))
 	// One idle standby at most: the second launch's replaces the first's.
@@ -179,7 +202,7 @@ func TestStandbyBounds(t *testing.T) {
 	}
 	// Idle standbys end after --standby-idle.
 	time.Sleep(1500 * time.Millisecond)
-	waitStandbys(t, 0)
+	waitStandbys(t, s, 0)
 }
 
 func TestStandbyDisabled(t *testing.T) {
@@ -204,9 +227,9 @@ func TestShutdownEndsStandbys(t *testing.T) {
 	for range 2 {
 		s.post(t, "/exec", snapshotBody(home, "true", "shutdown", "bash", "/bin/bash"))
 	}
-	waitStandbys(t, 1)
+	waitStandbys(t, s, 1)
 	s.stop(t)
-	waitStandbys(t, 0)
+	waitStandbys(t, nil, 0)
 }
 
 func TestStandbyOfAReplacedDirectoryIsNotUsed(t *testing.T) {
@@ -222,7 +245,7 @@ func TestStandbyOfAReplacedDirectoryIsNotUsed(t *testing.T) {
 	for range 2 {
 		s.post(t, "/exec", body)
 	}
-	waitStandbys(t, 1)
+	waitStandbys(t, s, 1)
 	// The directory is removed and made again: the standby sits in the old one.
 	if err := os.Remove(work); err != nil {
 		t.Fatal(err)
@@ -236,7 +259,7 @@ func TestStandbyOfAReplacedDirectoryIsNotUsed(t *testing.T) {
 		t.Fatalf("command after its cwd was replaced = %v, want new-file listed by a fresh shell", got)
 	}
 	s.delete(t, "/snapshots/replaced")
-	waitStandbys(t, 0)
+	waitStandbys(t, s, 0)
 }
 
 func TestStandbyOfAStaleSnapshotIsReplaced(t *testing.T) {
@@ -248,7 +271,7 @@ func TestStandbyOfAStaleSnapshotIsReplaced(t *testing.T) {
 	for range 2 {
 		s.post(t, "/exec", body)
 	}
-	old := waitStandbys(t, 1)[0]
+	old := waitStandbys(t, s, 1)[0]
 	writeTestFile(t, rc, "version() { echo two; }\n# longer, so that the stamp changes\n")
 	if _, got, _ := s.post(t, "/exec", body); got["stdout"] != "two\n" || receiptOf(got)["standby"] != false {
 		t.Fatalf("command after the profile changed = %v, want two from a fresh capture, not the old standby", got)
@@ -262,6 +285,7 @@ func TestStandbyOfAStaleSnapshotIsReplaced(t *testing.T) {
 	if pids := standbyPids(); len(pids) != 1 || pids[0] == old {
 		t.Fatalf("standbys after the profile changed = %v, want one that is not the stale %d", pids, old)
 	}
+	waitStandbys(t, s, 1)
 	if _, got, _ := s.post(t, "/exec", body); got["stdout"] != "two\n" || receiptOf(got)["standby"] != true {
 		t.Fatalf("next command = %v, want two from the new standby", got)
 	}
