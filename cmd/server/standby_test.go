@@ -149,14 +149,22 @@ func TestStandbyServesTheNextWarmCommand(t *testing.T) {
 	waitStandbys(t, s, 0)
 }
 
-func TestStandbyLimitsStartAtRelease(t *testing.T) {
+// standbyReady starts a server and runs a bash launch of scope twice, in a
+// HOME of its own, so that its standby waits; it returns the server and HOME.
+func standbyReady(t *testing.T, scope string) (*testServer, string) {
+	t.Helper()
 	s := startServer(t, nil)
 	home := t.TempDir()
 	writeTestFile(t, filepath.Join(home, ".bashrc"), "f() { :; }\n")
 	for range 2 {
-		s.post(t, "/exec", snapshotBody(home, "true", "limits", "bash", "/bin/bash"))
+		s.post(t, "/exec", snapshotBody(home, "true", scope, "bash", "/bin/bash"))
 	}
 	waitStandbys(t, s, 1)
+	return s, home
+}
+
+func TestStandbyLimitsStartAtRelease(t *testing.T) {
+	s, home := standbyReady(t, "limits")
 	time.Sleep(400 * time.Millisecond) // longer than the timeout below: it must count from the release
 
 	body := snapshotBody(home, "echo started; sleep 5", "limits", "bash", "/bin/bash")
@@ -221,13 +229,7 @@ func TestStandbyDisabled(t *testing.T) {
 }
 
 func TestShutdownEndsStandbys(t *testing.T) {
-	s := startServer(t, nil)
-	home := t.TempDir()
-	writeTestFile(t, filepath.Join(home, ".bashrc"), "f() { :; }\n")
-	for range 2 {
-		s.post(t, "/exec", snapshotBody(home, "true", "shutdown", "bash", "/bin/bash"))
-	}
-	waitStandbys(t, s, 1)
+	s, _ := standbyReady(t, "shutdown")
 	s.stop(t)
 	waitStandbys(t, nil, 0)
 }
