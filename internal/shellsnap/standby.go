@@ -35,11 +35,13 @@ const optionsHeader = "\n# setopts "
 //   - Nesting: xtrace marks the script's commands "++", not "+", since they
 //     run in an eval. So a standby never serves a snapshot with xtrace or
 //     verbose set, nor a script that mentions xtrace or verbose or runs set
-//     with an x or v flag. A file the script sources and that turns xtrace
+//     with an x or v flag. A profile function or a sourced file that turns xtrace
 //     on still traces one level deeper.
-//   - The process: bash never replaces itself with the script's last simple
-//     command, which therefore runs as a child of the shell, and
-//     /proc/PID/cmdline and BASH_EXECUTION_STRING show the standby's command.
+//   - The process: in an eval bash never runs the script's last program in
+//     its own place, as it does at the end of a -c string; StandbyScript
+//     writes that exec where bash would have done it (tail.go), and refuses
+//     the scripts it cannot be sure of. /proc/PID/cmdline and
+//     BASH_EXECUTION_STRING show the standby's command, not the script.
 //     SECONDS restarts at the go-ahead, as it starts with a shell.
 func Standby(in ReplayInput) (command []string, env map[string]string, ok bool) {
 	if !StandbyServes(in) {
