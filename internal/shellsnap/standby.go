@@ -41,7 +41,8 @@ const optionsHeader = "\n# setopts "
 //     its own place, as it does at the end of a -c string; StandbyScript
 //     writes that exec where bash would have done it (tail.go), and refuses
 //     the scripts it cannot be sure of. /proc/PID/cmdline and
-//     BASH_EXECUTION_STRING show the standby's command, not the script.
+//     BASH_EXECUTION_STRING show the standby's command, not the script, and
+//     the exec'd program finds _ first in its environment rather than last.
 //     SECONDS restarts at the go-ahead, as it starts with a shell.
 func Standby(in ReplayInput) (command []string, env map[string]string, ok bool) {
 	if !StandbyServes(in) {
