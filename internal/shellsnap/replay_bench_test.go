@@ -29,7 +29,8 @@ func heavyProfile() string {
 // BenchmarkReplayTransport times a replayed bash -pc that restores a real
 // 200-function state and runs true, with the state carried by the chunked
 // environment variables that Replay uses, or by a pipe inherited as fd 3 and
-// read with bash's source or with eval "$(cat <&3)".
+// read with bash's source or with eval "$(cat <&3)"; and, beside them, the
+// same bash -pc true with no state at all.
 func BenchmarkReplayTransport(b *testing.B) {
 	sh := shellByName(b, "bash")
 	home := b.TempDir()
@@ -52,6 +53,18 @@ func BenchmarkReplayTransport(b *testing.B) {
 			cmd.Env = pairs
 			if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
 				b.Fatalf("replayed bash: %v, output %q", err, out)
+			}
+		}
+	})
+
+	// What the restore itself costs: the same shell and environment, no state.
+	b.Run("no-state", func(b *testing.B) {
+		pairs := envPairs(env)
+		for b.Loop() {
+			cmd := exec.Command(sh.path, "-pc", "true")
+			cmd.Env = pairs
+			if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+				b.Fatalf("bash -pc true: %v, output %q", err, out)
 			}
 		}
 	})
