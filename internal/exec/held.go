@@ -32,19 +32,10 @@ func (m *Manager) Hold(spec Spec) (*Held, error) {
 	m.mu.Unlock()
 	spec.Timeout, spec.IdleTimeout = 0, 0
 	p, release, err := start("", spec, m.procConfig(m.registerHeld, true))
-	m.mu.Lock()
-	if err != nil {
-		m.starting--
-		m.mu.Unlock()
+	if err := m.spawned("", p, err); err != nil {
 		return nil, err
 	}
-	stopping := m.stopping
-	m.mu.Unlock()
-	h := &Held{m: m, p: p, release: release}
-	if stopping {
-		h.Discard()
-	}
-	return h, nil
+	return &Held{m: m, p: p, release: release}, nil
 }
 
 // registerHeld enters a spawned held process in the held set.
@@ -94,10 +85,7 @@ func (h *Held) Release(spec Spec, message []byte) (*Process, error) {
 		p.argv = append([]string(nil), spec.Argv...)
 	}
 	p.arm(spec)
-	m.nextOrder++
-	p.order = m.nextOrder
-	m.procs[id] = p
-	m.running[p] = struct{}{}
+	m.enterLocked(p)
 	m.mu.Unlock()
 
 	go func() {

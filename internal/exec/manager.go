@@ -124,20 +124,31 @@ func (m *Manager) Start(spec Spec) (*Process, error) {
 	// Spawn outside the lock: fork and exec are the slow part, and concurrent
 	// requests must not queue behind each other.
 	p, _, err := start(id, spec, m.procConfig(m.register, false))
+	if err := m.spawned(id, p, err); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// spawned settles a spawn that Start or Hold counted as starting: a failed
+// one gives back its count and its id (if it reserved one); a process spawned
+// while Shutdown began is ended, since Shutdown may not have seen it.
+func (m *Manager) spawned(id string, p *Process, err error) error {
 	m.mu.Lock()
 	if err != nil {
 		m.starting--
-		delete(m.procs, id)
+		if id != "" {
+			delete(m.procs, id)
+		}
 		m.mu.Unlock()
-		return nil, err
+		return err
 	}
 	stopping := m.stopping
 	m.mu.Unlock()
 	if stopping {
-		// Shutdown began while we spawned and may not have seen this one.
 		p.Terminate(StatusShutdown)
 	}
-	return p, nil
+	return nil
 }
 
 // procConfig is what the manager gives every process it spawns.
@@ -195,6 +206,11 @@ func (m *Manager) register(p *Process) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.starting--
+	m.enterLocked(p)
+}
+
+// enterLocked puts p in the table as running, under its id.
+func (m *Manager) enterLocked(p *Process) {
 	m.nextOrder++
 	p.order = m.nextOrder
 	m.procs[p.id] = p
