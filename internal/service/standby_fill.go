@@ -29,29 +29,15 @@ func (sb *standbys) refill(key standbyKey, spec exec.Spec, in *shellsnap.ReplayI
 // least recently idle one when there are Max.
 func (sb *standbys) fill(key standbyKey, spec exec.Spec, in shellsnap.ReplayInput) {
 	sb.learnBuiltins(spec.Argv[0])
-	var dir os.FileInfo
-	if spec.Dir != "" {
-		var err error
-		if dir, err = os.Stat(spec.Dir); err != nil {
-			sb.mu.Lock()
-			delete(sb.filling, key)
-			sb.mu.Unlock()
-			return
-		}
-	}
-	argv, env, _ := shellsnap.Standby(in)
-	h, err := sb.procs.Hold(exec.Spec{Argv: argv, Dir: spec.Dir, Env: envpolicy.List(env), MaxOutputBytes: spec.MaxOutputBytes})
-	if err != nil {
-		sb.mu.Lock()
-		delete(sb.filling, key)
-		sb.mu.Unlock()
-		return // shutting down, or the launch cannot start: its commands will say why
-	}
+	h, dir, err := sb.spawn(spec, in)
 	// Pruned once it is in the map, so that a prune running meanwhile
 	// either sees it or is seen here.
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 	delete(sb.filling, key)
+	if err != nil {
+		return // shutting down, or the launch cannot start: its commands will say why
+	}
 	if len(sb.idle) >= sb.opts.Max {
 		sb.dropLocked(sb.oldestLocked())
 	}
@@ -65,6 +51,21 @@ func (sb *standbys) fill(key standbyKey, spec exec.Spec, in shellsnap.ReplayInpu
 	})
 	sb.idle[key] = s
 	sb.pruneLocked() // this one too, if its snapshot went meanwhile
+}
+
+// spawn holds the standby shell of the launch spec replays from in, and
+// returns it with the cwd it starts in.
+func (sb *standbys) spawn(spec exec.Spec, in shellsnap.ReplayInput) (*exec.Held, os.FileInfo, error) {
+	var dir os.FileInfo
+	if spec.Dir != "" {
+		var err error
+		if dir, err = os.Stat(spec.Dir); err != nil {
+			return nil, nil, err
+		}
+	}
+	argv, env, _ := shellsnap.Standby(in)
+	h, err := sb.procs.Hold(exec.Spec{Argv: argv, Dir: spec.Dir, Env: envpolicy.List(env), MaxOutputBytes: spec.MaxOutputBytes})
+	return h, dir, err
 }
 
 // seenLocked records that launch runs now and reports whether it ran within
