@@ -34,11 +34,12 @@ import (
 // command through an expansion, or that program has assignments or is not
 // found.
 //
-// dir and env (NAME=VALUE) are the launch's working directory and
-// environment, whose PATH finds the program; builtins are the shell's
-// builtin commands and reserved words (ShellBuiltins).
+// in must be a launch StandbyServes accepts. dir and env (NAME=VALUE) are
+// the launch's working directory and environment, whose PATH finds the
+// program; builtins are the shell's builtin commands and reserved words
+// (ShellBuiltins).
 func StandbyScript(in ReplayInput, dir string, env []string, builtins map[string]bool) (string, bool) {
-	if builtins == nil || !StandbyServes(in) {
+	if builtins == nil {
 		return "", false
 	}
 	script := in.Command[2]
