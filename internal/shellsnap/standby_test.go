@@ -64,44 +64,55 @@ func TestStandbyMatchesReplay(t *testing.T) {
 	}
 }
 
+// runShell runs argv in dir with exactly env and returns the ended command
+// and its output. With a message it runs it as a standby: message is written
+// to its fd 3 once the standby had time to restore and wait.
+func runShell(t *testing.T, argv []string, dir string, env []string, message []byte) (cmd *exec.Cmd, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env, cmd.Dir = env, dir
+	var w *os.File
+	if message != nil {
+		r, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		cmd.ExtraFiles, w = []*os.File{r}, pw
+	}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if w != nil {
+		time.Sleep(50 * time.Millisecond) // the standby restores and waits
+		_, _ = w.Write(message)
+		w.Close()
+	}
+	_ = cmd.Wait()
+	return cmd, out.String(), errOut.String()
+}
+
 // runCode runs argv and returns its output and exit code.
 func runCode(t *testing.T, argv []string, dir string, env map[string]string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir, cmd.Env = dir, envPairs(env)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	_ = cmd.Run()
-	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+	cmd, stdout, stderr := runShell(t, argv, dir, envPairs(env), nil)
+	return stdout, stderr, cmd.ProcessState.ExitCode()
 }
 
-// standbyCode starts the standby of in, lets it restore, sends it script's
-// go-ahead and returns its output and exit code.
+// standbyCode runs the standby of in with script's go-ahead and returns its
+// output and exit code.
 func standbyCode(t *testing.T, in ReplayInput, dir, script string) (stdout, stderr string, code int) {
 	t.Helper()
 	argv, env, ok := Standby(in)
 	if !ok {
 		t.Fatalf("Standby(%q) = _, _, false, want a standby", in.Command)
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env, cmd.Dir, cmd.ExtraFiles = envPairs(env), dir, []*os.File{r}
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r.Close()
-	time.Sleep(50 * time.Millisecond) // the standby restores and waits
-	_, _ = w.Write(StandbyMessage(in.Snapshot, script))
-	w.Close()
-	_ = cmd.Wait()
-	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+	cmd, stdout, stderr := runShell(t, argv, dir, envPairs(env), StandbyMessage(in.Snapshot, script))
+	return stdout, stderr, cmd.ProcessState.ExitCode()
 }
 
 func TestStandbyHidesState(t *testing.T) {

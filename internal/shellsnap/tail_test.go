@@ -2,14 +2,12 @@ package shellsnap
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // ending is what the server sees of a command: its pid's output, its exit
@@ -39,30 +37,7 @@ func endingOf(cmd *exec.Cmd, stdout, stderr string) ending {
 
 func runEnding(t *testing.T, argv []string, dir string, env []string, message []byte) ending {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env, cmd.Dir = env, dir
-	var w *os.File
-	if message != nil {
-		r, pw, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.ExtraFiles, w = []*os.File{r}, pw
-		defer r.Close()
-	}
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if w != nil {
-		_, _ = w.Write(message)
-		w.Close()
-	}
-	_ = cmd.Wait()
-	return endingOf(cmd, out.String(), errOut.String())
+	return endingOf(runShell(t, argv, dir, env, message))
 }
 
 // TestStandbyScriptExecsAsBashDoes runs each script through Replay's command
