@@ -8,10 +8,11 @@
 # deploy/README.md for the compose stack and SECURITY.md for what a token holder
 # can do: anything the snapexec user in this container can.
 #
-# Every base image is pinned to a version tag; cmd/server/deploy_test.go fails on
-# an unpinned FROM.
+# Every base image is pinned to a version tag and that tag's digest (its
+# multi-platform index), so a rebuild gets the same base until both are
+# changed together; cmd/server/deploy_test.go fails on an unpinned FROM.
 
-FROM golang:1.26.8-bookworm AS build
+FROM golang:1.26.8-bookworm@sha256:f4191582e1522dfc5980a6bdc0309a756f9697f3e7d0f199c7e26fc82ab324fd AS build
 WORKDIR /src
 # Modules resolve in their own layer, reused until go.mod or go.sum change.
 COPY go.mod go.sum ./
@@ -20,7 +21,7 @@ COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 go build -trimpath -ldflags=-s -o /out/snapexec ./cmd/server
 
-FROM debian:bookworm-slim
+FROM debian:bookworm-20260918-slim@sha256:3783cc01769c7b2b1b83a5c5ad96c815348e28ed7da68e2e3687004faa906251
 # bash and zsh: the shells whose login environment snapexec snapshots.
 # coreutils is already in the base (essential); curl serves HEALTHCHECK.
 RUN apt-get update \

@@ -1,10 +1,10 @@
 # snapexec: run `make test` for everything CI checks.
 GO ?= go
 
-.PHONY: test deps generate run check unit fuzz bench
+.PHONY: test deps generate run check contract unit fuzz bench
 
-## test: install what the tests need, check generated code and formatting, run every test with -race.
-test: deps check unit
+## test: install what the tests need, check generated code and formatting, check the contract, run every test with -race.
+test: deps check contract unit
 
 ## deps: what the tests need that a fresh machine may lack: zsh (snapshot
 ## tests) and Debian's chromium (dashboard browser tests).
@@ -25,6 +25,18 @@ generate:
 ## check: generated code up to date, gofmt clean, go vet clean, go.mod tidy.
 check:
 	@./.ci/check
+
+## contract: lint api/openapi.yaml with Redocly CLI and type-check a TypeScript client
+## generated from it under tsc --strict; the tools are pinned in tools/contract/package-lock.json.
+CONTRACT_TOOLS = tools/contract
+contract: $(CONTRACT_TOOLS)/node_modules/.installed
+	cd $(CONTRACT_TOOLS) && npm run --silent check
+
+# npm ci reinstalls from the lockfile; it runs again only when the lockfile changes.
+$(CONTRACT_TOOLS)/node_modules/.installed: $(CONTRACT_TOOLS)/package.json $(CONTRACT_TOOLS)/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "the contract checks need Node.js 20.19+ and npm"; exit 1; }
+	cd $(CONTRACT_TOOLS) && npm ci
+	@touch $@
 
 unit:
 	$(GO) test -race -count=1 -timeout 20m ./...

@@ -211,6 +211,10 @@ const (
 	Hangup    SignalRequestSignal = "hangup"
 	Interrupt SignalRequestSignal = "interrupt"
 	Kill      SignalRequestSignal = "kill"
+	SIGHUP    SignalRequestSignal = "SIGHUP"
+	SIGINT    SignalRequestSignal = "SIGINT"
+	SIGKILL   SignalRequestSignal = "SIGKILL"
+	SIGTERM   SignalRequestSignal = "SIGTERM"
 	Terminate SignalRequestSignal = "terminate"
 )
 
@@ -222,6 +226,14 @@ func (e SignalRequestSignal) Valid() bool {
 	case Interrupt:
 		return true
 	case Kill:
+		return true
+	case SIGHUP:
+		return true
+	case SIGINT:
+		return true
+	case SIGKILL:
+		return true
+	case SIGTERM:
 		return true
 	case Terminate:
 		return true
@@ -326,16 +338,20 @@ type CaptureSample struct {
 // includeOnly. Patterns use * and ?, match the whole name, and ignore ASCII case.
 // The server's own secrets never reach a child.
 type EnvPolicy struct {
-	Exclude               *[]string `json:"exclude,omitempty"`
+	Exclude *[]string `json:"exclude,omitempty"`
+
+	// IgnoreDefaultExcludes Keep the default excludes from applying. Absent means false.
 	IgnoreDefaultExcludes *bool     `json:"ignoreDefaultExcludes,omitempty"`
 	IncludeOnly           *[]string `json:"includeOnly,omitempty"`
 
-	// Inherit all of the server's variables, only the core ones (PATH, HOME, USER, LANG, ...), or none.
+	// Inherit all of the server's variables, only the core ones (PATH, HOME, USER, LANG, ...), or
+	// none. Absent means all.
 	Inherit *EnvPolicyInherit  `json:"inherit,omitempty"`
 	Set     *map[string]string `json:"set,omitempty"`
 }
 
-// EnvPolicyInherit all of the server's variables, only the core ones (PATH, HOME, USER, LANG, ...), or none.
+// EnvPolicyInherit all of the server's variables, only the core ones (PATH, HOME, USER, LANG, ...), or
+// none. Absent means all.
 type EnvPolicyInherit string
 
 // ExecRequest defines model for ExecRequest.
@@ -386,7 +402,7 @@ type ExecResult struct {
 	Pid       int    `json:"pid"`
 	ProcessId string `json:"processId"`
 
-	// Signal The ending signal, such as SIGKILL, or null.
+	// Signal The ending signal's name as in signal(7), such as SIGKILL, or null.
 	Signal *string `json:"signal"`
 
 	// Snapshot What happened to the command's snapshot request.
@@ -501,11 +517,13 @@ type Process struct {
 	ExitCode   *int       `json:"exitCode"`
 
 	// NextSeq The seq the next output chunk will get.
-	NextSeq   int64   `json:"nextSeq"`
-	Pid       int     `json:"pid"`
-	PipeStdin bool    `json:"pipeStdin"`
-	ProcessId string  `json:"processId"`
-	Signal    *string `json:"signal"`
+	NextSeq   int64  `json:"nextSeq"`
+	Pid       int    `json:"pid"`
+	PipeStdin bool   `json:"pipeStdin"`
+	ProcessId string `json:"processId"`
+
+	// Signal The ending signal's name as in signal(7), such as SIGTERM, or null.
+	Signal *string `json:"signal"`
 
 	// Snapshot What happened to the command's snapshot request.
 	Snapshot    SnapshotReceipt `json:"snapshot"`
@@ -569,10 +587,15 @@ type ShellSnapshotRequest struct {
 
 // SignalRequest defines model for SignalRequest.
 type SignalRequest struct {
+	// Signal SIGINT, SIGTERM, SIGKILL or SIGHUP: the names a result gives the signal that ended a
+	// process. interrupt, terminate, kill and hangup are older names of the same four,
+	// still accepted.
 	Signal SignalRequestSignal `json:"signal"`
 }
 
-// SignalRequestSignal defines model for SignalRequest.Signal.
+// SignalRequestSignal SIGINT, SIGTERM, SIGKILL or SIGHUP: the names a result gives the signal that ended a
+// process. interrupt, terminate, kill and hangup are older names of the same four,
+// still accepted.
 type SignalRequestSignal string
 
 // SignalResult defines model for SignalResult.
@@ -718,7 +741,7 @@ type StartProcessRequest struct {
 	EnvPolicy     *EnvPolicy `json:"envPolicy,omitempty"`
 	IdleTimeoutMs *int64     `json:"idleTimeoutMs,omitempty"`
 
-	// PipeStdin Keep stdin open for POST /processes/{processId}/stdin.
+	// PipeStdin Keep stdin open for POST /processes/{processId}/stdin. Absent means false.
 	PipeStdin *bool `json:"pipeStdin,omitempty"`
 
 	// ProcessId Client key, unique among live and retained processes; generated when absent.
@@ -758,6 +781,7 @@ type StdinResult struct {
 
 // StdinWrite defines model for StdinWrite.
 type StdinWrite struct {
+	// Close Close stdin after this write. Absent means false.
 	Close      *bool   `json:"close,omitempty"`
 	Data       *string `json:"data,omitempty"`
 	DataBase64 *[]byte `json:"dataBase64,omitempty"`
@@ -780,13 +804,19 @@ type ScopeId = string
 
 // ReadProcessOutputParams defines parameters for ReadProcessOutput.
 type ReadProcessOutputParams struct {
+	// AfterSeq Return the chunks after this seq; 0 reads from the first retained chunk.
 	AfterSeq *int64 `form:"afterSeq,omitempty" json:"afterSeq,omitempty"`
-	MaxBytes *int   `form:"maxBytes,omitempty" json:"maxBytes,omitempty"`
-	WaitMs   *int   `form:"waitMs,omitempty" json:"waitMs,omitempty"`
+
+	// MaxBytes At most about this many bytes of chunk data; at least one chunk is returned.
+	MaxBytes *int `form:"maxBytes,omitempty" json:"maxBytes,omitempty"`
+
+	// WaitMs How long to wait for new output when there is none yet.
+	WaitMs *int `form:"waitMs,omitempty" json:"waitMs,omitempty"`
 }
 
 // PrewarmSnapshotParams defines parameters for PrewarmSnapshot.
 type PrewarmSnapshotParams struct {
+	// Wait Wait for the capture to end (the default), or answer 202 at once.
 	Wait *bool `form:"wait,omitempty" json:"wait,omitempty"`
 }
 
@@ -1592,6 +1622,20 @@ func (response Exec400ApplicationProblemPlusJSONResponse) VisitExecResponse(w ht
 	return err
 }
 
+type Exec401ApplicationProblemPlusJSONResponse Problem
+
+func (response Exec401ApplicationProblemPlusJSONResponse) VisitExecResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type Exec409ApplicationProblemPlusJSONResponse Problem
 
 func (response Exec409ApplicationProblemPlusJSONResponse) VisitExecResponse(w http.ResponseWriter) error {
@@ -1700,6 +1744,22 @@ func (response Healthz200JSONResponse) VisitHealthzResponse(w http.ResponseWrite
 	return err
 }
 
+type Healthz421ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response Healthz421ApplicationProblemPlusJSONResponse) VisitHealthzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(421)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type HealthzdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	StatusCode int
@@ -1744,6 +1804,22 @@ func (response GetOpenAPI200ApplicationyamlResponse) VisitGetOpenAPIResponse(w h
 	return err
 }
 
+type GetOpenAPI401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetOpenAPI401ApplicationProblemPlusJSONResponse) VisitGetOpenAPIResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetOpenAPIdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	StatusCode int
@@ -1778,6 +1854,22 @@ func (response ListProcesses200JSONResponse) VisitListProcessesResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProcesses401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ListProcesses401ApplicationProblemPlusJSONResponse) VisitListProcessesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1843,6 +1935,20 @@ func (response StartProcess400ApplicationProblemPlusJSONResponse) VisitStartProc
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartProcess401ApplicationProblemPlusJSONResponse Problem
+
+func (response StartProcess401ApplicationProblemPlusJSONResponse) VisitStartProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1928,9 +2034,23 @@ func (response TerminateProcess200JSONResponse) VisitTerminateProcessResponse(w 
 	return err
 }
 
-type TerminateProcess404ApplicationProblemPlusJSONResponse struct {
+type TerminateProcess401ApplicationProblemPlusJSONResponse struct {
 	ProblemApplicationProblemPlusJSONResponse
 }
+
+func (response TerminateProcess401ApplicationProblemPlusJSONResponse) VisitTerminateProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TerminateProcess404ApplicationProblemPlusJSONResponse Problem
 
 func (response TerminateProcess404ApplicationProblemPlusJSONResponse) VisitTerminateProcessResponse(w http.ResponseWriter) error {
 
@@ -1983,9 +2103,23 @@ func (response GetProcess200JSONResponse) VisitGetProcessResponse(w http.Respons
 	return err
 }
 
-type GetProcess404ApplicationProblemPlusJSONResponse struct {
+type GetProcess401ApplicationProblemPlusJSONResponse struct {
 	ProblemApplicationProblemPlusJSONResponse
 }
+
+func (response GetProcess401ApplicationProblemPlusJSONResponse) VisitGetProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetProcess404ApplicationProblemPlusJSONResponse Problem
 
 func (response GetProcess404ApplicationProblemPlusJSONResponse) VisitGetProcessResponse(w http.ResponseWriter) error {
 
@@ -2039,9 +2173,23 @@ func (response ReadProcessOutput200JSONResponse) VisitReadProcessOutputResponse(
 	return err
 }
 
-type ReadProcessOutput404ApplicationProblemPlusJSONResponse struct {
+type ReadProcessOutput401ApplicationProblemPlusJSONResponse struct {
 	ProblemApplicationProblemPlusJSONResponse
 }
+
+func (response ReadProcessOutput401ApplicationProblemPlusJSONResponse) VisitReadProcessOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReadProcessOutput404ApplicationProblemPlusJSONResponse Problem
 
 func (response ReadProcessOutput404ApplicationProblemPlusJSONResponse) VisitReadProcessOutputResponse(w http.ResponseWriter) error {
 
@@ -2125,6 +2273,20 @@ func (response SignalProcess400ApplicationProblemPlusJSONResponse) VisitSignalPr
 	return err
 }
 
+type SignalProcess401ApplicationProblemPlusJSONResponse Problem
+
+func (response SignalProcess401ApplicationProblemPlusJSONResponse) VisitSignalProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SignalProcess404ApplicationProblemPlusJSONResponse Problem
 
 func (response SignalProcess404ApplicationProblemPlusJSONResponse) VisitSignalProcessResponse(w http.ResponseWriter) error {
@@ -2195,6 +2357,20 @@ func (response WriteProcessStdin400ApplicationProblemPlusJSONResponse) VisitWrit
 	return err
 }
 
+type WriteProcessStdin401ApplicationProblemPlusJSONResponse Problem
+
+func (response WriteProcessStdin401ApplicationProblemPlusJSONResponse) VisitWriteProcessStdinResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type WriteProcessStdin404ApplicationProblemPlusJSONResponse Problem
 
 func (response WriteProcessStdin404ApplicationProblemPlusJSONResponse) VisitWriteProcessStdinResponse(w http.ResponseWriter) error {
@@ -2261,9 +2437,23 @@ func (response Readyz200JSONResponse) VisitReadyzResponse(w http.ResponseWriter)
 	return err
 }
 
-type Readyz503ApplicationProblemPlusJSONResponse struct {
+type Readyz421ApplicationProblemPlusJSONResponse struct {
 	ProblemApplicationProblemPlusJSONResponse
 }
+
+func (response Readyz421ApplicationProblemPlusJSONResponse) VisitReadyzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(421)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Readyz503ApplicationProblemPlusJSONResponse Problem
 
 func (response Readyz503ApplicationProblemPlusJSONResponse) VisitReadyzResponse(w http.ResponseWriter) error {
 
@@ -2315,6 +2505,22 @@ func (response ListSnapshots200JSONResponse) VisitListSnapshotsResponse(w http.R
 	return err
 }
 
+type ListSnapshots401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ListSnapshots401ApplicationProblemPlusJSONResponse) VisitListSnapshotsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListSnapshotsdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	StatusCode int
@@ -2346,6 +2552,22 @@ type ForgetSnapshots204Response struct {
 func (response ForgetSnapshots204Response) VisitForgetSnapshotsResponse(w http.ResponseWriter) error {
 	w.WriteHeader(204)
 	return nil
+}
+
+type ForgetSnapshots401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ForgetSnapshots401ApplicationProblemPlusJSONResponse) VisitForgetSnapshotsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type ForgetSnapshotsdefaultApplicationProblemPlusJSONResponse struct {
@@ -2387,9 +2609,23 @@ func (response GetSnapshots200JSONResponse) VisitGetSnapshotsResponse(w http.Res
 	return err
 }
 
-type GetSnapshots404ApplicationProblemPlusJSONResponse struct {
+type GetSnapshots401ApplicationProblemPlusJSONResponse struct {
 	ProblemApplicationProblemPlusJSONResponse
 }
+
+func (response GetSnapshots401ApplicationProblemPlusJSONResponse) VisitGetSnapshotsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSnapshots404ApplicationProblemPlusJSONResponse Problem
 
 func (response GetSnapshots404ApplicationProblemPlusJSONResponse) VisitGetSnapshotsResponse(w http.ResponseWriter) error {
 
@@ -2474,6 +2710,20 @@ func (response PrewarmSnapshot400ApplicationProblemPlusJSONResponse) VisitPrewar
 	return err
 }
 
+type PrewarmSnapshot401ApplicationProblemPlusJSONResponse Problem
+
+func (response PrewarmSnapshot401ApplicationProblemPlusJSONResponse) VisitPrewarmSnapshotResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PrewarmSnapshot422ApplicationProblemPlusJSONResponse Problem
 
 func (response PrewarmSnapshot422ApplicationProblemPlusJSONResponse) VisitPrewarmSnapshotResponse(w http.ResponseWriter) error {
@@ -2536,6 +2786,22 @@ func (response GetStats200JSONResponse) VisitGetStatsResponse(w http.ResponseWri
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetStats401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetStats401ApplicationProblemPlusJSONResponse) VisitGetStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
 }

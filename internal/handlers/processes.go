@@ -74,11 +74,13 @@ func (s *Server) TerminateProcess(_ context.Context, req TerminateProcessRequest
 
 // SignalProcess signals a process's group.
 func (s *Server) SignalProcess(_ context.Context, req SignalProcessRequestObject) (SignalProcessResponseObject, error) {
+	// The SIG names are those results give; the words are their older names.
 	sig, ok := map[SignalRequestSignal]syscall.Signal{
+		SIGINT: syscall.SIGINT, SIGTERM: syscall.SIGTERM, SIGKILL: syscall.SIGKILL, SIGHUP: syscall.SIGHUP,
 		Interrupt: syscall.SIGINT, Terminate: syscall.SIGTERM, Kill: syscall.SIGKILL, Hangup: syscall.SIGHUP,
 	}[req.Body.Signal]
 	if !ok {
-		return nil, invalid("signal", "signal must be interrupt, terminate, kill or hangup")
+		return nil, invalid("signal", "signal must be SIGINT, SIGTERM, SIGKILL or SIGHUP")
 	}
 	delivered, err := s.procs.Signal(req.ProcessId, sig)
 	if err != nil {
