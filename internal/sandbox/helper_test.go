@@ -34,6 +34,8 @@ func TestMain(m *testing.M) {
 
 func helperMain(mode string, args []string) string {
 	switch mode {
+	case "launch":
+		return launch(args)
 	case "write":
 		// Creates or truncates args[0] and writes to it.
 		return outcome(os.WriteFile(args[0], []byte("written\n"), 0o644))
