@@ -50,9 +50,11 @@ type FS struct {
 	// only one lands. Striped: a lock per hash bucket of the path.
 	publish [64]sync.Mutex
 	seed    maphash.Seed
-	// noTmpfile makes writes use a named temporary file from the start, as
-	// they do on a filesystem without O_TMPFILE; for tests.
-	noTmpfile bool
+	// Test seams: noTmpfile makes writes use a named temporary file from
+	// the start, as on a filesystem without O_TMPFILE; beforeRename, when
+	// set, runs between a write's last check and its rename.
+	noTmpfile    bool
+	beforeRename func()
 }
 
 type root struct {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Readers of a file replaced over and over see one whole version or the
@@ -60,6 +61,9 @@ func TestIfMatchRace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Widens the window between the last check and the rename, where a
+	// second writer must not pass its check.
+	fx.fs.beforeRename = func() { time.Sleep(time.Millisecond) }
 	const writers = 16
 	var wg sync.WaitGroup
 	var won, lost atomic.Int64
@@ -105,5 +109,21 @@ func TestMustNotExistRace(t *testing.T) {
 	wg.Wait()
 	if won.Load() != 1 || lost.Load() != writers-1 {
 		t.Errorf("%d creating writers: %d won, %d found it existing; want 1 and %d", writers, won.Load(), lost.Load(), writers-1)
+	}
+}
+
+// A file another program creates between a create-only write's last check
+// and its rename is not replaced.
+func TestMustNotExistAgainstOthers(t *testing.T) {
+	fx := newFixture(t, Options{})
+	path := fx.in("f")
+	fx.fs.beforeRename = func() { writeFile(t, path, "theirs") }
+	_, err := fx.fs.Write(path, strings.NewReader("ours"), WriteOptions{MustNotExist: true})
+	wantErr(t, "Write(create only, created meanwhile)", err, ErrExists)
+	if got := readFile(t, path); got != "theirs" {
+		t.Errorf("content = %q, want theirs", got)
+	}
+	if got := names(t, fx.root); len(got) != 1 {
+		t.Errorf("root holds %q, want only f", got)
 	}
 }

@@ -106,7 +106,12 @@ func (f *FS) Write(path string, r io.Reader, o WriteOptions) (Info, error) {
 	}
 	flags := uint(0)
 	if o.MustNotExist {
+		// The lock keeps out this package's writers; NOREPLACE keeps out a
+		// file another program made since the check.
 		flags = unix.RENAME_NOREPLACE
+	}
+	if f.beforeRename != nil {
+		f.beforeRename()
 	}
 	if err := unix.Renameat2(int(dir.Fd()), tmpName, int(dir.Fd()), name, flags); err != nil {
 		return Info{}, classify(err)
