@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -60,6 +61,21 @@ func helperMain(mode string, args []string) string {
 		}
 		defer l.Close()
 		c, err := net.Dial("tcp4", l.Addr().String())
+		if err == nil {
+			c.Close()
+		}
+		return outcome(err)
+	case "abstract-listen":
+		// Listens on an abstract Unix socket, says so, and waits to be killed.
+		l, err := net.Listen("unix", "@"+args[0])
+		fmt.Println(outcome(err))
+		if err == nil {
+			defer l.Close()
+			time.Sleep(time.Hour)
+		}
+		return ""
+	case "abstract-dial":
+		c, err := net.Dial("unix", "@"+args[0])
 		if err == nil {
 			c.Close()
 		}

@@ -52,19 +52,6 @@ func (sup Support) missing(p Policy) []string {
 	return out
 }
 
-// keptCaps are the capabilities a sandboxed child started by root keeps: they
-// act on files Landlock already bounds (chown, dac_override, fowner, fsetid),
-// on the child's own identity (setuid, setgid), on signals Landlock scopes
-// (kill), or on nothing outside it (net_bind_service, audit_write). Every
-// other one reaches past the sandbox: sys_admin mounts and joins namespaces,
-// net_admin moves an interface into the host's namespace, mknod makes a disk's
-// device node inside a writable root, sys_module loads kernel code, and so on.
-var keptCaps = [...]uintptr{
-	unix.CAP_CHOWN, unix.CAP_DAC_OVERRIDE, unix.CAP_FOWNER, unix.CAP_FSETID,
-	unix.CAP_KILL, unix.CAP_SETGID, unix.CAP_SETUID, unix.CAP_NET_BIND_SERVICE,
-	unix.CAP_AUDIT_WRITE,
-}
-
 // Probe reports what the running kernel and server support.
 func Probe() Support {
 	var sup Support
@@ -106,11 +93,20 @@ func Probe() Support {
 	return sup
 }
 
+// isKept reports whether a sandboxed child started by root keeps capability
+// c. It keeps those that act on files Landlock already bounds (chown,
+// dac_override, fowner, fsetid), on its own identity (setuid, setgid), on
+// signals Landlock scopes (kill), or on nothing outside it
+// (net_bind_service, audit_write). Every other one reaches past the sandbox:
+// sys_admin mounts and joins namespaces, net_admin moves an interface into
+// the host's namespace, mknod makes a disk's device node inside a writable
+// root, sys_module loads kernel code, and so on.
 func isKept(c uintptr) bool {
-	for _, k := range keptCaps {
-		if c == k {
-			return true
-		}
+	switch c {
+	case unix.CAP_CHOWN, unix.CAP_DAC_OVERRIDE, unix.CAP_FOWNER, unix.CAP_FSETID,
+		unix.CAP_KILL, unix.CAP_SETGID, unix.CAP_SETUID, unix.CAP_NET_BIND_SERVICE,
+		unix.CAP_AUDIT_WRITE:
+		return true
 	}
 	return false
 }
