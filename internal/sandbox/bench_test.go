@@ -1,9 +1,12 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -72,6 +75,58 @@ func BenchmarkStart(b *testing.B) {
 			f.Close()
 		}
 	})
+}
+
+// BenchmarkStartBash is BenchmarkStart's spawn with the work of a warm
+// snapshot command replayed without a standby shell: bash sources a state of
+// 200 functions, 50 aliases and 100 exports, then runs true. Landlock checks
+// every file it opens, so the confinement's cost shows here if anywhere.
+func BenchmarkStartBash(b *testing.B) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		b.Skip(err)
+	}
+	s := New(Options{})
+	defer s.Close()
+	root := b.TempDir()
+	var state strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&state, "bench_fn_%03d() { local n=%d; echo \"bench_fn_%03d $n $*\"; }\n", i, i, i)
+	}
+	for i := range 50 {
+		fmt.Fprintf(&state, "alias bench_alias_%02d='echo alias_%02d'\n", i, i)
+	}
+	for i := range 100 {
+		fmt.Fprintf(&state, "export PROFILE_VAR_%d=\"profile-value-%d\"\n", i, i)
+	}
+	stateFile := filepath.Join(root, "state.sh")
+	if err := os.WriteFile(stateFile, []byte(state.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, bb := range []struct {
+		name   string
+		policy Policy
+	}{
+		{"plain", Policy{}},
+		{"files", Policy{WritableRoots: []string{root}}},
+		{"files+none", Policy{WritableRoots: []string{root}, Network: NetworkNone}},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			if err := s.Check(bb.policy); err != nil {
+				b.Skip(err)
+			}
+			for b.Loop() {
+				cmd := exec.Command(bash, "--norc", "--noprofile", "-c", `source "$1" && true`, "bash", stateFile)
+				cmd.Env = []string{"HOME=" + root, "PATH=/usr/bin:/bin"}
+				if _, err := s.Start(bb.policy, cmd); err != nil {
+					b.Fatal(err)
+				}
+				if err := cmd.Wait(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
 
 // launch is the re-exec launcher BenchmarkStart compares Start with: it
