@@ -40,6 +40,10 @@ func helperMain(mode string, args []string) string {
 	case "write":
 		// Creates or truncates args[0] and writes to it.
 		return outcome(os.WriteFile(args[0], []byte("written\n"), 0o644))
+	case "link":
+		return outcome(os.Link(args[0], args[1]))
+	case "rename":
+		return outcome(os.Rename(args[0], args[1]))
 	case "dial":
 		c, err := net.Dial("tcp", args[0])
 		if err == nil {

@@ -44,6 +44,8 @@ func TestWritesStayInsideRoots(t *testing.T) {
 		{"truncating outside", existing, "EACCES"},
 		{"through a symlink out of the root", filepath.Join(root, "link-out"), "EACCES"},
 		{"dot-dot out of the root", root + "/../" + filepath.Base(outside) + "/new", "EACCES"},
+		{"through /proc/self/root", "/proc/self/root" + outside + "/new", "EACCES"},
+		{"inside through /proc/self/root", "/proc/self/root" + root + "/new2", "ok"},
 		{"/dev/null", "/dev/null", "ok"},
 		{"/dev/full is no terminal", "/dev/full", "EACCES"},
 	}
@@ -53,6 +55,26 @@ func TestWritesStayInsideRoots(t *testing.T) {
 				t.Errorf("write %s under %+v = %q, want %q", tt.path, p, got, tt.want)
 			}
 		})
+	}
+	// Links and renames across the roots' boundary, either way: Landlock
+	// refuses to reparent a file from or to where it may not write.
+	inside := filepath.Join(root, "inside")
+	if err := os.WriteFile(inside, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	moves := []struct {
+		mode, from, to, want string
+	}{
+		{"link", existing, filepath.Join(root, "hard"), "EXDEV"},
+		{"link", inside, filepath.Join(outside, "hard"), "EACCES"},
+		{"rename", inside, filepath.Join(outside, "moved"), "EACCES"},
+		{"rename", existing, filepath.Join(root, "moved"), "EACCES"},
+		{"rename", inside, filepath.Join(root, "renamed"), "ok"},
+	}
+	for _, tt := range moves {
+		if got := run(t, s, p, helperCmd(t, tt.mode, tt.from, tt.to)); got != tt.want {
+			t.Errorf("%s %s %s under %+v = %q, want %q", tt.mode, tt.from, tt.to, p, got, tt.want)
+		}
 	}
 	if b, _ := os.ReadFile(existing); string(b) != "original\n" {
 		t.Errorf("%s = %q after the sandboxed writes, want it unchanged", existing, b)
