@@ -1,0 +1,287 @@
+package files
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestNew(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	writeFile(t, file, "")
+	for _, roots := range [][]string{{"relative"}, {dir, file}, {filepath.Join(dir, "missing")}, {"/a\x00b"}} {
+		if f, err := New(roots, Options{}); err == nil {
+			f.Close()
+			t.Errorf("New(%q) = nil error, want one", roots)
+		}
+	}
+	f, err := New(nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.Stat(dir)
+	wantErr(t, "Stat with no root", err, ErrOutsideRoot)
+}
+
+func TestOpenAndStat(t *testing.T) {
+	fx := newFixture(t, Options{})
+	writeFile(t, fx.in("dir/file.txt"), "0123456789")
+	if err := os.Symlink("dir/file.txt", fx.in("link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fx.in("fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	file, in, err := fx.fs.Open(fx.in("dir/../dir/file.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	if in.Path != fx.in("dir/file.txt") || in.Type != TypeFile || in.Size != 10 || in.Mode != 0o644 || in.ETag == "" {
+		t.Errorf("Open info = %+v", in)
+	}
+	// Ranged reads: ReadAt, and Seek then Read.
+	buf := make([]byte, 4)
+	if n, err := file.ReadAt(buf, 3); n != 4 || err != nil || string(buf) != "3456" {
+		t.Errorf("ReadAt(4 bytes, 3) = %d, %v, %q; want 3456", n, err, buf)
+	}
+	if _, err := file.Seek(8, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	if rest, err := io.ReadAll(file); err != nil || string(rest) != "89" {
+		t.Errorf("read after Seek(8) = %q, %v; want 89", rest, err)
+	}
+
+	st, err := fx.fs.Stat(fx.in("link"))
+	if err != nil || st.Type != TypeFile || st.ETag != in.ETag {
+		t.Errorf("Stat(link) = %+v, %v; want the file it links to, ETag %s", st, err, in.ETag)
+	}
+	if st, err := fx.fs.Stat(fx.root); err != nil || st.Type != TypeDirectory {
+		t.Errorf("Stat(root) = %+v, %v; want a directory", st, err)
+	}
+
+	tests := []struct {
+		path string
+		want error
+	}{
+		{fx.in("dir"), ErrIsDirectory},
+		{fx.root, ErrIsDirectory},
+		{fx.in("fifo"), ErrNotRegular},
+		{fx.in("missing"), ErrNotFound},
+		{fx.in("dir/file.txt/x"), ErrNotADirectory},
+		{"relative/path", ErrInvalidPath},
+		{"", ErrInvalidPath},
+		{"/" + strings.Repeat("a", MaxPathBytes), ErrInvalidPath},
+	}
+	for _, tt := range tests {
+		f, _, err := fx.fs.Open(tt.path)
+		if err == nil {
+			f.Close()
+		}
+		wantErr(t, "Open("+tt.path+")", err, tt.want)
+	}
+	_, err = fx.fs.Stat(fx.in("fifo"))
+	wantErr(t, "Stat(fifo)", err, nil)
+}
+
+func TestWrite(t *testing.T) {
+	for _, named := range []bool{false, true} {
+		t.Run(map[bool]string{false: "tmpfile", true: "named temp"}[named], func(t *testing.T) {
+			fx := newFixture(t, Options{MaxFileBytes: 100})
+			fx.fs.noTmpfile = named
+			path := fx.in("f")
+			in, err := fx.fs.Write(path, strings.NewReader("first"), WriteOptions{Mode: 0o600})
+			if err != nil || in.Size != 5 || in.Mode != 0o600 {
+				t.Fatalf("Write(new) = %+v, %v", in, err)
+			}
+			// A replaced file keeps its mode.
+			in2, err := fx.fs.Write(path, strings.NewReader("second"), WriteOptions{IfMatch: in.ETag, Mode: 0o644})
+			if err != nil || in2.Mode != 0o600 || in2.ETag == in.ETag {
+				t.Fatalf("Write(replace) = %+v, %v", in2, err)
+			}
+			if got := readFile(t, path); got != "second" {
+				t.Errorf("content = %q, want second", got)
+			}
+			st, _ := fx.fs.Stat(path)
+			if st.ETag != in2.ETag {
+				t.Errorf("Stat's ETag %s differs from Write's %s", st.ETag, in2.ETag)
+			}
+
+			failing := []struct {
+				name string
+				r    io.Reader
+				o    WriteOptions
+				want error
+			}{
+				{"stale ETag", strings.NewReader("x"), WriteOptions{IfMatch: in.ETag}, ErrPreconditionFailed},
+				{"must not exist", strings.NewReader("x"), WriteOptions{MustNotExist: true}, ErrExists},
+				{"too large", strings.NewReader(strings.Repeat("x", 101)), WriteOptions{}, ErrTooLarge},
+				{"cut short", io.MultiReader(strings.NewReader("partial"), errReader{}), WriteOptions{}, errCut},
+			}
+			for _, tt := range failing {
+				_, err := fx.fs.Write(path, tt.r, tt.o)
+				wantErr(t, "Write("+tt.name+")", err, tt.want)
+				if got := readFile(t, path); got != "second" {
+					t.Errorf("after Write(%s) content = %q, want the old one", tt.name, got)
+				}
+			}
+			if got := names(t, fx.root); !slices.Equal(got, []string{"f"}) {
+				t.Errorf("root holds %q after the writes, want only f", got)
+			}
+			// Exactly the limit is allowed.
+			if _, err := fx.fs.Write(path, strings.NewReader(strings.Repeat("x", 100)), WriteOptions{}); err != nil {
+				t.Errorf("Write(100 bytes, limit 100) = %v", err)
+			}
+
+			_, err = fx.fs.Write(fx.in("missing/f"), strings.NewReader("x"), WriteOptions{})
+			wantErr(t, "Write(missing parent)", err, ErrNotFound)
+			_, err = fx.fs.Write(fx.in("f/g"), strings.NewReader("x"), WriteOptions{})
+			wantErr(t, "Write(parent is a file)", err, ErrNotADirectory)
+			_, err = fx.fs.Write(fx.root, strings.NewReader("x"), WriteOptions{})
+			wantErr(t, "Write(root)", err, ErrIsDirectory)
+			if err := os.Mkdir(fx.in("d"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			_, err = fx.fs.Write(fx.in("d"), strings.NewReader("x"), WriteOptions{})
+			wantErr(t, "Write(directory)", err, ErrIsDirectory)
+			_, err = fx.fs.Write(fx.in("new"), strings.NewReader("x"), WriteOptions{IfMatch: in2.ETag})
+			wantErr(t, "Write(IfMatch on a missing file)", err, ErrPreconditionFailed)
+		})
+	}
+}
+
+var errCut = errors.New("upload cut short")
+
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, errCut }
+
+func TestMkdirRemoveMoveCopy(t *testing.T) {
+	fx := newFixture(t, Options{})
+	wantErr(t, "Mkdir(a/b/c)", fx.fs.Mkdir(fx.in("a/b/c")), nil)
+	wantErr(t, "Mkdir(a/b/c) again", fx.fs.Mkdir(fx.in("a/b/c")), nil)
+	wantErr(t, "Mkdir(root)", fx.fs.Mkdir(fx.root), nil)
+	writeFile(t, fx.in("a/file"), "content")
+	wantErr(t, "Mkdir(over a file)", fx.fs.Mkdir(fx.in("a/file")), ErrNotADirectory)
+	wantErr(t, "Mkdir(beneath a file)", fx.fs.Mkdir(fx.in("a/file/x")), ErrNotADirectory)
+
+	if _, err := fx.fs.Copy(fx.in("a/file"), fx.in("a/b/copy"), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, fx.in("a/b/copy")); got != "content" {
+		t.Errorf("copy = %q", got)
+	}
+	_, err := fx.fs.Copy(fx.in("a/file"), fx.in("a/b/copy"), WriteOptions{MustNotExist: true})
+	wantErr(t, "Copy(onto an existing file, must not exist)", err, ErrExists)
+	_, err = fx.fs.Copy(fx.in("a"), fx.in("a2"), WriteOptions{})
+	wantErr(t, "Copy(a directory)", err, ErrIsDirectory)
+
+	wantErr(t, "Move(onto existing)", fx.fs.Move(fx.in("a/file"), fx.in("a/b/copy"), false), ErrExists)
+	wantErr(t, "Move(overwrite)", fx.fs.Move(fx.in("a/file"), fx.in("a/b/copy"), true), nil)
+	if _, err := os.Stat(fx.in("a/file")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("moved file still at its source: %v", err)
+	}
+	wantErr(t, "Move(dir)", fx.fs.Move(fx.in("a/b"), fx.in("moved"), false), nil)
+	wantErr(t, "Move(missing)", fx.fs.Move(fx.in("nothing"), fx.in("x"), false), ErrNotFound)
+	wantErr(t, "Move(root)", fx.fs.Move(fx.root, fx.in("x"), false), ErrIsRoot)
+	wantErr(t, "Move(onto root)", fx.fs.Move(fx.in("moved"), fx.root, true), ErrExists)
+
+	wantErr(t, "Remove(non-empty dir)", fx.fs.Remove(fx.in("moved"), false), ErrNotEmpty)
+	wantErr(t, "Remove(file)", fx.fs.Remove(fx.in("moved/copy"), false), nil)
+	wantErr(t, "Remove(missing)", fx.fs.Remove(fx.in("moved/copy"), false), ErrNotFound)
+	wantErr(t, "Remove(tree)", fx.fs.Remove(fx.in("a"), true), nil)
+	wantErr(t, "Remove(root)", fx.fs.Remove(fx.root, true), ErrIsRoot)
+	if got := names(t, fx.root); !slices.Equal(got, []string{"moved"}) {
+		t.Errorf("root holds %q, want [moved]", got)
+	}
+	wantErr(t, "Remove(empty dir)", fx.fs.Remove(fx.in("moved/c"), false), nil)
+}
+
+// Paths are matched to the innermost root, under its configured name or the
+// one its symlinks resolve to.
+func TestRoots(t *testing.T) {
+	base := t.TempDir()
+	outer, inner := filepath.Join(base, "outer"), filepath.Join(base, "outer", "inner")
+	writeFile(t, filepath.Join(inner, "f"), "x")
+	if err := os.Symlink(outer, filepath.Join(base, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := New([]string{filepath.Join(base, "alias"), inner}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	for _, p := range []string{filepath.Join(inner, "f"), filepath.Join(base, "alias", "inner", "f"), filepath.Join(outer, "inner", "f")} {
+		if _, err := fs.Stat(p); err != nil {
+			t.Errorf("Stat(%s) = %v", p, err)
+		}
+	}
+	_, err = fs.Stat(base + "/outerx")
+	wantErr(t, "Stat(a sibling sharing the root's prefix)", err, ErrOutsideRoot)
+	if got := fs.Roots(); !slices.Equal(got, []string{filepath.Join(base, "alias"), inner}) {
+		t.Errorf("Roots() = %q", got)
+	}
+}
+
+func TestWriteStreamsLargeFile(t *testing.T) {
+	fx := newFixture(t, Options{MaxFileBytes: 300 << 20})
+	const size = 200 << 20
+	before := memory(t)
+	in, err := fx.fs.Write(fx.in("big"), io.LimitReader(pattern{}, size), WriteOptions{})
+	if err != nil || in.Size != size {
+		t.Fatalf("Write(200 MB) = %+v, %v", in, err)
+	}
+	after := memory(t)
+	t.Logf("200 MB write: heap allocated %d KiB, RSS %d KiB -> %d KiB (peak %d KiB)",
+		(after.allocated-before.allocated)>>10, before.rss>>10, after.rss>>10, after.peak>>10)
+	// The write holds one copy buffer, not the file.
+	if grew := after.allocated - before.allocated; grew > 8<<20 {
+		t.Errorf("a 200 MB write allocated %d bytes, want at most 8 MiB", grew)
+	}
+	if grew := after.rss - before.rss; grew > 32<<20 {
+		t.Errorf("a 200 MB write grew the RSS by %d bytes, want at most 32 MiB", grew)
+	}
+	file, _, err := fx.fs.Open(fx.in("big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	if ok, err := sameContent(file, io.LimitReader(pattern{}, size)); !ok || err != nil {
+		t.Errorf("the written file differs from what was sent (%v)", err)
+	}
+}
+
+// pattern yields an endless byte pattern without holding it.
+type pattern struct{}
+
+func (pattern) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(i * 7)
+	}
+	return len(p), nil
+}
+
+func sameContent(a, b io.Reader) (bool, error) {
+	bufA, bufB := make([]byte, 1<<20), make([]byte, 1<<20)
+	for {
+		n, errA := io.ReadFull(a, bufA)
+		m, errB := io.ReadFull(b, bufB)
+		if !bytes.Equal(bufA[:n], bufB[:m]) {
+			return false, nil
+		}
+		if errA == io.EOF || errA == io.ErrUnexpectedEOF {
+			return errB == errA, nil
+		}
+		if errA != nil || errB != nil {
+			return false, errors.Join(errA, errB)
+		}
+	}
+}

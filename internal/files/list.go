@@ -1,0 +1,222 @@
+package files
+
+import (
+	"errors"
+	"os"
+	"path"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Entry is one entry of a List or Walk page.
+type Entry struct {
+	Info
+	// Rel is the entry's path relative to the listed or walked directory,
+	// slash-separated: its name in a List.
+	Rel string
+}
+
+// Page is one page of entries. Next is the cursor of the following page, or
+// empty when there is none; a page may end exactly at the last entry and
+// still give a Next, whose page is then empty.
+type Page struct {
+	Entries []Entry
+	Next    string
+}
+
+// List returns the entries of the directory at dirPath in byte order of their
+// names, at most limit of them (0 or more than MaxListEntries means
+// MaxListEntries), starting after the name cursor ("" for the first page).
+// Entries are described as they are: a symlink is not followed.
+func (f *FS) List(dirPath, cursor string, limit int) (Page, error) {
+	dir, abs, err := f.openDir(dirPath)
+	if err != nil {
+		return Page{}, err
+	}
+	defer dir.Close()
+	if limit <= 0 || limit > f.opts.MaxListEntries {
+		limit = f.opts.MaxListEntries
+	}
+	names, err := sortedNames(dir)
+	if err != nil {
+		return Page{}, err
+	}
+	start, _ := slices.BinarySearch(names, cursor)
+	if start < len(names) && names[start] == cursor {
+		start++
+	}
+	var page Page
+	for _, name := range names[start:] {
+		if len(page.Entries) == limit {
+			page.Next = page.Entries[len(page.Entries)-1].Rel
+			break
+		}
+		st, ok, err := lstatAt(dir, name)
+		if err != nil {
+			return Page{}, err
+		}
+		if !ok {
+			continue // removed since it was read
+		}
+		page.Entries = append(page.Entries, Entry{Info: infoOf(path.Join(abs, name), st), Rel: name})
+	}
+	return page, nil
+}
+
+// WalkOptions bound a Walk page.
+type WalkOptions struct {
+	// Cursor is the Next of the previous page; "" starts the walk.
+	Cursor string
+	// Limit bounds the entries of the page; 0 or more than MaxListEntries
+	// means MaxListEntries.
+	Limit int
+	// MaxDepth bounds how deep the walk goes: 1 is the directory's own
+	// entries. 0 or more than MaxWalkDepth means MaxWalkDepth.
+	MaxDepth int
+}
+
+// Walk returns a page of the tree beneath the directory at dirPath, depth first,
+// each directory's entries in byte order of their names and each directory
+// before its entries, so that the order is the same on every call and a
+// cursor resumes where the previous page ended. Symlinks are entries and are
+// never followed: a walk never leaves the tree, even where a symlink points.
+func (f *FS) Walk(dirPath string, o WalkOptions) (Page, error) {
+	dir, abs, err := f.openDir(dirPath)
+	if err != nil {
+		return Page{}, err
+	}
+	defer dir.Close()
+	w := walker{abs: abs, limit: o.Limit, maxDepth: o.MaxDepth}
+	if w.limit <= 0 || w.limit > f.opts.MaxListEntries {
+		w.limit = f.opts.MaxListEntries
+	}
+	if w.maxDepth <= 0 || w.maxDepth > f.opts.MaxWalkDepth {
+		w.maxDepth = f.opts.MaxWalkDepth
+	}
+	if o.Cursor != "" {
+		w.cursor = strings.Split(o.Cursor, "/")
+	}
+	if err := w.dir(dir, nil); err != nil && !errors.Is(err, errPageFull) {
+		return Page{}, err
+	}
+	return w.page, nil
+}
+
+var errPageFull = errors.New("page full")
+
+type walker struct {
+	abs             string
+	limit, maxDepth int
+	cursor          []string // the components of the last entry already returned
+	page            Page
+}
+
+// dir adds the entries beneath dir, whose path is prefix.
+func (w *walker) dir(dir *os.File, prefix []string) error {
+	names, err := sortedNames(dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		p := append(slices.Clip(prefix), name)
+		order := compareTo(p, w.cursor)
+		if order == before {
+			continue // it and its whole subtree came before the cursor
+		}
+		st, ok, err := lstatAt(dir, name)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		rel := strings.Join(p, "/")
+		if order == after {
+			if len(w.page.Entries) == w.limit {
+				w.page.Next = w.page.Entries[len(w.page.Entries)-1].Rel
+				return errPageFull
+			}
+			w.page.Entries = append(w.page.Entries, Entry{Info: infoOf(path.Join(w.abs, rel), st), Rel: rel})
+		}
+		if st.mode&unix.S_IFMT != unix.S_IFDIR || len(p) >= w.maxDepth {
+			continue
+		}
+		// O_NOFOLLOW and a name read from the directory: the walk goes down
+		// only, into what is there now, even if name was swapped for a
+		// symlink since it was stat'ed.
+		fd, err := unix.Openat(int(dir.Fd()), name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+				continue
+			}
+			return classify(err)
+		}
+		sub := os.NewFile(uintptr(fd), rel)
+		err = w.dir(sub, p)
+		sub.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type order int
+
+const (
+	before   order = iota // at or before the cursor, and so is its subtree
+	ancestor              // at the cursor or an ancestor of it: its subtree goes on
+	after                 // after the cursor: not yet returned
+)
+
+// compareTo places p in walk order against the cursor.
+func compareTo(p, cursor []string) order {
+	if cursor == nil {
+		return after
+	}
+	for i := range min(len(p), len(cursor)) {
+		if c := strings.Compare(p[i], cursor[i]); c != 0 {
+			if c < 0 {
+				return before
+			}
+			return after
+		}
+	}
+	if len(p) <= len(cursor) {
+		return ancestor
+	}
+	return after // a descendant of the cursor
+}
+
+// openDir opens the directory at path beneath its root.
+func (f *FS) openDir(p string) (*os.File, string, error) {
+	t, err := f.resolve(p)
+	if err != nil {
+		return nil, "", err
+	}
+	dir, err := t.root.r.Open(t.rel)
+	if err != nil {
+		return nil, "", classify(err)
+	}
+	st, err := fstat(dir)
+	if err != nil {
+		dir.Close()
+		return nil, "", classify(err)
+	}
+	if st.mode&unix.S_IFMT != unix.S_IFDIR {
+		dir.Close()
+		return nil, "", fail(ErrNotADirectory, t.abs)
+	}
+	return dir, t.abs, nil
+}
+
+func sortedNames(dir *os.File) ([]string, error) {
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return nil, classify(err)
+	}
+	slices.Sort(names)
+	return names, nil
+}

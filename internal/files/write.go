@@ -1,0 +1,223 @@
+package files
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"hash/maphash"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// copyBufferBytes is the one buffer of an upload: what a write holds in
+// memory, whatever the file's size.
+const copyBufferBytes = 256 << 10
+
+// WriteOptions condition a write.
+type WriteOptions struct {
+	// IfMatch, when set, is the ETag the entry must have: a write against a
+	// changed or removed file fails with ErrPreconditionFailed.
+	IfMatch string
+	// MustNotExist makes the write fail with ErrExists when the entry exists,
+	// atomically: of two such writes of one path, one wins.
+	MustNotExist bool
+	// Mode is the permission of a new file; 0 means 0o644. A replaced file
+	// keeps its own.
+	Mode fs.FileMode
+}
+
+// Write replaces the file at path with what r yields, atomically: the content
+// goes to an unnamed temporary file in the same directory (O_TMPFILE), is
+// synced, and is then given its name by a rename, so that a reader sees the
+// old file or the new one, never a part. When r fails or yields more than
+// MaxFileBytes, the old file is left as it was and no temporary file remains.
+// The parent directory must exist. A symlink at path is replaced, not
+// followed. Write returns the new file's Info.
+func (f *FS) Write(path string, r io.Reader, o WriteOptions) (Info, error) {
+	t, err := f.resolve(path)
+	if err != nil {
+		return Info{}, err
+	}
+	dir, name, err := t.openParent()
+	if err != nil {
+		if errors.Is(err, ErrIsRoot) {
+			return Info{}, fail(ErrIsDirectory, t.abs)
+		}
+		return Info{}, err
+	}
+	defer dir.Close()
+	mode := o.Mode.Perm()
+	if mode == 0 {
+		mode = 0o644
+	}
+	// Checked before the upload too, so that a doomed one is not received.
+	old, exists, err := lstatAt(dir, name)
+	if err != nil {
+		return Info{}, err
+	}
+	if err := o.check(t.abs, old, exists); err != nil {
+		return Info{}, err
+	}
+	if exists {
+		mode = fs.FileMode(old.mode & 0o7777)
+	}
+
+	tmp, tmpName, err := f.createTemp(dir, name, mode)
+	if err != nil {
+		return Info{}, classify(err)
+	}
+	published := false
+	defer func() {
+		tmp.Close()
+		if tmpName != "" && !published {
+			_ = unix.Unlinkat(int(dir.Fd()), tmpName, 0)
+		}
+	}()
+	// A limit one byte past the bound tells a file of exactly the bound from
+	// a larger one.
+	limited := io.LimitReader(r, f.opts.MaxFileBytes+1)
+	var n int64
+	if _, ok := r.(*os.File); ok {
+		// A copy: the kernel copies, without passing through us.
+		n, err = tmp.ReadFrom(limited)
+	} else {
+		// An upload: one buffer, bigger than ReadFrom's 32 KiB, which
+		// costs a third of the throughput in syscalls (BenchmarkWrite).
+		n, err = io.CopyBuffer(struct{ io.Writer }{tmp}, limited, make([]byte, copyBufferBytes))
+	}
+	if err != nil {
+		return Info{}, err
+	}
+	if n > f.opts.MaxFileBytes {
+		return Info{}, fail(ErrTooLarge, strconv.FormatInt(f.opts.MaxFileBytes, 10)+" bytes at most")
+	}
+	if err := tmp.Sync(); err != nil {
+		return Info{}, err
+	}
+
+	mu := &f.publish[maphash.String(f.seed, t.root.real+"\x00"+t.rel)%uint64(len(f.publish))]
+	mu.Lock()
+	defer mu.Unlock()
+	// The last check, under the lock every writer of this path takes; the
+	// rename follows at once. Another program writing in the microseconds
+	// between them is not seen: no syscall renames on a condition.
+	if old, exists, err = lstatAt(dir, name); err != nil {
+		return Info{}, err
+	}
+	if err := o.check(t.abs, old, exists); err != nil {
+		return Info{}, err
+	}
+	if tmpName == "" {
+		// Give the unnamed file a name to rename from.
+		if tmpName, err = linkTemp(tmp, dir, name); err != nil {
+			return Info{}, classify(err)
+		}
+	}
+	flags := uint(0)
+	if o.MustNotExist {
+		// The lock keeps out this package's writers; NOREPLACE keeps out a
+		// file another program made since the check.
+		flags = unix.RENAME_NOREPLACE
+	}
+	if f.beforeRename != nil {
+		f.beforeRename()
+	}
+	if err := unix.Renameat2(int(dir.Fd()), tmpName, int(dir.Fd()), name, flags); err != nil {
+		return Info{}, classify(err)
+	}
+	published = true
+	// The rename is durable once the directory is.
+	_ = dir.Sync()
+	st, err := fstat(tmp)
+	if err != nil {
+		return Info{}, classify(err)
+	}
+	return infoOf(t.abs, st), nil
+}
+
+// check applies o's preconditions to the entry as it is.
+func (o WriteOptions) check(path string, old rawStat, exists bool) error {
+	switch {
+	case exists && old.mode&unix.S_IFMT == unix.S_IFDIR:
+		return fail(ErrIsDirectory, path)
+	case exists && o.MustNotExist:
+		return fail(ErrExists, path)
+	case o.IfMatch != "" && (!exists || infoOf(path, old).ETag != o.IfMatch):
+		return fail(ErrPreconditionFailed, path)
+	}
+	return nil
+}
+
+// createTemp makes the temporary file of a write to name in dir: unnamed
+// (tmpName "") where the filesystem has O_TMPFILE, so that not even a crash
+// leaves it behind; named otherwise.
+func (f *FS) createTemp(dir *os.File, name string, mode fs.FileMode) (*os.File, string, error) {
+	if !f.noTmpfile {
+		fd, err := unix.Openat(int(dir.Fd()), ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, uint32(mode))
+		if err == nil {
+			// The mode passed to open is masked by the umask.
+			if err := unix.Fchmod(fd, uint32(mode)); err != nil {
+				unix.Close(fd)
+				return nil, "", err
+			}
+			return os.NewFile(uintptr(fd), name), "", nil
+		}
+		if !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EINVAL) {
+			return nil, "", err
+		}
+	}
+	for {
+		tmpName := tempName(name)
+		fd, err := unix.Openat(int(dir.Fd()), tmpName, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(mode))
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		if err := unix.Fchmod(fd, uint32(mode)); err != nil {
+			unix.Close(fd)
+			_ = unix.Unlinkat(int(dir.Fd()), tmpName, 0)
+			return nil, "", err
+		}
+		return os.NewFile(uintptr(fd), tmpName), tmpName, nil
+	}
+}
+
+// linkTemp names the unnamed file tmp in dir. linkat through /proc/self/fd
+// needs no privilege, unlike AT_EMPTY_PATH.
+func linkTemp(tmp, dir *os.File, name string) (string, error) {
+	for {
+		tmpName := tempName(name)
+		err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(tmp.Fd())), int(dir.Fd()), tmpName, unix.AT_SYMLINK_FOLLOW)
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		return tmpName, err
+	}
+}
+
+// tempName is a hidden name beside name that no one else picks.
+func tempName(name string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	prefix := name
+	if len(prefix) > 64 {
+		prefix = prefix[:64]
+	}
+	return "." + prefix + "." + hex.EncodeToString(b[:]) + ".tmp"
+}
+
+// Copy writes a copy of the regular file src to dst, as Write does with o.
+func (f *FS) Copy(src, dst string, o WriteOptions) (Info, error) {
+	in, _, err := f.Open(src)
+	if err != nil {
+		return Info{}, err
+	}
+	defer in.Close()
+	return f.Write(dst, in, o)
+}

@@ -1,0 +1,65 @@
+package sandbox
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestValidate(t *testing.T) {
+	many := make([]string, MaxWritableRoots+1)
+	for i := range many {
+		many[i] = "/tmp"
+	}
+	tests := []struct {
+		name   string
+		policy Policy
+		field  string // "" means valid
+	}{
+		{"zero", Policy{}, ""},
+		{"roots", Policy{WritableRoots: []string{"/tmp", "/work/x"}, Network: NetworkNone}, ""},
+		{"read only", Policy{ReadOnly: true, Network: NetworkLoopback}, ""},
+		{"full", Policy{Network: NetworkFull}, ""},
+		{"relative root", Policy{WritableRoots: []string{"/tmp", "work"}}, "sandbox.writableRoots[1]"},
+		{"empty root", Policy{WritableRoots: []string{""}}, "sandbox.writableRoots[0]"},
+		{"NUL in root", Policy{WritableRoots: []string{"/tmp/a\x00b"}}, "sandbox.writableRoots[0]"},
+		{"too many roots", Policy{WritableRoots: many}, "sandbox.writableRoots"},
+		{"read only with roots", Policy{ReadOnly: true, WritableRoots: []string{"/tmp"}}, "sandbox.readOnly"},
+		{"unknown network", Policy{Network: "host"}, "sandbox.network"},
+		{"network in capitals", Policy{Network: "None"}, "sandbox.network"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.policy.Validate()
+			var fe *FieldError
+			switch {
+			case tt.field == "" && err != nil:
+				t.Errorf("Validate(%+v) = %v, want nil", tt.policy, err)
+			case tt.field != "" && (!errors.As(err, &fe) || fe.Field != tt.field):
+				t.Errorf("Validate(%+v) = %v, want a *FieldError on %s", tt.policy, err, tt.field)
+			case fe != nil && strings.ContainsRune(fe.Reason, 0):
+				t.Errorf("Validate(%+v) reason %q carries the NUL", tt.policy, fe.Reason)
+			}
+		})
+	}
+}
+
+func TestIsZero(t *testing.T) {
+	tests := []struct {
+		policy Policy
+		want   bool
+	}{
+		{Policy{}, true},
+		{Policy{Network: NetworkFull}, true},
+		{Policy{WritableRoots: []string{}}, true},
+		{Policy{ReadOnly: true}, false},
+		{Policy{WritableRoots: []string{"/tmp"}}, false},
+		{Policy{Network: NetworkNone}, false},
+		{Policy{Network: NetworkLoopback}, false},
+	}
+	for _, tt := range tests {
+		if got := tt.policy.IsZero(); got != tt.want {
+			t.Errorf("%+v.IsZero() = %v, want %v", tt.policy, got, tt.want)
+		}
+	}
+}

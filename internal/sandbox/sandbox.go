@@ -1,0 +1,219 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// ErrUnavailable is what every *UnavailableError matches with errors.Is.
+var ErrUnavailable = errors.New("sandbox cannot be enforced")
+
+// UnavailableError refuses a policy the kernel or the server's privileges
+// cannot enforce. Nothing was started.
+type UnavailableError struct {
+	// Missing names each thing the policy needs and the server lacks.
+	Missing []string
+}
+
+// Error names what is missing.
+func (e *UnavailableError) Error() string {
+	return ErrUnavailable.Error() + ": missing " + strings.Join(e.Missing, "; ")
+}
+
+// Is matches ErrUnavailable.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// The report types.
+const (
+	// TypeLandlock says the command ran confined by Landlock (and a network
+	// namespace, as its policy asked).
+	TypeLandlock = "landlock"
+	// TypeNone says the command ran unconfined: its policy confined nothing.
+	TypeNone = "none"
+)
+
+// Report is how a command was confined (the wire answer's sandbox).
+type Report struct {
+	// Type is TypeLandlock or TypeNone.
+	Type string
+	// ABI is the Landlock ABI the kernel enforced with; 0 with TypeNone.
+	ABI int
+}
+
+// Options configure a Sandbox.
+type Options struct {
+	// Probe reports what the kernel and the server support; nil means Probe.
+	// Tests simulate an older kernel with it.
+	Probe func() Support
+	// LoopbackPool is how many fresh loopback namespaces are kept ready for
+	// network "loopback"; 0 means 2.
+	LoopbackPool int
+}
+
+// Sandbox starts commands confined by a Policy. It is safe for concurrent use.
+type Sandbox struct {
+	support Support
+	// none is the one namespace of every network "none" command: with no
+	// interface up and no capability to bring one up or move one in, it
+	// carries nothing, so that sharing it costs commands nothing and gives
+	// them no channel (Landlock scopes abstract Unix sockets to a sandbox).
+	none     *os.File
+	loopback *netnsPool
+}
+
+// New probes the kernel and prepares the shared network namespace.
+func New(opts Options) *Sandbox {
+	probe := opts.Probe
+	if probe == nil {
+		probe = Probe
+	}
+	size := opts.LoopbackPool
+	if size <= 0 {
+		size = 2
+	}
+	s := &Sandbox{support: probe(), loopback: newNetnsPool(size)}
+	if s.support.NetnsErr == nil {
+		var err error
+		if s.none, err = newNetns(false); err != nil {
+			s.support.NetnsErr = err
+		}
+	}
+	return s
+}
+
+// Close releases the namespaces the sandbox holds. Commands already started
+// keep theirs.
+func (s *Sandbox) Close() error {
+	s.loopback.close()
+	if s.none != nil {
+		return s.none.Close()
+	}
+	return nil
+}
+
+// Support returns what the sandbox found it can enforce.
+func (s *Sandbox) Support() Support { return s.support }
+
+// Check reports whether p is well formed (a *FieldError) and enforceable (an
+// *UnavailableError). A zero policy always is.
+func (s *Sandbox) Check(p Policy) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if p.IsZero() {
+		return nil
+	}
+	if missing := s.support.missing(p); len(missing) > 0 {
+		return &UnavailableError{Missing: missing}
+	}
+	return nil
+}
+
+// Start starts cmd confined by p and reports how. A zero policy starts cmd
+// as it is. On any error nothing was started: a malformed policy or a missing
+// writable root is a *FieldError, an unenforceable one an *UnavailableError,
+// and cmd.Start's own error is returned as it is.
+//
+// cmd must not set SysProcAttr.Pdeathsig: the thread that forks the child
+// ends right after, and with it the parent that signal watches.
+func (s *Sandbox) Start(p Policy, cmd *exec.Cmd) (Report, error) {
+	if err := s.Check(p); err != nil {
+		return Report{}, err
+	}
+	if p.IsZero() {
+		return Report{Type: TypeNone}, cmd.Start()
+	}
+	if cmd.SysProcAttr != nil && cmd.SysProcAttr.Pdeathsig != 0 {
+		return Report{}, errors.New("sandbox: Pdeathsig would fire when the forking thread ends")
+	}
+	cfg, rules, err := ruleset(p)
+	if err != nil {
+		return Report{}, err
+	}
+	fd, flags, err := cfg.NewRulesetFD(rules...)
+	if err != nil {
+		return Report{}, fmt.Errorf("landlock ruleset: %w", err)
+	}
+	defer unix.Close(fd)
+	var netns *os.File
+	switch p.network() {
+	case NetworkNone:
+		netns = s.none
+	case NetworkLoopback:
+		if netns, err = s.loopback.take(); err != nil {
+			return Report{}, fmt.Errorf("loopback namespace: %w", err)
+		}
+		defer netns.Close() // the child holds the namespace from here on
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- s.startConfined(cmd, fd, flags, netns) }()
+	if err := <-errc; err != nil {
+		return Report{}, err
+	}
+	return Report{Type: TypeLandlock, ABI: s.support.LandlockABI}, nil
+}
+
+// startConfined confines the calling goroutine's thread and starts cmd from
+// it. It must run in a goroutine of its own, which ends with it: the thread
+// stays locked, so that the runtime ends it rather than run anything else
+// with its confinement.
+func (s *Sandbox) startConfined(cmd *exec.Cmd, rulesetFD int, flags uint32, netns *os.File) error {
+	runtime.LockOSThread() // never unlocked
+	// The order matters: joining a namespace and dropping capabilities need
+	// the capabilities that are dropped, and Landlock comes last so that none
+	// of the above is refused by it.
+	if netns != nil {
+		if err := unix.Setns(int(netns.Fd()), unix.CLONE_NEWNET); err != nil {
+			return fmt.Errorf("setns: %w", err)
+		}
+	}
+	for _, c := range s.support.DropCaps {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil {
+			return fmt.Errorf("dropping capability %d: %w", c, err)
+		}
+	}
+	if err := dropInheritable(s.support.DropCaps); err != nil {
+		return err
+	}
+	// Ambient capabilities would survive execve even for a non-root child.
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("clearing ambient capabilities: %w", err)
+	}
+	// no_new_privs: no setuid bit or file capability gives the child back
+	// what it lost; Landlock also requires it of a thread without
+	// CAP_SYS_ADMIN.
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	if err := llsys.LandlockRestrictSelf(rulesetFD, flags); err != nil {
+		return fmt.Errorf("landlock_restrict_self: %w", err)
+	}
+	return cmd.Start()
+}
+
+// dropInheritable takes caps out of the thread's inheritable set, which
+// execve would otherwise combine with a file's inheritable capabilities.
+func dropInheritable(caps []uintptr) error {
+	if len(caps) == 0 {
+		return nil
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	for _, c := range caps {
+		data[c/32].Inheritable &^= 1 << (c % 32)
+	}
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	return nil
+}
