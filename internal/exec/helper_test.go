@@ -87,6 +87,18 @@ func helperMain(mode string, args []string) int {
 		}
 	case "sleep":
 		time.Sleep(time.Hour)
+	case "count-stdin-on-usr1":
+		// Reads nothing until SIGUSR1, then counts stdin to EOF.
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGUSR1)
+		fmt.Println("ready")
+		<-sigs
+		n, err := io.Copy(io.Discard, os.Stdin)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Println(n)
 	case "print-after":
 		d, _ := time.ParseDuration(args[0])
 		time.Sleep(d)

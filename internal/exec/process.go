@@ -220,8 +220,11 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 		}
 	}
 	maxOutput := cfg.maxOutput
-	if spec.MaxOutputBytes > 0 {
+	switch {
+	case spec.MaxOutputBytes > 0:
 		maxOutput = spec.MaxOutputBytes
+	case spec.MaxOutputBytes < 0:
+		maxOutput = 0
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {

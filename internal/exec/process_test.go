@@ -225,3 +225,16 @@ func TestRunContextCancelTerminates(t *testing.T) {
 		t.Errorf("Result().Status = %q, want terminated", got.Status)
 	}
 }
+
+// TestKeepNoOutput: a spec that keeps no output still counts it, whether the
+// result comes from the ring or from the collector.
+func TestKeepNoOutput(t *testing.T) {
+	for _, ringBytes := range []int{1 << 20, 64} {
+		m := NewManager(Options{Reaper: testReaper, Grace: 300 * time.Millisecond, Drain: 50 * time.Millisecond, OutputRingBytes: ringBytes})
+		got := run(t, m, Spec{Argv: []string{"sh", "-c", "head -c 1000 /dev/zero; echo err >&2"}, MaxOutputBytes: KeepNoOutput})
+		if len(got.Stdout.Data) != 0 || got.Stdout.Total != 1000 || !got.Stdout.Truncated || len(got.Stderr.Data) != 0 || got.Stderr.Total != 4 {
+			t.Errorf("ring %d: Result() with KeepNoOutput = stdout %d bytes of %d (truncated %v), stderr %d bytes of %d; want none of 1000 (truncated), none of 4",
+				ringBytes, len(got.Stdout.Data), got.Stdout.Total, got.Stdout.Truncated, len(got.Stderr.Data), got.Stderr.Total)
+		}
+	}
+}

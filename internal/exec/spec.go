@@ -4,6 +4,10 @@ import (
 	"time"
 )
 
+// KeepNoOutput as a Spec's MaxOutputBytes keeps no output in the result, only
+// its totals: zero is taken by the manager's default.
+const KeepNoOutput = -1
+
 // Spec describes one process to run.
 type Spec struct {
 	// ID is the process's key in the manager's table, unique among running and
@@ -30,7 +34,7 @@ type Spec struct {
 	IdleTimeout time.Duration
 	// MaxOutputBytes bounds the bytes kept per stream for the result: beyond it the
 	// middle is dropped and the head and tail are kept. Zero means the manager's
-	// default.
+	// default; KeepNoOutput keeps none (the totals are still counted).
 	MaxOutputBytes int
 	// Tag is opaque to the package and returned by Process.Tag: the caller's own
 	// record of the process (the service keeps the snapshot receipt there).
