@@ -71,7 +71,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		MaxRetained:            cfg.limits.retained,
 		MaxRetainedOutputBytes: cfg.limits.retainedBytes,
 	})
-	snapshots, err := shellsnap.New(shellsnap.Options{Meter: tel.meter(), Tracer: tel.tracer(), MaxConcurrentCaptures: cfg.limits.captures})
+	snapshots, err := shellsnap.New(shellsnap.Options{Capture: shellsnap.NewCapturer(procs), Meter: tel.meter(), Tracer: tel.tracer(), MaxConcurrentCaptures: cfg.limits.captures})
 	if err != nil {
 		return err
 	}

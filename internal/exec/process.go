@@ -230,10 +230,12 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		closeAll(outR, outW)
-		return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
+	var errR, errW *os.File // nil: /dev/null
+	if !spec.DiscardStderr {
+		if errR, errW, err = os.Pipe(); err != nil {
+			closeAll(outR, outW)
+			return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
+		}
 	}
 	var stdinR, stdinW *os.File
 	if len(spec.Stdin) > 0 || spec.PipeStdin {
@@ -256,13 +258,15 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 		Dir:    spec.Dir,
 		Env:    append([]string{}, spec.Env...), // never nil: nil would inherit the server's environment
 		Stdout: outW,
-		Stderr: errW,
 		// Setpgid puts the child in a group of its own, so that one signal
 		// reaches it and every descendant that did not leave the group.
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
 	if stdinR != nil {
 		cmd.Stdin = stdinR
+	}
+	if errW != nil {
+		cmd.Stderr = errW
 	}
 	if releaseR != nil {
 		cmd.ExtraFiles = []*os.File{releaseR}
@@ -335,9 +339,10 @@ func (p *Process) arm(spec Spec) {
 // cleans up the whole group, and records the result.
 func (p *Process) supervise(cmd *exec.Cmd, outR, errR *os.File) {
 	var readers sync.WaitGroup
-	readers.Add(2)
-	go p.read(&readers, outR, Stdout, p.stdout)
-	go p.read(&readers, errR, Stderr, p.stderr)
+	readers.Go(func() { p.read(outR, Stdout, p.stdout) })
+	if errR != nil {
+		readers.Go(func() { p.read(errR, Stderr, p.stderr) })
+	}
 	readersDone := make(chan struct{})
 	go func() { readers.Wait(); close(readersDone) }()
 
@@ -449,8 +454,7 @@ func (p *Process) supervise(cmd *exec.Cmd, outR, errR *os.File) {
 }
 
 // read copies one stream into the ring and its collector until EOF.
-func (p *Process) read(wg *sync.WaitGroup, r io.Reader, s Stream, sink *headTail) {
-	defer wg.Done()
+func (p *Process) read(r io.Reader, s Stream, sink *headTail) {
 	// No read may be larger than the ring, which then holds at least the last.
 	buf := make([]byte, min(32*1024, p.ring.maxBytes))
 	for {

@@ -27,6 +27,8 @@ type Spec struct {
 	// PipeStdin keeps stdin open for Process.WriteStdin until it is closed by a
 	// write or the process ends.
 	PipeStdin bool
+	// DiscardStderr sends stderr to /dev/null: the process has no stderr output.
+	DiscardStderr bool
 	// Timeout ends the process group when it has run this long; zero means none.
 	Timeout time.Duration
 	// IdleTimeout ends the process group when it has written nothing for this
