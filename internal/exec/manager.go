@@ -355,6 +355,12 @@ func (m *Manager) Run(ctx context.Context, spec Spec) (*Process, error) {
 	return p, nil
 }
 
+// Escaped returns how many processes the manager's Reaper found outside the
+// group they were started in (Reaper.Escaped); none without a Reaper.
+func (m *Manager) Escaped() int64 {
+	return m.opts.Reaper.Escaped()
+}
+
 // Running returns how many processes are running.
 func (m *Manager) Running() int {
 	m.mu.Lock()

@@ -271,7 +271,7 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 	if releaseR != nil {
 		cmd.ExtraFiles = []*os.File{releaseR}
 	}
-	err = cmd.Start()
+	err = cfg.reaper.start(cmd)
 	closeAll(outW, errW, stdinR, releaseR) // the child holds its own copies
 	if err != nil {
 		closeAll(outR, errR, stdinW, releaseW)
@@ -421,6 +421,7 @@ func (p *Process) supervise(cmd *exec.Cmd, outR, errR *os.File) {
 	// the group), then end whatever is left of the group, so that no request
 	// ever leaves a process behind.
 	k.reap(readersDone, p.drain)
+	p.reaper.ended(p.pid)
 	closeAll(outR, errR) // unblocks readers if a process outside the group holds the pipes
 	<-readersDone
 

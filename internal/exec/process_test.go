@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -236,5 +237,31 @@ func TestKeepNoOutput(t *testing.T) {
 			t.Errorf("ring %d: Result() with KeepNoOutput = stdout %d bytes of %d (truncated %v), stderr %d bytes of %d; want none of 1000 (truncated), none of 4",
 				ringBytes, len(got.Stdout.Data), got.Stdout.Total, got.Stdout.Truncated, len(got.Stderr.Data), got.Stderr.Total)
 		}
+	}
+}
+
+// TestEscapeHoldingOutputDoesNotHoldTheEnd: a process that left the group
+// and holds stdout gets the drain, not the grace: the group is empty, so
+// nothing of the command's is left to end.
+func TestEscapeHoldingOutputDoesNotHoldTheEnd(t *testing.T) {
+	m := NewManager(Options{Reaper: testReaper, Grace: time.Hour, Drain: 50 * time.Millisecond})
+	p, err := m.Start(Spec{Argv: []string{"sh", "-c", "setsid sleep 60 & echo $!"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	escapee, err := strconv.Atoi(strings.TrimSpace(readUntil(t, p, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not reaped by its new parent (this process) before the kill, so its pid
+	// is still its own.
+	defer syscall.Kill(escapee, syscall.SIGKILL)
+	select {
+	case <-p.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the command's end waited for the escaped process holding its stdout")
+	}
+	if r := p.Result(); r.Status != StatusExited {
+		t.Errorf("Result() = %s, want exited", r.Status)
 	}
 }

@@ -544,6 +544,10 @@ type ProcessOutput struct {
 
 // ProcessStats defines model for ProcessStats.
 type ProcessStats struct {
+	// Escaped Processes found outside the process group they were started in (setsid, a daemon's
+	// double fork) since the start: no group kill reaches them, so the server ends them at
+	// shutdown at the latest. Each is logged at warn level with its pid and program name.
+	Escaped  int64          `json:"escaped"`
 	Finished FinishedCounts `json:"finished"`
 	Running  int            `json:"running"`
 }
