@@ -39,8 +39,10 @@ import (
 //     child restores an empty mask. The delivery this allows of a signal
 //     pending for the process is safe: takeInheritedSignals took it.
 //
-// Signals 32 to 34 are the runtime's own (it never hands them to Notify); an
-// inherited disposition of theirs is left as it is.
+// Left as inherited: signals 32 to 34, the runtime's own (it never hands them
+// to Notify); and SIGTTIN and SIGTTOU when this process has a controlling
+// terminal, since a read or write of that terminal from a background group
+// with either signal handled rather than ignored is retried for ever.
 
 // takeInheritedSignals makes the runtime handle every signal that is ignored
 // or blocked now, until ctx ends, and reports whether the mask blocks any.
@@ -71,9 +73,13 @@ func inheritedSignals() ([]os.Signal, unix.Sigset_t) {
 	defer runtime.UnlockOSThread()
 	var mask unix.Sigset_t
 	_ = unix.PthreadSigmask(unix.SIG_BLOCK, nil, &mask)
+	terminal := hasTerminal()
 	var sigs []os.Signal
 	for sig := 1; sig <= 64; sig++ {
-		if sig == int(syscall.SIGKILL) || sig == int(syscall.SIGSTOP) || (sig >= 32 && sig <= 34) {
+		switch {
+		case sig == int(syscall.SIGKILL), sig == int(syscall.SIGSTOP), sig >= 32 && sig <= 34:
+			continue
+		case terminal && (sig == int(syscall.SIGTTIN) || sig == int(syscall.SIGTTOU)):
 			continue
 		}
 		blocked := mask.Val[(sig-1)/64]&(1<<((sig-1)%64)) != 0
@@ -82,6 +88,16 @@ func inheritedSignals() ([]os.Signal, unix.Sigset_t) {
 		}
 	}
 	return sigs, mask
+}
+
+// hasTerminal reports whether this process has a controlling terminal.
+func hasTerminal() bool {
+	fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	_ = unix.Close(fd)
+	return true
 }
 
 // ignored reports whether sig's disposition is SIG_IGN. x/sys/unix has no

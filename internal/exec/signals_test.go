@@ -56,13 +56,17 @@ func sigLines(status string) []string {
 }
 
 // TestChildrenStartWithDefaultSignals starts the helper as nohup and a shell's
-// trap would, SIGHUP and SIGINT ignored, and with SIGUSR1 and SIGUSR2 blocked:
-// its children still start with no signal ignored or blocked, and die of
-// SIGHUP and SIGINT.
+// trap would, SIGHUP and SIGINT ignored (and the job-control signals, which
+// the runtime leaves alone too), and with SIGUSR1 and SIGUSR2 blocked: its
+// children still start with no signal ignored or blocked, and die of SIGHUP
+// and SIGINT.
 func TestChildrenStartWithDefaultSignals(t *testing.T) {
 	spec := helperSpec(t, "spawn-and-report-signals")
-	cmd := exec.Command("/bin/sh", "-c", `trap '' HUP INT; exec "$0"`, spec.Argv[0])
+	cmd := exec.Command("/bin/sh", "-c", `trap '' HUP INT CONT TSTP TTIN TTOU; exec "$0"`, spec.Argv[0])
 	cmd.Env = spec.Env
+	// No controlling terminal, as a daemon has: with one, SIGTTIN and SIGTTOU
+	// stay as inherited (signals.go).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	// The child starts with the mask of the thread that forks it.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -80,7 +84,7 @@ func TestChildrenStartWithDefaultSignals(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	want := []string{
-		"helper SigBlk:\t0000000000000a00 SigIgn:\t0000000000000003", // the setup took: USR1 and USR2 blocked, HUP and INT ignored
+		"helper SigBlk:\t0000000000000a00 SigIgn:\t00000000003a0003", // the setup took: USR1 and USR2 blocked; HUP, INT, CONT, TSTP, TTIN, TTOU ignored
 		"child SigBlk:\t0000000000000000 SigIgn:\t0000000000000000",
 		"SIGHUP signaled SIGHUP",
 		"SIGINT signaled SIGINT",
