@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -134,7 +135,7 @@ func startServerProcess(t *testing.T, wrapper []string, args ...string) *serverP
 	if s.url == "" {
 		t.Fatalf("the server process printed no listening line; logs:\n%s", logs)
 	}
-	go func() { _, _ = bufio.NewReader(stdout).WriteTo(io_Discard{}) }()
+	go func() { _, _ = io.Copy(io.Discard, stdout) }() // the server prints nothing more, but must never block on it
 	waitFor(t, "/healthz", func() bool {
 		resp, err := http.Get(s.url + "/healthz")
 		if err != nil {
@@ -145,11 +146,6 @@ func startServerProcess(t *testing.T, wrapper []string, args ...string) *serverP
 	})
 	return s
 }
-
-// io_Discard swallows the server's stdout after its listening line.
-type io_Discard struct{}
-
-func (io_Discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // descendantsOf returns the live processes below root, by their parent links,
 // with their command lines.
@@ -236,8 +232,10 @@ func TestKilledServerLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
+	// Watched for longer than the bound, so that a failure says whether they
+	// ended late or not at all.
 	var left []string
-	for deadline := killed.Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := killed.Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		left = left[:0]
 		for pid, cmd := range tree {
 			if alive(pid) {
@@ -248,10 +246,14 @@ func TestKilledServerLeavesNothing(t *testing.T) {
 			break
 		}
 	}
-	if len(left) > 0 {
-		t.Fatalf("2 s (issue 14's bound) after kill -9 of the server, %d of its %d processes still run:\n%s", len(left), len(tree), strings.Join(left, "\n"))
+	took := time.Since(killed).Round(time.Millisecond)
+	switch {
+	case len(left) > 0:
+		t.Fatalf("10 s after kill -9 of the server, %d of its %d processes still run (issue 14's bound: 2 s):\n%s", len(left), len(tree), strings.Join(left, "\n"))
+	case took > 2*time.Second:
+		t.Errorf("the last of the server's %d processes ended %v after kill -9, beyond issue 14's bound of 2 s", len(tree), took)
 	}
-	t.Logf("the last of the server's %d processes ended %v after kill -9", len(tree), time.Since(killed).Round(time.Millisecond))
+	t.Logf("the last of the server's %d processes ended %v after kill -9", len(tree), took)
 }
 
 // escapedCount is /stats' count of escaped processes.

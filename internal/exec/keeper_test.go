@@ -188,8 +188,10 @@ func TestKeeperEndsEverythingWhenTheServerIsKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
+	// Watched for longer than the bound, so that a failure says whether they
+	// ended late or not at all.
 	var left []int
-	for deadline := killed.Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := killed.Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		left = left[:0]
 		for _, pid := range s.pids {
 			if pidAlive(pid) {
@@ -200,10 +202,14 @@ func TestKeeperEndsEverythingWhenTheServerIsKilled(t *testing.T) {
 			break
 		}
 	}
-	if len(left) > 0 {
-		t.Fatalf("2 s after the server was killed, %d of its %d processes (keeper first) still run: %v of %v", len(left), len(s.pids), left, s.pids)
+	took := time.Since(killed).Round(time.Millisecond)
+	switch {
+	case len(left) > 0:
+		t.Fatalf("10 s after the server was killed, %d of its %d processes (keeper first) still run (issue 14's bound: 2 s): %v of %v", len(left), len(s.pids), left, s.pids)
+	case took > 2*time.Second:
+		t.Errorf("the last of %d processes ended %v after SIGKILL to the server, beyond issue 14's bound of 2 s", len(s.pids), took)
 	}
-	t.Logf("the last of %d processes ended %v after SIGKILL to the server", len(s.pids), time.Since(killed).Round(time.Millisecond))
+	t.Logf("the last of %d processes ended %v after SIGKILL to the server", len(s.pids), took)
 }
 
 // TestEscapesAreReportedAndEndedAtShutdown: the escape is reported once with

@@ -56,7 +56,7 @@ type Reaper struct {
 	mu      sync.Mutex
 	groups  map[int]struct{} // live groups the managers started, by id (their leader's pid)
 	escaped map[int]int      // adopted processes outside those groups, told to the keeper: pid to process group
-	origins map[int]int      // processes outside those groups whose parent is in one: pid to that group
+	origins map[int]int      // processes below a member of those groups, at the last look: pid to the group
 	total   atomic.Int64     // escaped processes found since the start
 }
 
@@ -204,8 +204,9 @@ func (r *Reaper) ended(pgid int) {
 
 // look reads the process table and judges this process's children: it reaps
 // the dead that nobody else waits for, and records the escaped. It also notes
-// which processes outside the managers' groups have a parent inside one, so
-// that an escaped process adopted later is reported with the group it left.
+// which group every process below a member of the managers' groups descends
+// from, so that one that escapes and is adopted later is reported with the
+// group it left.
 func (r *Reaper) look() {
 	procs := readProcTable()
 	var found []Escape
@@ -215,7 +216,8 @@ func (r *Reaper) look() {
 	for pid, p := range procs {
 		_, inGroup := r.groups[p.pgrp]
 		if p.ppid != r.self {
-			if parent, ok := procs[p.ppid]; ok && !inGroup && p.pgrp != r.ownGroup {
+			// Not ours yet: note the group it descends from, in case it leaves.
+			if parent, ok := procs[p.ppid]; ok {
 				if _, parentIn := r.groups[parent.pgrp]; parentIn {
 					origins[pid] = parent.pgrp
 				} else if g, ok := r.origins[p.ppid]; ok {
