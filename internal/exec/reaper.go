@@ -75,9 +75,9 @@ type Escape struct {
 	// Program is the process's command name (its /proc comm), never an
 	// argument.
 	Program string
-	// Group is the process group it left, when it was seen in time: its
-	// parent was still in that group at a look before it was adopted. Zero
-	// when unknown.
+	// Group is the process group it left, when it was seen in time: below a
+	// member of that group at a look before it was adopted. Zero when
+	// unknown.
 	Group int
 }
 
