@@ -285,6 +285,11 @@ func TestDashboard(t *testing.T) {
 	if up := b.text(`[data-testid="uptime"]`); up == "" || up == "–" {
 		t.Errorf("uptime shows %q", up)
 	}
+	// The count is the process's: the browser's own daemons (a crash handler
+	// that forks away) count too, since this test binary hosts both.
+	if esc := b.text(`[data-testid="sum-escaped"]`); !regexp.MustCompile(`^\d+ escaped$`).MatchString(esc) {
+		t.Errorf("the processes tile shows %q beside its counts, want the number escaped", esc)
+	}
 	for _, state := range []string{"cache_hit", "prewarm_ready", "on_demand", "capture_pending", "prewarm_pending", "unavailable"} {
 		b.do("outcome row "+state, 5*time.Second, chromedp.WaitVisible(chromedp.CSS(dashSel(`[data-testid="outcome-row"][data-state=%q]`, state))))
 	}

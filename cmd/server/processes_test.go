@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -138,8 +139,8 @@ func TestProcessLifecycle(t *testing.T) {
 	if code != 200 || text.String() != "one\ntwo\n" || !out.Closed {
 		t.Errorf("output = %d %q closed=%v, want one\\ntwo\\n and closed", code, text.String(), out.Closed)
 	}
-	if code, got, _ := s.post(t, "/processes/cat-1/stdin", map[string]any{"data": "late"}); code != 409 || got["code"] != "stdin_closed" {
-		t.Errorf("write after close = %d %v, want 409 stdin_closed", code, got["code"])
+	if code, got, _ := s.post(t, "/processes/cat-1/stdin", map[string]any{"data": "late"}); code != 409 || got["code"] != "process_exited" {
+		t.Errorf("write after the exit = %d %v, want 409 process_exited", code, got["code"])
 	}
 
 	noPipe := s.startProcess(t, map[string]any{"argv": []string{"sleep", "30"}})
@@ -345,5 +346,37 @@ func TestShutdownEndsRunningProcesses(t *testing.T) {
 		if alive(pid) {
 			t.Errorf("process %d alive after shutdown", pid)
 		}
+	}
+}
+
+// TestStdinRetryAfterACutWrite is issue 14's scenario over HTTP: a client
+// gives up on a write of 200,000 bytes to a child that does not read yet,
+// after the pipe took what it holds; the retry under the same writeId writes
+// only the rest, and the child reads exactly 200,000 bytes.
+func TestStdinRetryAfterACutWrite(t *testing.T) {
+	s := startServer(t, nil)
+	gate := filepath.Join(t.TempDir(), "go")
+	s.startProcess(t, map[string]any{
+		"processId": "slow-reader", "pipeStdin": true,
+		"argv": []string{"sh", "-c", `while [ ! -e "$1" ]; do sleep 0.02; done; wc -c`, "sh", gate},
+	})
+	data := strings.Repeat("0123456789", 20_000)
+	body := mustJSON(t, map[string]any{"data": data, "writeId": "big"})
+	impatient := &http.Client{Timeout: 2 * time.Second}
+	if resp, err := impatient.Post(s.url+"/processes/slow-reader/stdin", "application/json", strings.NewReader(body)); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a write to a child that does not read answered %d, want the client to give up", resp.StatusCode)
+	}
+	writeTestFile(t, gate, "")
+	code, got, _ := s.post(t, "/processes/slow-reader/stdin", map[string]any{"data": data, "writeId": "big", "close": true})
+	written, _ := got["written"].(float64)
+	already, _ := got["alreadyWritten"].(float64)
+	if code != 200 || already <= 0 || written+already != float64(len(data)) || got["duplicate"] != false {
+		t.Errorf("the retry = %d %v, want 200 writing what the cut write had not (alreadyWritten > 0, written + alreadyWritten = %d)", code, got, len(data))
+	}
+	s.waitStatus(t, "slow-reader", "exited")
+	_, out := s.get(t, "/processes/slow-reader/output?afterSeq=0")
+	if !strings.Contains(string(out), `"data":"200000\n"`) {
+		t.Errorf("the child counted %s, want exactly 200000 bytes", out)
 	}
 }

@@ -28,6 +28,10 @@ const version = "0.1.0"
 // run is the whole server: it parses its configuration, serves until ctx ends
 // or SIGINT/SIGTERM arrives, then drains and returns.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if getenv(exec.KeeperEnv) != "" {
+		// This binary, re-run by a server as its keeper (exec.StartKeeper).
+		return exec.RunKeeper(stdin)
+	}
 	cfg, err := parseConfig(args, getenv, stderr)
 	if err != nil {
 		return err
@@ -42,9 +46,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err != nil {
 		return err
 	}
+	// The keeper kills what the server started if the server dies without
+	// ending it (SIGKILL, a crash); closed last, once everything has ended.
+	keeper, err := exec.StartKeeper(func(err error) {
+		logger.Error().Err(err).Msg("the keeper is gone: processes may outlive a crash of the server")
+	})
+	if err != nil {
+		logger.Warn().Err(err).Msg("cannot start the keeper: processes may outlive a crash of the server")
+	}
+	defer func() {
+		if err := keeper.Close(); err != nil {
+			logger.Warn().Err(err).Msg("the keeper did not stop")
+		}
+	}()
 	reapCtx, stopReaping := context.WithCancel(context.Background())
 	defer stopReaping()
-	reaper, err := exec.NewReaper(reapCtx)
+	reaper, err := exec.NewReaper(reapCtx, exec.ReaperOptions{Keeper: keeper, OnEscape: func(e exec.Escape) {
+		ev := logger.Warn().Int("pid", e.Pid).Str("program", e.Program)
+		if e.Group != 0 {
+			ev = ev.Int("processGroup", e.Group)
+		}
+		ev.Msg("a process left its process group; it is ended at shutdown at the latest")
+	}})
 	if err != nil {
 		logger.Warn().Err(err).Msg("cannot become a child subreaper; orphaned grandchildren are left to PID 1")
 	}
@@ -71,7 +94,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		MaxRetained:            cfg.limits.retained,
 		MaxRetainedOutputBytes: cfg.limits.retainedBytes,
 	})
-	snapshots, err := shellsnap.New(shellsnap.Options{Meter: tel.meter(), Tracer: tel.tracer(), MaxConcurrentCaptures: cfg.limits.captures})
+	snapshots, err := shellsnap.New(shellsnap.Options{Capture: shellsnap.NewCapturer(procs), Meter: tel.meter(), Tracer: tel.tracer(), MaxConcurrentCaptures: cfg.limits.captures})
 	if err != nil {
 		return err
 	}
@@ -138,6 +161,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	defer cancel()
 	if err := procs.Shutdown(procCtx); err != nil {
 		logger.Error().Err(err).Msg("processes outlived the shutdown grace")
+	}
+	if err := reaper.Shutdown(procCtx); err != nil {
+		logger.Error().Err(err).Msg("processes that left their group outlived the shutdown")
 	}
 	// Every process has ended, so streams have sent their exit events and
 	// long polls return; what can still hold Shutdown is a connection that

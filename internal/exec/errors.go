@@ -21,7 +21,10 @@ var (
 	// ErrOutputLost means output after the asked-for seq was evicted from the
 	// process's ring before it was read.
 	ErrOutputLost = errors.New("output was evicted before it was read")
-	// ErrStdinClosed means the process's stdin is not open for writes: it was not
-	// started with PipeStdin, a write closed it, or the process has ended.
+	// ErrStdinClosed means the running process's stdin is not open for writes:
+	// it was not started with PipeStdin, a write closed it, or the child closed
+	// its end.
 	ErrStdinClosed = errors.New("stdin is closed")
+	// ErrProcessExited means the process has exited: its stdin is gone.
+	ErrProcessExited = errors.New("process has exited")
 )

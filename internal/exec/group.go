@@ -45,7 +45,9 @@ func (k *killer) escalate() {
 // hold the pipes: it gives them drain (or the rest of the grace, once a kill has
 // started) to finish, then ends whatever is left of the group, so that no
 // request ever leaves a process behind. It returns once the group is empty and
-// the pipes are closed, or once a process has outlived SIGKILL's grace.
+// the pipes are closed, once the group is empty after the drain (whatever
+// holds the pipes then left the group), or once a process has outlived
+// SIGKILL's grace.
 func (k *killer) reap(pipesClosed <-chan struct{}, drain time.Duration) {
 	if k.step == 0 {
 		k.next = time.After(drain)
@@ -58,9 +60,10 @@ func (k *killer) reap(pipesClosed <-chan struct{}, drain time.Duration) {
 			closed, pipesClosed = true, nil
 		}
 		alive := groupAlive(k.pgid)
-		if !alive && (closed || k.step == 2) {
-			// Empty group; with the pipes still open after SIGKILL, only a
-			// process that left the group holds them, and it is not ours to wait on.
+		if !alive && (closed || k.step > 0) {
+			// Empty group; with the pipes still open once the drain is over,
+			// only a process that left the group holds them, and it is not
+			// ours to wait on (the reaper ends it at shutdown).
 			return
 		}
 		if alive {

@@ -9,41 +9,28 @@ import (
 // it was released or discarded before.
 var ErrNotHeld = errors.New("held process is gone")
 
-// Held is a process spawned ahead of need: it runs, but it is not in the
-// table, no limit of its own applies yet, and it waits on its fd 3 for the
-// go-ahead that Release sends. A standby shell (shellsnap) is one.
+// Held is a process spawned ahead of need: an unlisted process (Spawn) whose
+// limits wait, and which waits on its fd 3 for the go-ahead that Release
+// sends. A standby shell (shellsnap) is one.
 type Held struct {
 	m       *Manager
 	p       *Process
 	release *os.File // the write end of the child's fd 3
+	// discarded is set by Discard, under m.mu.
+	discarded bool
 }
 
-// Hold spawns spec's program now, in a process group of its own like Start,
-// with the read end of a pipe as its fd 3. It is not in the table and does
-// not count as running until Release; spec's ID, Tag, Timeout and IdleTimeout
-// are ignored (Release gives them). Shutdown ends held processes too.
+// Hold spawns spec's program now, unlisted like Spawn, with the read end of a
+// pipe as its fd 3. It does not count as running until Release, and no limit
+// of its own applies: spec's ID, Tag, Timeout and IdleTimeout are ignored
+// (Release gives them). Shutdown ends held processes too.
 func (m *Manager) Hold(spec Spec) (*Held, error) {
-	m.mu.Lock()
-	if m.stopping {
-		m.mu.Unlock()
-		return nil, ErrShuttingDown
-	}
-	m.starting++
-	m.mu.Unlock()
 	spec.Timeout, spec.IdleTimeout = 0, 0
-	p, release, err := start("", spec, m.procConfig(m.registerHeld, true))
-	if err := m.spawned("", p, err); err != nil {
+	p, release, err := m.spawnUnlisted(spec, true)
+	if err != nil {
 		return nil, err
 	}
 	return &Held{m: m, p: p, release: release}, nil
-}
-
-// registerHeld enters a spawned held process in the held set.
-func (m *Manager) registerHeld(p *Process) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.starting--
-	m.held[p] = false
 }
 
 // Done is closed when the held process has ended.
@@ -59,7 +46,7 @@ func (h *Held) Done() <-chan struct{} { return h.p.done }
 func (h *Held) Release(spec Spec, message []byte) (*Process, error) {
 	m, p := h.m, h.p
 	m.mu.Lock()
-	if discarded, ok := m.held[p]; !ok || discarded {
+	if _, ok := m.unlisted[p]; !ok || h.discarded {
 		m.mu.Unlock()
 		return nil, ErrNotHeld
 	}
@@ -79,7 +66,7 @@ func (h *Held) Release(spec Spec, message []byte) (*Process, error) {
 		m.mu.Unlock()
 		return nil, err
 	}
-	delete(m.held, p)
+	delete(m.unlisted, p)
 	p.id, p.tag = id, spec.Tag
 	if spec.Argv != nil {
 		p.argv = append([]string(nil), spec.Argv...)
@@ -101,10 +88,10 @@ func (h *Held) Release(spec Spec, message []byte) (*Process, error) {
 func (h *Held) Discard() {
 	h.m.mu.Lock()
 	defer h.m.mu.Unlock()
-	if discarded, ok := h.m.held[h.p]; !ok || discarded {
+	if _, ok := h.m.unlisted[h.p]; !ok || h.discarded {
 		return
 	}
-	h.m.held[h.p] = true
+	h.discarded = true
 	h.p.Terminate(StatusTerminated)
 	_ = h.release.Close()
 }

@@ -22,20 +22,30 @@ const helperVar = "SNAPEXEC_HELPER"
 // sleep at exit.
 const noExitSleep = "GORACE=atexit_sleep_ms=0"
 
-// testReaper reaps the orphans of the whole test binary, as the server's does.
+// testReaper reaps the orphans of the whole test binary and tells its keeper
+// of every group, as the server's does.
 var testReaper *Reaper
 
 func TestMain(m *testing.M) {
+	if os.Getenv(KeeperEnv) != "" {
+		// StartKeeper re-runs this binary as its keeper.
+		_ = RunKeeper(os.Stdin)
+		os.Exit(0)
+	}
 	if mode := os.Getenv(helperVar); mode != "" {
 		os.Exit(helperMain(mode, os.Args[1:]))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var err error
-	if testReaper, err = NewReaper(ctx); err != nil {
+	keeper, err := StartKeeper(nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "keeper:", err)
+	}
+	if testReaper, err = NewReaper(ctx, ReaperOptions{Keeper: keeper}); err != nil {
 		fmt.Fprintln(os.Stderr, "subreaper:", err)
 	}
 	code := m.Run()
 	cancel()
+	_ = keeper.Close()
 	os.Exit(code)
 }
 
@@ -87,6 +97,18 @@ func helperMain(mode string, args []string) int {
 		}
 	case "sleep":
 		time.Sleep(time.Hour)
+	case "count-stdin-on-usr1":
+		// Reads nothing until SIGUSR1, then counts stdin to EOF.
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGUSR1)
+		fmt.Println("ready")
+		<-sigs
+		n, err := io.Copy(io.Discard, os.Stdin)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Println(n)
 	case "print-after":
 		d, _ := time.ParseDuration(args[0])
 		time.Sleep(d)
@@ -113,6 +135,10 @@ func helperMain(mode string, args []string) int {
 		return code
 	case "report-signal":
 		return reportSignal(args[0])
+	case "mini-server":
+		return miniServer()
+	case "spawn-and-report-signals":
+		return spawnAndReportSignals()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
 		return 2

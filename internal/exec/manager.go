@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -67,7 +68,7 @@ type Manager struct {
 	mu        sync.Mutex
 	procs     map[string]*Process // running and retained; nil: id reserved by a Start in progress
 	running   map[*Process]struct{}
-	held      map[*Process]bool // spawned by Hold and not yet released; true once discarded
+	unlisted  map[*Process]struct{} // running outside the table: spawned by Spawn, or by Hold and not yet released
 	starting  int
 	nextOrder uint64
 	finished  []*Process // retained, oldest first: finished[head:]
@@ -105,10 +106,10 @@ func NewManager(opts Options) *Manager {
 		opts.MaxRetainedOutputBytes = 256 << 20
 	}
 	return &Manager{
-		opts:    opts,
-		procs:   make(map[string]*Process),
-		running: make(map[*Process]struct{}),
-		held:    make(map[*Process]bool),
+		opts:     opts,
+		procs:    make(map[string]*Process),
+		running:  make(map[*Process]struct{}),
+		unlisted: make(map[*Process]struct{}),
 	}
 }
 
@@ -130,7 +131,43 @@ func (m *Manager) Start(spec Spec) (*Process, error) {
 	return p, nil
 }
 
-// spawned settles a spawn that Start or Hold counted as starting: a failed
+// Spawn starts spec's program as Start does, for a caller that keeps the
+// process to itself: it is unlisted, that is not in the table (Get and List do
+// not show it, it takes no id: spec's ID is ignored), and it does not count
+// against MaxRunning. Like every process it leads a group of its own, its
+// limits apply, Terminate and Wait end it with the group kill, Shutdown ends
+// it with status shutdown, and the Reaper knows its group. The manager
+// forgets it once it has ended. A shell snapshot capture is such a process.
+func (m *Manager) Spawn(spec Spec) (*Process, error) {
+	p, _, err := m.spawnUnlisted(spec, false)
+	return p, err
+}
+
+// spawnUnlisted spawns spec as an unlisted process, held (hold.go) or not.
+func (m *Manager) spawnUnlisted(spec Spec, hold bool) (*Process, *os.File, error) {
+	m.mu.Lock()
+	if m.stopping {
+		m.mu.Unlock()
+		return nil, nil, ErrShuttingDown
+	}
+	m.starting++
+	m.mu.Unlock()
+	p, release, err := start("", spec, m.procConfig(m.registerUnlisted, hold))
+	if err := m.spawned("", p, err); err != nil {
+		return nil, nil, err
+	}
+	return p, release, nil
+}
+
+// registerUnlisted enters a spawned unlisted process in the unlisted set.
+func (m *Manager) registerUnlisted(p *Process) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.starting--
+	m.unlisted[p] = struct{}{}
+}
+
+// spawned settles a spawn that Start or spawnUnlisted counted as starting: a failed
 // one gives back its count and its id (if it reserved one); a process spawned
 // while Shutdown began is ended, since Shutdown may not have seen it.
 func (m *Manager) spawned(id string, p *Process, err error) error {
@@ -217,14 +254,14 @@ func (m *Manager) enterLocked(p *Process) {
 	m.running[p] = struct{}{}
 }
 
-// finish moves an ended process from running to retained. A held process
-// that ends unreleased is simply forgotten: nobody ever saw it.
+// finish moves an ended process from running to retained. An unlisted one
+// is simply forgotten: it was never in the table.
 func (m *Manager) finish(p *Process) {
 	footprint := p.retainedBytes()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.held[p]; ok {
-		delete(m.held, p)
+	if _, ok := m.unlisted[p]; ok {
+		delete(m.unlisted, p)
 		return
 	}
 	delete(m.running, p)
@@ -318,6 +355,12 @@ func (m *Manager) Run(ctx context.Context, spec Spec) (*Process, error) {
 	return p, nil
 }
 
+// Escaped returns how many processes the manager's Reaper found outside the
+// group they were started in (Reaper.Escaped); none without a Reaper.
+func (m *Manager) Escaped() int64 {
+	return m.opts.Reaper.Escaped()
+}
+
 // Running returns how many processes are running.
 func (m *Manager) Running() int {
 	m.mu.Lock()
@@ -325,19 +368,19 @@ func (m *Manager) Running() int {
 	return len(m.running)
 }
 
-// Shutdown stops starting processes, terminates every running and held group
-// with status shutdown, and waits for them until ctx ends.
+// Shutdown stops starting processes, terminates every running and unlisted
+// group with status shutdown, and waits for them until ctx ends.
 func (m *Manager) Shutdown(ctx context.Context) error {
 	m.mu.Lock()
 	m.stopping = true
 	m.mu.Unlock()
 	for {
 		m.mu.Lock()
-		procs := make([]*Process, 0, len(m.running)+len(m.held))
+		procs := make([]*Process, 0, len(m.running)+len(m.unlisted))
 		for p := range m.running {
 			procs = append(procs, p)
 		}
-		for p := range m.held {
+		for p := range m.unlisted {
 			procs = append(procs, p)
 		}
 		starting := m.starting

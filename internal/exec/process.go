@@ -220,17 +220,22 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 		}
 	}
 	maxOutput := cfg.maxOutput
-	if spec.MaxOutputBytes > 0 {
+	switch {
+	case spec.MaxOutputBytes > 0:
 		maxOutput = spec.MaxOutputBytes
+	case spec.MaxOutputBytes < 0:
+		maxOutput = 0
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		closeAll(outR, outW)
-		return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
+	var errR, errW *os.File // nil: /dev/null
+	if !spec.DiscardStderr {
+		if errR, errW, err = os.Pipe(); err != nil {
+			closeAll(outR, outW)
+			return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
+		}
 	}
 	var stdinR, stdinW *os.File
 	if len(spec.Stdin) > 0 || spec.PipeStdin {
@@ -253,7 +258,6 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 		Dir:    spec.Dir,
 		Env:    append([]string{}, spec.Env...), // never nil: nil would inherit the server's environment
 		Stdout: outW,
-		Stderr: errW,
 		// Setpgid puts the child in a group of its own, so that one signal
 		// reaches it and every descendant that did not leave the group.
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
@@ -261,10 +265,13 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 	if stdinR != nil {
 		cmd.Stdin = stdinR
 	}
+	if errW != nil {
+		cmd.Stderr = errW
+	}
 	if releaseR != nil {
 		cmd.ExtraFiles = []*os.File{releaseR}
 	}
-	err = cmd.Start()
+	err = cfg.reaper.start(cmd)
 	closeAll(outW, errW, stdinR, releaseR) // the child holds its own copies
 	if err != nil {
 		closeAll(outR, errR, stdinW, releaseW)
@@ -332,9 +339,10 @@ func (p *Process) arm(spec Spec) {
 // cleans up the whole group, and records the result.
 func (p *Process) supervise(cmd *exec.Cmd, outR, errR *os.File) {
 	var readers sync.WaitGroup
-	readers.Add(2)
-	go p.read(&readers, outR, Stdout, p.stdout)
-	go p.read(&readers, errR, Stderr, p.stderr)
+	readers.Go(func() { p.read(outR, Stdout, p.stdout) })
+	if errR != nil {
+		readers.Go(func() { p.read(errR, Stderr, p.stderr) })
+	}
 	readersDone := make(chan struct{})
 	go func() { readers.Wait(); close(readersDone) }()
 
@@ -413,6 +421,7 @@ func (p *Process) supervise(cmd *exec.Cmd, outR, errR *os.File) {
 	// the group), then end whatever is left of the group, so that no request
 	// ever leaves a process behind.
 	k.reap(readersDone, p.drain)
+	p.reaper.ended(p.pid)
 	closeAll(outR, errR) // unblocks readers if a process outside the group holds the pipes
 	<-readersDone
 
@@ -446,8 +455,7 @@ func (p *Process) supervise(cmd *exec.Cmd, outR, errR *os.File) {
 }
 
 // read copies one stream into the ring and its collector until EOF.
-func (p *Process) read(wg *sync.WaitGroup, r io.Reader, s Stream, sink *headTail) {
-	defer wg.Done()
+func (p *Process) read(r io.Reader, s Stream, sink *headTail) {
 	// No read may be larger than the ring, which then holds at least the last.
 	buf := make([]byte, min(32*1024, p.ring.maxBytes))
 	for {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -223,5 +224,44 @@ func TestRunContextCancelTerminates(t *testing.T) {
 	}
 	if got := p.Result(); got.Status != StatusTerminated {
 		t.Errorf("Result().Status = %q, want terminated", got.Status)
+	}
+}
+
+// TestKeepNoOutput: a spec that keeps no output still counts it, whether the
+// result comes from the ring or from the collector.
+func TestKeepNoOutput(t *testing.T) {
+	for _, ringBytes := range []int{1 << 20, 64} {
+		m := NewManager(Options{Reaper: testReaper, Grace: 300 * time.Millisecond, Drain: 50 * time.Millisecond, OutputRingBytes: ringBytes})
+		got := run(t, m, Spec{Argv: []string{"sh", "-c", "head -c 1000 /dev/zero; echo err >&2"}, MaxOutputBytes: KeepNoOutput})
+		if len(got.Stdout.Data) != 0 || got.Stdout.Total != 1000 || !got.Stdout.Truncated || len(got.Stderr.Data) != 0 || got.Stderr.Total != 4 {
+			t.Errorf("ring %d: Result() with KeepNoOutput = stdout %d bytes of %d (truncated %v), stderr %d bytes of %d; want none of 1000 (truncated), none of 4",
+				ringBytes, len(got.Stdout.Data), got.Stdout.Total, got.Stdout.Truncated, len(got.Stderr.Data), got.Stderr.Total)
+		}
+	}
+}
+
+// TestEscapeHoldingOutputDoesNotHoldTheEnd: a process that left the group
+// and holds stdout gets the drain, not the grace: the group is empty, so
+// nothing of the command's is left to end.
+func TestEscapeHoldingOutputDoesNotHoldTheEnd(t *testing.T) {
+	m := NewManager(Options{Reaper: testReaper, Grace: time.Hour, Drain: 50 * time.Millisecond})
+	p, err := m.Start(Spec{Argv: []string{"sh", "-c", "setsid sleep 60 & echo $!"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	escapee, err := strconv.Atoi(strings.TrimSpace(readUntil(t, p, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not reaped by its new parent (this process) before the kill, so its pid
+	// is still its own.
+	defer syscall.Kill(escapee, syscall.SIGKILL)
+	select {
+	case <-p.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the command's end waited for the escaped process holding its stdout")
+	}
+	if r := p.Result(); r.Status != StatusExited {
+		t.Errorf("Result() = %s, want exited", r.Status)
 	}
 }

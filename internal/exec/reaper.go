@@ -4,37 +4,101 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// reapInterval is how often the reaper looks for orphans when nobody asks.
+// reapInterval is how often the reaper looks at its children when nobody asks.
 const reapInterval = time.Second
 
-// Reaper makes this process a child subreaper and reaps the orphans that
-// re-parent to it: descendants of our children whose parent died (a
-// background job of a shell, say). Without it they would re-parent to PID 1,
-// which in a container often reaps nothing, and linger as zombies in their
-// group. Only zombies that are not process-group leaders are reaped: every
-// child this server starts leads its own group, and os/exec must collect those
-// itself.
+// Reaper is the process-wide side of the runner; a process has one, every
+// Manager in it uses it, and nothing else in it starts a child in a process
+// group of its own: the kernel keeps no record of who forked an adopted
+// process, so a child of ours that the managers did not start and that is not
+// in our own group looks exactly like one that escaped them. (A server run as
+// PID 1 adopts every orphan in its container, and counts those too.) It
+//   - makes this process a child subreaper, so that descendants of our
+//     children whose parent died (a shell's background job, a daemon that
+//     forked twice) are adopted by it rather than by PID 1, which in a
+//     container often reaps nothing, and reaps those that die;
+//   - knows every process group the managers start, until it ends, and tells
+//     its Keeper, which kills them all if this process dies without ending
+//     them (SIGKILL, a crash);
+//   - finds the adopted processes that left their group (setsid, a job-control
+//     shell's own groups), which no group kill reaches: it counts them,
+//     reports each once (OnEscape), tells the keeper, and ends them at
+//     Shutdown at the latest;
+//   - makes children start with default signal dispositions and an empty
+//     mask whatever this process inherited (signals.go).
 //
-// Looking for orphans means reading /proc, so the reaper does it only when
+// Looking at children means reading /proc, so the reaper does it only when
 // asked (Kick, from a group being ended while members remain) and once a
 // second: never once per command, which would cost more than the command.
 type Reaper struct {
-	kick chan struct{}
+	kick     chan struct{}
+	keeper   *Keeper
+	onEscape func(Escape)
+	self     int  // this process
+	ownGroup int  // this process's group: its members are not the managers' children
+	masked   bool // this process started with signals blocked
+
+	// spawning is held for reading from a fork until its group is recorded,
+	// and for writing by a look at the children while it decides, which so
+	// never takes a child whose group is not recorded yet for an orphan.
+	spawning sync.RWMutex
+
+	mu      sync.Mutex
+	groups  map[int]struct{} // live groups the managers started, by id (their leader's pid)
+	escaped map[int]int      // adopted processes outside those groups, told to the keeper: pid to process group
+	origins map[int]int      // processes below a member of those groups, at the last look: pid to the group
+	total   atomic.Int64     // escaped processes found since the start
 }
 
-// NewReaper makes this process a subreaper and reaps until ctx ends.
-func NewReaper(ctx context.Context) (*Reaper, error) {
+// ReaperOptions configures a Reaper.
+type ReaperOptions struct {
+	// Keeper, when set, is told of every group and escaped process.
+	Keeper *Keeper
+	// OnEscape, when set, is called once for every escaped process found.
+	OnEscape func(Escape)
+}
+
+// Escape is a process that left the process group it was started in and was
+// adopted by this process.
+type Escape struct {
+	Pid int
+	// Program is the process's command name (its /proc comm), never an
+	// argument.
+	Program string
+	// Group is the process group it left, when it was seen in time: below a
+	// member of that group at a look before it was adopted. Zero when
+	// unknown.
+	Group int
+}
+
+// NewReaper makes this process a child subreaper, takes the signals it
+// inherited ignored or blocked (signals.go), and looks at its children until
+// ctx ends.
+func NewReaper(ctx context.Context, opts ReaperOptions) (*Reaper, error) {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return nil, err
 	}
-	r := &Reaper{kick: make(chan struct{}, 1)}
+	r := &Reaper{
+		kick:     make(chan struct{}, 1),
+		keeper:   opts.Keeper,
+		onEscape: opts.OnEscape,
+		self:     os.Getpid(),
+		ownGroup: syscall.Getpgrp(),
+		masked:   takeInheritedSignals(ctx),
+		groups:   make(map[int]struct{}),
+		escaped:  make(map[int]int),
+		origins:  make(map[int]int),
+	}
 	go func() {
 		tick := time.NewTicker(reapInterval)
 		defer tick.Stop()
@@ -45,14 +109,14 @@ func NewReaper(ctx context.Context) (*Reaper, error) {
 			case <-r.kick:
 			case <-tick.C:
 			}
-			reapOrphans()
+			r.look()
 		}
 	}()
 	return r, nil
 }
 
-// Kick asks for a look for orphans soon; kicks that come while one is pending
-// are merged. A nil Reaper does nothing.
+// Kick asks for a look at the children soon; kicks that come while one is
+// pending are merged. A nil Reaper does nothing.
 func (r *Reaper) Kick() {
 	if r == nil {
 		return
@@ -63,15 +127,161 @@ func (r *Reaper) Kick() {
 	}
 }
 
-// reapOrphans collects our zombie children that do not lead a process group.
-func reapOrphans() {
-	self := os.Getpid()
+// Escaped returns how many escaped processes were found since the start.
+// A nil Reaper has found none.
+func (r *Reaper) Escaped() int64 {
+	if r == nil {
+		return 0
+	}
+	return r.total.Load()
+}
+
+// Shutdown ends every escaped process with SIGKILL (its group too, when it
+// leads one), and every one found meanwhile, until none is left or ctx ends.
+// Call it once the managers have shut down: their groups are gone, so what
+// left them has been adopted by now.
+func (r *Reaper) Shutdown(ctx context.Context) error {
+	if r == nil {
+		return nil
+	}
+	for {
+		r.look()
+		r.mu.Lock()
+		left := make(map[int]int, len(r.escaped))
+		for pid, pgrp := range r.escaped {
+			left[pid] = pgrp
+		}
+		r.mu.Unlock()
+		if len(left) == 0 {
+			return nil
+		}
+		for pid, pgrp := range left {
+			// Alive or unreaped, so its pid (and the group it leads) is still
+			// its own.
+			if pgrp == pid {
+				signalGroup(pid, syscall.SIGKILL)
+			}
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// start starts cmd, whose child leads a new process group, and records the
+// group before any look at the children can see the child. A nil Reaper just
+// starts it.
+func (r *Reaper) start(cmd *exec.Cmd) error {
+	if r == nil {
+		return cmd.Start()
+	}
+	r.spawning.RLock()
+	defer r.spawning.RUnlock()
+	if err := startCmd(cmd, r.masked); err != nil {
+		return err
+	}
+	pgid := cmd.Process.Pid
+	r.mu.Lock()
+	r.groups[pgid] = struct{}{}
+	r.mu.Unlock()
+	r.keeper.send(recordGroup, pgid)
+	return nil
+}
+
+// ended records that the group pgid has ended. A nil Reaper does nothing.
+func (r *Reaper) ended(pgid int) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	delete(r.groups, pgid)
+	r.mu.Unlock()
+	r.keeper.send(recordGroupEnded, pgid)
+}
+
+// look reads the process table and judges this process's children: it reaps
+// the dead that nobody else waits for, and records the escaped. It also notes
+// which group every process below a member of the managers' groups descends
+// from, so that one that escapes and is adopted later is reported with the
+// group it left.
+func (r *Reaper) look() {
+	procs := readProcTable()
+	var found []Escape
+	r.spawning.Lock()
+	r.mu.Lock()
+	origins := make(map[int]int)
+	for pid, p := range procs {
+		_, inGroup := r.groups[p.pgrp]
+		if p.ppid != r.self {
+			// Not ours yet: note the group it descends from, in case it leaves.
+			if parent, ok := procs[p.ppid]; ok {
+				if _, parentIn := r.groups[parent.pgrp]; parentIn {
+					origins[pid] = parent.pgrp
+				} else if g, ok := r.origins[p.ppid]; ok {
+					origins[pid] = g // its parent left a group before it
+				}
+			}
+			if g, ok := r.origins[pid]; ok && origins[pid] == 0 {
+				origins[pid] = g
+			}
+			continue
+		}
+		if _, leader := r.groups[pid]; leader || pid == r.keeper.Pid() || p.pgrp == r.ownGroup {
+			continue // os/exec waits for these: the managers' leaders, the keeper, our own group's
+		}
+		if p.state == 'Z' {
+			if _, ok := r.escaped[pid]; ok {
+				delete(r.escaped, pid)
+				r.keeper.send(recordEscapeEnded, pid) // before the pid is freed
+			}
+			var ws syscall.WaitStatus
+			_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+			continue
+		}
+		if _, ok := r.escaped[pid]; ok || inGroup {
+			continue // known, or an orphan still in its group, which the group kill ends
+		}
+		r.escaped[pid] = p.pgrp
+		r.keeper.send(recordEscape, pid)
+		found = append(found, Escape{Pid: pid, Program: p.comm, Group: r.origins[pid]})
+	}
+	for pid := range r.escaped {
+		if _, ok := procs[pid]; !ok {
+			delete(r.escaped, pid) // reaped by someone else: its pid is free
+			r.keeper.send(recordEscapeEnded, pid)
+		}
+	}
+	r.origins = origins
+	r.mu.Unlock()
+	r.spawning.Unlock()
+	r.total.Add(int64(len(found)))
+	if r.onEscape != nil {
+		for _, e := range found {
+			r.onEscape(e)
+		}
+	}
+}
+
+// procEntry is what the reaper and the keeper read of a process.
+type procEntry struct {
+	state byte
+	ppid  int
+	pgrp  int
+	comm  string
+}
+
+// readProcTable reads every process's state, parent, group and name from /proc.
+func readProcTable() map[int]procEntry {
 	dir, err := os.Open("/proc")
 	if err != nil {
-		return
+		return nil
 	}
 	names, _ := dir.Readdirnames(-1)
 	_ = dir.Close()
+	procs := make(map[int]procEntry, len(names))
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
 		if err != nil {
@@ -82,20 +292,17 @@ func reapOrphans() {
 			continue
 		}
 		// The command name is in parentheses and may hold spaces: parse after it.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
+		open, close := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+		if open < 0 || close < open {
 			continue
 		}
-		f := bytes.Fields(stat[i+1:]) // state ppid pgrp ...
-		if len(f) < 3 || string(f[0]) != "Z" {
+		f := bytes.Fields(stat[close+1:]) // state ppid pgrp ...
+		if len(f) < 3 || len(f[0]) != 1 {
 			continue
 		}
 		ppid, _ := strconv.Atoi(string(f[1]))
 		pgrp, _ := strconv.Atoi(string(f[2]))
-		if ppid != self || pgrp == pid {
-			continue
-		}
-		var ws syscall.WaitStatus
-		_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+		procs[pid] = procEntry{state: f[0][0], ppid: ppid, pgrp: pgrp, comm: string(stat[open+1 : close])}
 	}
+	return procs
 }

@@ -173,7 +173,7 @@ func TestRingHeadTailMatchesCollector(t *testing.T) {
 func TestWriteIDsForgetsTheOldest(t *testing.T) {
 	ids := newWriteIDs(maxWriteIDs)
 	for i := range maxWriteIDs + 1 {
-		ids.add("id-" + strconv.Itoa(i))
+		ids.put("id-"+strconv.Itoa(i), stdinRecord{written: 1, done: true})
 	}
 	tests := []struct {
 		id   string
@@ -185,11 +185,11 @@ func TestWriteIDsForgetsTheOldest(t *testing.T) {
 		{"id-4097", false},
 	}
 	for _, tt := range tests {
-		if got := ids.has(tt.id); got != tt.want {
+		if _, got := ids.recs[tt.id]; got != tt.want {
 			t.Errorf("has(%q) after %d ids = %v, want %v", tt.id, maxWriteIDs+1, got, tt.want)
 		}
 	}
-	if len(ids.set) != maxWriteIDs || len(ids.order) != maxWriteIDs {
-		t.Errorf("len(set), len(order) = %d, %d, want %d", len(ids.set), len(ids.order), maxWriteIDs)
+	if len(ids.recs) != maxWriteIDs || len(ids.order) != maxWriteIDs {
+		t.Errorf("len(recs), len(order) = %d, %d, want %d", len(ids.recs), len(ids.order), maxWriteIDs)
 	}
 }

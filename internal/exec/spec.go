@@ -4,6 +4,10 @@ import (
 	"time"
 )
 
+// KeepNoOutput as a Spec's MaxOutputBytes keeps no output in the result, only
+// its totals: zero is taken by the manager's default.
+const KeepNoOutput = -1
+
 // Spec describes one process to run.
 type Spec struct {
 	// ID is the process's key in the manager's table, unique among running and
@@ -23,6 +27,8 @@ type Spec struct {
 	// PipeStdin keeps stdin open for Process.WriteStdin until it is closed by a
 	// write or the process ends.
 	PipeStdin bool
+	// DiscardStderr sends stderr to /dev/null: the process has no stderr output.
+	DiscardStderr bool
 	// Timeout ends the process group when it has run this long; zero means none.
 	Timeout time.Duration
 	// IdleTimeout ends the process group when it has written nothing for this
@@ -30,7 +36,7 @@ type Spec struct {
 	IdleTimeout time.Duration
 	// MaxOutputBytes bounds the bytes kept per stream for the result: beyond it the
 	// middle is dropped and the head and tail are kept. Zero means the manager's
-	// default.
+	// default; KeepNoOutput keeps none (the totals are still counted).
 	MaxOutputBytes int
 	// Tag is opaque to the package and returned by Process.Tag: the caller's own
 	// record of the process (the service keeps the snapshot receipt there).

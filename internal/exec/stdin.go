@@ -54,17 +54,18 @@ func (s *stdinPipe) footprint() int64 {
 	return s.ids.bytes
 }
 
-// seen reports whether id was written; add remembers it.
-func (s *stdinPipe) seen(id string) bool {
+// record returns what was written under id; the zero record when nothing was.
+func (s *stdinPipe) record(id string) stdinRecord {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.ids.has(id)
+	return s.ids.get(id)
 }
 
-func (s *stdinPipe) add(id string) {
+// remember records what was written under id.
+func (s *stdinPipe) remember(id string, rec stdinRecord) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.ids.add(id)
+	s.ids.put(id, rec)
 }
 
 // writeInitial writes the spec's stdin bytes before any WriteStdin; the caller
@@ -78,46 +79,84 @@ func (s *stdinPipe) writeInitial(data []byte) {
 	}
 }
 
+// StdinWrite is what one WriteStdin did.
+type StdinWrite struct {
+	// Written is the bytes of data this call wrote.
+	Written int
+	// AlreadyWritten is the bytes of data that earlier calls with the same
+	// write id had written: this call wrote data[AlreadyWritten:] (Written of
+	// them).
+	AlreadyWritten int
+	// Duplicate reports that earlier calls with the same write id had written
+	// all of data (and closed stdin when asked): this call did nothing.
+	Duplicate bool
+}
+
 // WriteStdin writes data to the process's stdin, then closes stdin when close
-// is set. A non-empty writeID that was written before (one of the last 4096),
-// even once stdin is closed or the process has ended, is acknowledged with
-// duplicate set and nothing written; an id is remembered only once its whole
-// write succeeded, so a failed write can be retried under the same id. Writes
-// are serialized; one that ctx ends returns how much was written and ctx's
-// error. It returns ErrStdinClosed when the process was not started with
-// PipeStdin, stdin was closed, the child closed its end, or the process has
-// ended.
-func (p *Process) WriteStdin(ctx context.Context, data []byte, writeID string, close bool) (written int, duplicate bool, err error) {
+// is set. Writes are serialized; one that ctx ends returns what it wrote and
+// ctx's error.
+//
+// A non-empty writeID makes the write idempotent over retries (the last 4096
+// ids are remembered, even once stdin is closed or the process has ended): a
+// call records how many bytes of data went into the pipe under its id, a
+// write cut short included, and a retry with the same id and data writes only
+// the bytes that are missing; one whose earlier call wrote everything is a
+// Duplicate that writes nothing.
+//
+// It returns ErrProcessExited when the process has exited, and
+// ErrStdinClosed when it runs but its stdin is not open: it was not started
+// with PipeStdin, a write closed it, or the child closed its end.
+func (p *Process) WriteStdin(ctx context.Context, data []byte, writeID string, close bool) (StdinWrite, error) {
 	s := p.stdin
 	if s == nil {
-		return 0, false, ErrStdinClosed
+		return StdinWrite{}, p.stdinGone(ErrStdinClosed)
 	}
 	select {
 	case s.turn <- struct{}{}:
 	case <-ctx.Done():
-		return 0, false, ctx.Err()
+		return StdinWrite{}, ctx.Err()
 	}
 	defer func() { <-s.turn }()
-	if writeID != "" && s.seen(writeID) {
-		return 0, true, nil
-	}
-	w := s.file()
-	if w == nil {
-		return 0, false, ErrStdinClosed
-	}
-	if len(data) > 0 {
-		written, err = writeContext(ctx, w, data)
-		if err != nil {
-			return written, false, err
+	var w StdinWrite
+	if writeID != "" {
+		rec := s.record(writeID)
+		if rec.done {
+			return StdinWrite{AlreadyWritten: rec.written, Duplicate: true}, nil
 		}
+		w.AlreadyWritten = min(rec.written, len(data))
 	}
-	if close {
+	f := s.file()
+	if f == nil {
+		return w, p.stdinGone(ErrStdinClosed)
+	}
+	var err error
+	if rest := data[w.AlreadyWritten:]; len(rest) > 0 {
+		w.Written, err = writeContext(ctx, f, rest)
+	}
+	if err == nil && close {
 		s.close()
 	}
-	if writeID != "" {
-		s.add(writeID)
+	if writeID != "" && (err == nil || w.Written > 0) {
+		// A write cut short is remembered too: its retry must not write again
+		// what went into the pipe.
+		s.remember(writeID, stdinRecord{written: w.AlreadyWritten + w.Written, done: err == nil})
 	}
-	return written, false, nil
+	if errors.Is(err, ErrStdinClosed) {
+		err = p.stdinGone(err)
+	}
+	return w, err
+}
+
+// stdinGone is the error for a write that found stdin closed (closed, an
+// ErrStdinClosed): ErrProcessExited once the process has exited, closed while
+// it runs.
+func (p *Process) stdinGone(closed error) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exited {
+		return ErrProcessExited
+	}
+	return closed
 }
 
 // writeContext writes data to the pipe w until done or until ctx ends: a write
@@ -150,12 +189,19 @@ func writeContext(ctx context.Context, w *os.File, data []byte) (int, error) {
 	}
 }
 
-// writeIDs remembers the last max ids: a FIFO ring and a set.
+// stdinRecord is what was written under one write id.
+type stdinRecord struct {
+	written int  // bytes of the write's data in the pipe
+	done    bool // all of it, and stdin closed when the write asked
+}
+
+// writeIDs remembers what was written under the last max ids: a FIFO ring
+// and a map.
 type writeIDs struct {
 	max   int
 	order []string
 	next  int // index in order of the oldest id once order is full
-	set   map[string]struct{}
+	recs  map[string]stdinRecord
 	bytes int64 // the ids' length plus an overhead each, for the footprint
 }
 
@@ -164,27 +210,28 @@ type writeIDs struct {
 const writeIDOverhead = 64
 
 func newWriteIDs(max int) *writeIDs {
-	return &writeIDs{max: max, set: make(map[string]struct{})}
+	return &writeIDs{max: max, recs: make(map[string]stdinRecord)}
 }
 
-func (w *writeIDs) has(id string) bool {
-	_, ok := w.set[id]
-	return ok
+func (w *writeIDs) get(id string) stdinRecord {
+	return w.recs[id]
 }
 
-func (w *writeIDs) add(id string) {
-	if w.has(id) {
+// put records rec under id; a new id forgets the oldest once max are known.
+func (w *writeIDs) put(id string, rec stdinRecord) {
+	if _, ok := w.recs[id]; ok {
+		w.recs[id] = rec
 		return
 	}
 	if len(w.order) < w.max {
 		w.order = append(w.order, id)
 	} else {
 		old := w.order[w.next]
-		delete(w.set, old)
+		delete(w.recs, old)
 		w.bytes -= int64(len(old)) + writeIDOverhead
 		w.order[w.next] = id
 		w.next = (w.next + 1) % w.max
 	}
-	w.set[id] = struct{}{}
+	w.recs[id] = rec
 	w.bytes += int64(len(id)) + writeIDOverhead
 }

@@ -273,33 +273,100 @@ func TestWriteStdin(t *testing.T) {
 		data    string
 		id      string
 		close   bool
-		want    int
-		wantDup bool
+		want    StdinWrite
 		wantErr error
 	}{
-		{"write", "a\n", "w1", false, 2, false, nil},
-		{"same id again", "a\n", "w1", false, 0, true, nil},
-		{"no id", "b\n", "", false, 2, false, nil},
-		{"no id again", "b\n", "", false, 2, false, nil},
-		{"write and close", "c\n", "w2", true, 2, false, nil},
-		{"the closing write again", "c\n", "w2", true, 0, true, nil},
-		{"first id still known", "a\n", "w1", false, 0, true, nil},
-		{"after close", "d\n", "w3", false, 0, false, ErrStdinClosed},
+		{"write", "a\n", "w1", false, StdinWrite{Written: 2}, nil},
+		{"same id again", "a\n", "w1", false, StdinWrite{AlreadyWritten: 2, Duplicate: true}, nil},
+		{"no id", "b\n", "", false, StdinWrite{Written: 2}, nil},
+		{"no id again", "b\n", "", false, StdinWrite{Written: 2}, nil},
+		{"write and close", "c\n", "w2", true, StdinWrite{Written: 2}, nil},
+		{"the closing write again", "c\n", "w2", true, StdinWrite{AlreadyWritten: 2, Duplicate: true}, nil},
+		{"first id still known", "a\n", "w1", false, StdinWrite{AlreadyWritten: 2, Duplicate: true}, nil},
+		{"after close", "d\n", "w3", false, StdinWrite{}, ErrStdinClosed},
 	}
 	for _, s := range steps {
-		n, dup, err := p.WriteStdin(ctx, []byte(s.data), s.id, s.close)
-		if n != s.want || dup != s.wantDup || !errors.Is(err, s.wantErr) {
-			t.Errorf("%s: WriteStdin(%q, %q, %v) = %d, %v, %v, want %d, %v, %v", s.name, s.data, s.id, s.close, n, dup, err, s.want, s.wantDup, s.wantErr)
+		got, err := p.WriteStdin(ctx, []byte(s.data), s.id, s.close)
+		if got != s.want || !errors.Is(err, s.wantErr) {
+			t.Errorf("%s: WriteStdin(%q, %q, %v) = %+v, %v, want %+v, %v", s.name, s.data, s.id, s.close, got, err, s.want, s.wantErr)
 		}
 	}
 	if got := p.Result(); got.Status != StatusExited || string(got.Stdout.Data) != "first\na\nb\nb\nc\n" {
 		t.Errorf("Result() = %q %q, want exited \"first\\na\\nb\\nb\\nc\\n\"", got.Status, got.Stdout.Data)
 	}
-	if _, dup, err := p.WriteStdin(ctx, []byte("c\n"), "w2", true); !dup || err != nil {
-		t.Errorf("WriteStdin(w2) after the end = dup %v, %v, want a duplicate", dup, err)
+	if got, err := p.WriteStdin(ctx, []byte("c\n"), "w2", true); !got.Duplicate || err != nil {
+		t.Errorf("WriteStdin(w2) after the end = %+v, %v, want a duplicate", got, err)
 	}
-	if _, _, err := p.WriteStdin(ctx, []byte("e\n"), "w4", false); !errors.Is(err, ErrStdinClosed) {
-		t.Errorf("WriteStdin(w4) after the end error = %v, want ErrStdinClosed", err)
+	if _, err := p.WriteStdin(ctx, []byte("e\n"), "w4", false); !errors.Is(err, ErrProcessExited) {
+		t.Errorf("WriteStdin(w4) after the end error = %v, want ErrProcessExited", err)
+	}
+}
+
+// TestWriteStdinRetryWritesOnlyWhatIsMissing is issue 14's scenario: a write
+// of 200,000 bytes to a child that does not read yet is cut short once the
+// pipe is full; its retry under the same write id writes only the rest, and
+// the child reads exactly 200,000 bytes.
+func TestWriteStdinRetryWritesOnlyWhatIsMissing(t *testing.T) {
+	m := testManager()
+	spec := helperSpec(t, "count-stdin-on-usr1")
+	spec.PipeStdin = true
+	p := startProcess(t, m, spec)
+	readUntil(t, p, "ready\n")
+	data := bytes.Repeat([]byte("0123456789"), 20_000)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	first, err := p.WriteStdin(ctx, data, "big", false)
+	if !errors.Is(err, context.DeadlineExceeded) || first.Written == 0 || first.Written >= len(data) {
+		t.Fatalf("WriteStdin(200,000 bytes) to a child that does not read = %+v, %v; want part of it written and DeadlineExceeded", first, err)
+	}
+	if !p.Signal(syscall.SIGUSR1) {
+		t.Fatal("Signal(SIGUSR1) = false on a running process")
+	}
+	retry, err := p.WriteStdin(context.Background(), data, "big", true)
+	if want := (StdinWrite{Written: len(data) - first.Written, AlreadyWritten: first.Written}); retry != want || err != nil {
+		t.Fatalf("retried WriteStdin(big) = %+v, %v; want %+v", retry, err, want)
+	}
+	if again, err := p.WriteStdin(context.Background(), data, "big", true); !again.Duplicate || again.AlreadyWritten != len(data) || again.Written != 0 || err != nil {
+		t.Errorf("WriteStdin(big) once whole = %+v, %v; want a duplicate of all %d bytes", again, err, len(data))
+	}
+	if got := p.Result(); got.Status != StatusExited || string(got.Stdout.Data) != "ready\n200000\n" {
+		t.Errorf("the child read %q (%s), want ready then 200000", got.Stdout.Data, got.Status)
+	}
+}
+
+// TestWriteStdinErrors: a process that has exited says so, whatever its
+// stdin was; a running one whose stdin is not open says that.
+func TestWriteStdinErrors(t *testing.T) {
+	piped := func(s Spec) Spec { s.PipeStdin = true; return s }
+	tests := []struct {
+		name    string
+		spec    Spec
+		ended   bool
+		close   bool
+		wantErr error
+	}{
+		{"running, never piped", helperSpec(t, "sleep"), false, false, ErrStdinClosed},
+		{"running, closed by a write", piped(helperSpec(t, "sleep")), false, true, ErrStdinClosed},
+		{"exited, piped", piped(Spec{Argv: []string{"true"}}), true, false, ErrProcessExited},
+		{"exited, never piped", Spec{Argv: []string{"true"}}, true, false, ErrProcessExited},
+	}
+	m := testManager()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := startProcess(t, m, tt.spec)
+			if tt.ended {
+				<-p.Done()
+			}
+			if tt.close {
+				if _, err := p.WriteStdin(context.Background(), nil, "", true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := p.WriteStdin(context.Background(), []byte("x"), "id", false); !errors.Is(err, tt.wantErr) || (tt.wantErr == ErrProcessExited) == errors.Is(err, ErrStdinClosed) {
+				t.Errorf("WriteStdin() error = %v, want %v (and only it)", err, tt.wantErr)
+			}
+		})
 	}
 }
 
@@ -315,7 +382,7 @@ func TestWriteStdinClosed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := startProcess(t, m, tt.spec)
-			if _, _, err := p.WriteStdin(context.Background(), []byte("x"), "id", false); !errors.Is(err, ErrStdinClosed) {
+			if _, err := p.WriteStdin(context.Background(), []byte("x"), "id", false); !errors.Is(err, ErrStdinClosed) {
 				t.Errorf("WriteStdin() error = %v, want ErrStdinClosed", err)
 			}
 			if in := p.Info(); in.PipeStdin || in.StdinOpen {
@@ -332,8 +399,8 @@ func TestWriteStdinDedupeWindow(t *testing.T) {
 	p := startProcess(t, m, spec)
 	ctx := context.Background()
 	for i := range maxWriteIDs + 1 {
-		if _, dup, err := p.WriteStdin(ctx, []byte("x"), fmt.Sprint("id-", i), false); dup || err != nil {
-			t.Fatalf("WriteStdin(id-%d) = dup %v, %v, want a write", i, dup, err)
+		if w, err := p.WriteStdin(ctx, []byte("x"), fmt.Sprint("id-", i), false); w.Duplicate || err != nil {
+			t.Fatalf("WriteStdin(id-%d) = %+v, %v, want a write", i, w, err)
 		}
 	}
 	tests := []struct {
@@ -345,11 +412,11 @@ func TestWriteStdinDedupeWindow(t *testing.T) {
 		{"id-0", false},
 	}
 	for _, tt := range tests {
-		if _, dup, err := p.WriteStdin(ctx, []byte("y"), tt.id, false); dup != tt.wantDup || err != nil {
-			t.Errorf("WriteStdin(%q) after %d ids = dup %v, %v, want %v", tt.id, maxWriteIDs+1, dup, err, tt.wantDup)
+		if w, err := p.WriteStdin(ctx, []byte("y"), tt.id, false); w.Duplicate != tt.wantDup || err != nil {
+			t.Errorf("WriteStdin(%q) after %d ids = %+v, %v, want duplicate %v", tt.id, maxWriteIDs+1, w, err, tt.wantDup)
 		}
 	}
-	if _, _, err := p.WriteStdin(ctx, nil, "", true); err != nil {
+	if _, err := p.WriteStdin(ctx, nil, "", true); err != nil {
 		t.Fatalf("WriteStdin(close) error %v", err)
 	}
 	want := strings.Repeat("x", maxWriteIDs+1) + "y"
@@ -370,34 +437,35 @@ func TestWriteStdinHonoursContext(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	n, _, err := p.WriteStdin(ctx, big, "big", false)
-	if !errors.Is(err, context.DeadlineExceeded) || n >= len(big) {
-		t.Fatalf("WriteStdin(4 MiB) to a child that does not read = %d, %v, want fewer bytes and DeadlineExceeded", n, err)
+	cut, err := p.WriteStdin(ctx, big, "big", false)
+	if !errors.Is(err, context.DeadlineExceeded) || cut.Written >= len(big) {
+		t.Fatalf("WriteStdin(4 MiB) to a child that does not read = %+v, %v, want fewer bytes and DeadlineExceeded", cut, err)
 	}
-	// The failed write's id is not remembered.
+	// The cut write's id remembers how far it got, and its retry resumes there.
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel2()
-	if _, dup, err := p.WriteStdin(ctx2, big, "big", false); dup || !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("WriteStdin(big) again = dup %v, %v, want no duplicate and DeadlineExceeded", dup, err)
+	if w, err := p.WriteStdin(ctx2, big, "big", false); w.Duplicate || w.AlreadyWritten != cut.Written || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("WriteStdin(big) again = %+v, %v, want %d bytes already written, no duplicate, and DeadlineExceeded", w, err, cut.Written)
 	}
 
 	// One write blocks until the process ends; another waits for its turn.
 	blocked := make(chan error, 1)
 	go func() {
-		_, _, err := p.WriteStdin(context.Background(), big, "", false)
+		_, err := p.WriteStdin(context.Background(), big, "", false)
 		blocked <- err
 	}()
 	waitFor(t, "the blocked write to hold the turn", func() bool { return len(p.stdin.turn) == 1 })
 	ctx3, cancel3 := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel3()
-	if n, _, err := p.WriteStdin(ctx3, []byte("x"), "", false); n != 0 || !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("WriteStdin(x) behind a blocked write = %d, %v, want 0, DeadlineExceeded", n, err)
+	if w, err := p.WriteStdin(ctx3, []byte("x"), "", false); w.Written != 0 || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("WriteStdin(x) behind a blocked write = %+v, %v, want nothing written, DeadlineExceeded", w, err)
 	}
 	p.Terminate(StatusTerminated)
 	select {
 	case err := <-blocked:
-		if !errors.Is(err, ErrStdinClosed) {
-			t.Errorf("blocked WriteStdin() after the process ended error = %v, want ErrStdinClosed", err)
+		// The pipe may break before the exit is known: either error says so.
+		if !errors.Is(err, ErrProcessExited) && !errors.Is(err, ErrStdinClosed) {
+			t.Errorf("blocked WriteStdin() after the process ended error = %v, want ErrProcessExited or ErrStdinClosed", err)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("blocked WriteStdin() did not return after the process ended")
@@ -414,13 +482,13 @@ func TestWriteStdinSerialized(t *testing.T) {
 	for i := range writers {
 		wg.Go(func() {
 			data := bytes.Repeat([]byte{byte('a' + i)}, size)
-			if n, _, err := p.WriteStdin(context.Background(), data, fmt.Sprint(i), false); n != size || err != nil {
-				t.Errorf("WriteStdin(%d × %q) = %d, %v", size, rune('a'+i), n, err)
+			if w, err := p.WriteStdin(context.Background(), data, fmt.Sprint(i), false); w.Written != size || err != nil {
+				t.Errorf("WriteStdin(%d × %q) = %+v, %v", size, rune('a'+i), w, err)
 			}
 		})
 	}
 	wg.Wait()
-	if _, _, err := p.WriteStdin(context.Background(), nil, "", true); err != nil {
+	if _, err := p.WriteStdin(context.Background(), nil, "", true); err != nil {
 		t.Fatal(err)
 	}
 	out := p.Result().Stdout.Data

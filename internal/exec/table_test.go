@@ -238,3 +238,33 @@ func TestTableBoundedOverManyProcesses(t *testing.T) {
 		t.Errorf("after 60 processes with MaxRetained 5: %d entries, %d queued, queue capacity %d; want 5, 5, bounded", entries, queued, capacity)
 	}
 }
+
+// TestSpawnIsUnlisted: a spawned process runs like a started one, but outside
+// the table: no id, not listed, not counted against MaxRunning; Shutdown
+// ends it all the same.
+func TestSpawnIsUnlisted(t *testing.T) {
+	m := NewManager(Options{Reaper: testReaper, Grace: 300 * time.Millisecond, Drain: 50 * time.Millisecond, MaxRunning: 1})
+	startProcess(t, m, Spec{ID: "busy", Argv: []string{"sleep", "60"}})
+	p, err := m.Spawn(Spec{ID: "ignored", Argv: []string{"sh", "-c", "echo out; echo err >&2; sleep 60"}, DiscardStderr: true})
+	if err != nil {
+		t.Fatalf("Spawn() with MaxRunning processes running: error %v, want it spawned", err)
+	}
+	readUntil(t, p, "out\n")
+	if _, ok := m.Get("ignored"); ok || p.ID() != "" || !slices.Equal(ids(m.List()), []string{"busy"}) || m.Running() != 1 {
+		t.Errorf("with a spawned process: Get(ignored) %v, ID %q, List %q, Running %d; want not found, no id, only busy, 1", ok, p.ID(), ids(m.List()), m.Running())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := m.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown() = %v", err)
+	}
+	if r := p.Result(); r.Status != StatusShutdown || string(r.Stdout.Data) != "out\n" || r.Stderr.Total != 0 {
+		t.Errorf("spawned process after Shutdown = %s, stdout %q, %d stderr bytes; want shutdown, out, none (discarded)", r.Status, r.Stdout.Data, r.Stderr.Total)
+	}
+	if !slices.Equal(ids(m.List()), []string{"busy"}) {
+		t.Errorf("List() after the end = %q, want only busy: a spawned process is never retained", ids(m.List()))
+	}
+	if _, err := m.Spawn(Spec{Argv: []string{"true"}}); !errors.Is(err, ErrShuttingDown) {
+		t.Errorf("Spawn() after Shutdown error %v, want ErrShuttingDown", err)
+	}
+}

@@ -118,6 +118,7 @@ const (
 	NotFound             ProblemCode = "not_found"
 	OutputLost           ProblemCode = "output_lost"
 	ProcessExists        ProblemCode = "process_exists"
+	ProcessExited        ProblemCode = "process_exited"
 	ShuttingDown         ProblemCode = "shutting_down"
 	SpawnFailed          ProblemCode = "spawn_failed"
 	StdinClosed          ProblemCode = "stdin_closed"
@@ -153,6 +154,8 @@ func (e ProblemCode) Valid() bool {
 	case OutputLost:
 		return true
 	case ProcessExists:
+		return true
+	case ProcessExited:
 		return true
 	case ShuttingDown:
 		return true
@@ -375,7 +378,10 @@ type ExecRequest struct {
 	// IdleTimeoutMs Like timeoutMs, when no output has arrived for this long.
 	IdleTimeoutMs *int64 `json:"idleTimeoutMs,omitempty"`
 
-	// MaxOutputBytes Bytes kept per stream in the response; beyond it the middle is dropped and head and tail are kept.
+	// MaxOutputBytes Bytes kept per stream in the response; beyond it the middle is dropped and head and
+	// tail are kept. 0 keeps none (stdoutBytes and stderrBytes still count what there
+	// was). Absent: the server's --max-output-bytes (1 MiB by default), which is also the
+	// largest value accepted.
 	MaxOutputBytes *int `json:"maxOutputBytes,omitempty"`
 
 	// ProcessId Client key, unique among live and retained processes; generated when absent.
@@ -556,6 +562,10 @@ type ProcessOutput struct {
 
 // ProcessStats defines model for ProcessStats.
 type ProcessStats struct {
+	// Escaped Processes found outside the process group they were started in (setsid, a daemon's
+	// double fork) since the start: no group kill reaches them, so the server ends them at
+	// shutdown at the latest. Each is logged at warn level with its pid and program name.
+	Escaped  int64          `json:"escaped"`
 	Finished FinishedCounts `json:"finished"`
 	Running  int            `json:"running"`
 }
@@ -769,10 +779,14 @@ type Stats struct {
 
 // StdinResult defines model for StdinResult.
 type StdinResult struct {
+	// AlreadyWritten Bytes of data that earlier calls with the same writeId had written; this call wrote
+	// the rest from there. Zero without a writeId.
+	AlreadyWritten int `json:"alreadyWritten"`
+
 	// Closed Stdin is now closed.
 	Closed bool `json:"closed"`
 
-	// Duplicate The writeId was seen before; nothing was written.
+	// Duplicate Earlier calls with the same writeId wrote all of it; nothing was written.
 	Duplicate bool `json:"duplicate"`
 
 	// Written Bytes written by this call.
@@ -786,7 +800,9 @@ type StdinWrite struct {
 	Data       *string `json:"data,omitempty"`
 	DataBase64 *[]byte `json:"dataBase64,omitempty"`
 
-	// WriteId A repeated writeId is acknowledged without writing again (the last 4096 are remembered).
+	// WriteId Makes the write idempotent over retries (the last 4096 writeIds are remembered): a
+	// retry with the same writeId must carry the same data, of which only the bytes that
+	// earlier calls did not write are written.
 	WriteId *string `json:"writeId,omitempty"`
 }
 

@@ -98,6 +98,9 @@ func (s *Server) execInput(b *ExecRequest) (in service.ExecInput, err error) {
 			return in, invalidf("maxOutputBytes", "maxOutputBytes must be at most %d", s.limits.MaxOutputBytes)
 		}
 		in.MaxOutputBytes = *b.MaxOutputBytes
+		if in.MaxOutputBytes == 0 {
+			in.MaxOutputBytes = exec.KeepNoOutput // the domain's zero is the server's default, as an absent field is
+		}
 	}
 	if b.TimeoutMs != nil {
 		if in.Timeout, err = s.duration("timeoutMs", *b.TimeoutMs); err != nil {

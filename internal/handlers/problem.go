@@ -82,6 +82,8 @@ func problemFor(err error) *problem {
 		return &problem{status: http.StatusTooManyRequests, code: TooManyProcesses, retryAfter: 1, detail: "too many processes are running; retry later", cause: err}
 	case errors.Is(err, exec.ErrOutputLost):
 		return &problem{status: http.StatusGone, code: OutputLost, field: "afterSeq", detail: "the output asked for was evicted from the retained buffer", cause: err}
+	case errors.Is(err, exec.ErrProcessExited):
+		return &problem{status: http.StatusConflict, code: ProcessExited, detail: "the process has exited: there is no stdin to write to", cause: err}
 	case errors.Is(err, exec.ErrStdinClosed):
 		return &problem{status: http.StatusConflict, code: StdinClosed, detail: "stdin is not open: start the process with pipeStdin, and do not close it before writing", cause: err}
 	case errors.Is(err, exec.ErrShuttingDown):

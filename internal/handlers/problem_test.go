@@ -53,6 +53,9 @@ func TestProblemResponses(t *testing.T) {
 	cwdErr := &fakeExecutor{ExecFn: func(context.Context, service.ExecInput) (service.ExecOutput, error) {
 		return service.ExecOutput{}, fmt.Errorf("%w: /x", exec.ErrCwdNotFound)
 	}}
+	failWith := func(err error) *fakeExecutor {
+		return &fakeExecutor{ExecFn: func(context.Context, service.ExecInput) (service.ExecOutput, error) { return service.ExecOutput{}, err }}
+	}
 	tests := []struct {
 		name        string
 		ex          Executor
@@ -88,6 +91,8 @@ func TestProblemResponses(t *testing.T) {
 		{"spawn failed", spawnErr, "POST", "/exec", "application/json", `{"argv":["nope"]}`, 422, "spawn_failed", "argv"},
 		{"cwd not found", cwdErr, "POST", "/exec", "application/json", `{"argv":["true"],"cwd":"/x"}`, 422, "cwd_not_found", "cwd"},
 		{"internal error", internalErr, "POST", "/exec", "application/json", `{"argv":["true"]}`, 500, "internal", ""},
+		{"stdin closed", failWith(fmt.Errorf("%w: broken pipe", exec.ErrStdinClosed)), "POST", "/exec", "application/json", `{"argv":["true"]}`, 409, "stdin_closed", ""},
+		{"process exited", failWith(exec.ErrProcessExited), "POST", "/exec", "application/json", `{"argv":["true"]}`, 409, "process_exited", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -195,4 +200,35 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// TestMaxOutputBytesTranslation: an explicit 0 keeps no output, which the
+// domain spells KeepNoOutput since its zero is the server's default, as an
+// absent field is.
+func TestMaxOutputBytesTranslation(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want int
+	}{
+		{"absent", `{"argv":["true"]}`, 0},
+		{"zero", `{"argv":["true"],"maxOutputBytes":0}`, exec.KeepNoOutput},
+		{"some", `{"argv":["true"],"maxOutputBytes":5}`, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := -2
+			ex := &fakeExecutor{ExecFn: func(_ context.Context, in service.ExecInput) (service.ExecOutput, error) {
+				got = in.MaxOutputBytes
+				return okExecutor().ExecFn(context.Background(), in)
+			}}
+			req := localRequest("POST", "/exec", strings.NewReader(tt.body))
+			req.Header.Set("Content-Type", "application/json")
+			rec := httptest.NewRecorder()
+			newTestRouter(t, ex, io.Discard).ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK || got != tt.want {
+				t.Errorf("POST /exec %s = %d, MaxOutputBytes %d; want 200, %d", tt.body, rec.Code, got, tt.want)
+			}
+		})
+	}
 }

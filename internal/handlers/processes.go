@@ -116,11 +116,11 @@ func (s *Server) WriteProcessStdin(ctx context.Context, req WriteProcessStdinReq
 	// A child that never reads must not hold the request forever.
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	n, dup, err := p.WriteStdin(ctx, data, writeID, closing)
+	w, err := p.WriteStdin(ctx, data, writeID, closing)
 	if err != nil {
 		return nil, err
 	}
-	return WriteProcessStdin200JSONResponse{Written: n, Duplicate: dup, Closed: !p.Info().StdinOpen}, nil
+	return WriteProcessStdin200JSONResponse{Written: w.Written, AlreadyWritten: w.AlreadyWritten, Duplicate: w.Duplicate, Closed: !p.Info().StdinOpen}, nil
 }
 
 // ReadProcessOutput long-polls a process's retained output.

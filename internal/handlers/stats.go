@@ -32,6 +32,7 @@ func (s *Server) GetStats(context.Context, GetStatsRequestObject) (GetStatsRespo
 		Processes: ProcessStats{
 			Running:  st.Running,
 			Finished: FinishedCounts{Success: st.Success, Error: st.Error, Terminated: st.Terminated},
+			Escaped:  st.Escaped,
 		},
 		Http: HTTPStats{Requests: s.http.requests.Load(), Errors: s.http.errors.Load()},
 	}

@@ -69,7 +69,7 @@ type Options struct {
 
 // New returns a Service built from opts.
 func New(opts Options) (*Service, error) {
-	pm, err := newProcessMetrics(opts.Meter, opts.Procs.Running)
+	pm, err := newProcessMetrics(opts.Meter, opts.Procs)
 	if err != nil {
 		return nil, err
 	}

@@ -30,7 +30,7 @@ type processMetrics struct {
 	success, failure, terminated atomic.Int64
 }
 
-func newProcessMetrics(m metric.Meter, running func() int) (*processMetrics, error) {
+func newProcessMetrics(m metric.Meter, procs *exec.Manager) (*processMetrics, error) {
 	if m == nil {
 		m = noop.NewMeterProvider().Meter("")
 	}
@@ -39,7 +39,15 @@ func newProcessMetrics(m metric.Meter, running func() int) (*processMetrics, err
 	if _, err = m.Int64ObservableGauge("exec_server.processes.active",
 		metric.WithDescription("Processes running now."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(int64(running()))
+			o.Observe(int64(procs.Running()))
+			return nil
+		})); err != nil {
+		return nil, err
+	}
+	if _, err = m.Int64ObservableCounter("exec_server.processes.escaped",
+		metric.WithDescription("Processes found outside the process group they were started in (setsid, a daemon's double fork): no group kill reaches them, so the server ends them at shutdown at the latest."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(procs.Escaped())
 			return nil
 		})); err != nil {
 		return nil, err
@@ -101,6 +109,9 @@ type Stats struct {
 	Success    int64
 	Error      int64
 	Terminated int64
+	// Escaped counts the processes found outside the group they were
+	// started in since the start.
+	Escaped int64
 }
 
 // Stats returns the summary; its cost does not grow with history.
@@ -113,5 +124,6 @@ func (s *Service) Stats() Stats {
 		Success:    s.pm.success.Load(),
 		Error:      s.pm.failure.Load(),
 		Terminated: s.pm.terminated.Load(),
+		Escaped:    s.procs.Escaped(),
 	}
 }

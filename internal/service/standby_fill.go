@@ -93,7 +93,7 @@ func (sb *standbys) learnBuiltins(path string) {
 	if known {
 		return
 	}
-	builtins, err := shellsnap.ShellBuiltins(context.Background(), path)
+	builtins, err := shellsnap.ShellBuiltins(context.Background(), sb.procs, path)
 	if err != nil {
 		return // tried again at the next fill
 	}

@@ -2,7 +2,7 @@ package shellsnap
 
 import (
 	"context"
-	"os/exec"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -11,6 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/snapexec/snapexec/internal/exec"
 )
 
 // A bash -c shell runs the last command of its string in place of itself
@@ -258,18 +260,22 @@ func (s *Snapshot) names() *stateNames {
 
 // ShellBuiltins returns the builtin commands and reserved words of the bash
 // at path, as a plain bash -c lists them: a replayed or standby shell has
-// exactly these, since no profile runs in it.
-func ShellBuiltins(ctx context.Context, path string) (map[string]bool, error) {
+// exactly these, since no profile runs in it. The probe is an unlisted
+// process of procs, with an empty environment, bounded by 5 s and ctx.
+func ShellBuiltins(ctx context.Context, procs *exec.Manager, path string) (map[string]bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "-c", "compgen -b; compgen -k")
-	cmd.Env = []string{}
-	out, err := cmd.Output()
+	p, err := procs.Spawn(exec.Spec{Argv: []string{path, "-c", "compgen -b; compgen -k"}, DiscardStderr: true})
 	if err != nil {
 		return nil, err
 	}
+	p.Wait(ctx)
+	r := p.Result()
+	if r.Status != exec.StatusExited || *r.ExitCode != 0 {
+		return nil, fmt.Errorf("%s -c compgen: %s %s", path, r.Status, r.Signal)
+	}
 	builtins := map[string]bool{}
-	for _, name := range strings.Fields(string(out)) {
+	for _, name := range strings.Fields(string(r.Stdout.Data)) {
 		builtins[name] = true
 	}
 	return builtins, nil

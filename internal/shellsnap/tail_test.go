@@ -46,7 +46,7 @@ func runEnding(t *testing.T, argv []string, dir string, env []string, message []
 // in neither.
 func TestStandbyScriptExecsAsBashDoes(t *testing.T) {
 	sh := shellByName(t, "bash")
-	builtins, err := ShellBuiltins(context.Background(), sh.path)
+	builtins, err := ShellBuiltins(context.Background(), newTestProcs(t), sh.path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -333,6 +333,9 @@ function renderStats(s) {
   const fin = p.finished || {};
   setText($("sum-procs"), String(p.running ?? 0));
   setText($("sum-procs-sub"), `running · finished ${fin.success ?? 0} ok, ${fin.error ?? 0} error, ${fin.terminated ?? 0} terminated`);
+  const escaped = p.escaped ?? 0;
+  setText($("sum-escaped"), `${escaped} escaped`);
+  $("sum-escaped").classList.toggle("warn-text", escaped > 0);
   const h = s.http || {};
   setText($("sum-http"), `${h.requests ?? 0} / ${h.errors ?? 0}`);
   const q = sn.captureLatencyMs || {};

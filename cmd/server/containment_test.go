@@ -1,0 +1,306 @@
+package main
+
+// The containment suite: nothing the server starts outlives it, whether it
+// stops on SIGTERM or is killed, and children start clean whatever the
+// server inherited (issue 14, points 5 and 8).
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestShutdownEndsCaptures stops a server with a real SIGTERM while four
+// captures hang in their profiles: the captures are the manager's, so no
+// capture shell is left once run returns.
+func TestShutdownEndsCaptures(t *testing.T) {
+	procsBefore := descendants()
+	s := startServer(t, nil)
+	const n = 4
+	markers := make([]string, n)
+	var wg sync.WaitGroup
+	client := &http.Client{Timeout: 30 * time.Second}
+	for i := range n {
+		home := t.TempDir()
+		markers[i] = fmt.Sprintf("61.%d%d", os.Getpid()%100000, i) // a sleep argument no one else uses
+		writeTestFile(t, filepath.Join(home, ".bashrc"), "sleep "+markers[i]+"\n")
+		body := mustJSON(t, snapshotBody(home, "echo ran", fmt.Sprintf("hang-%d", i), "bash", "/bin/bash"))
+		wg.Go(func() {
+			// What the request answers is the snapshot cache's business; only
+			// that it returns matters here.
+			if resp, err := client.Post(s.url+"/exec", "application/json", strings.NewReader(body)); err == nil {
+				resp.Body.Close()
+			}
+		})
+	}
+	waitFor(t, "the 4 captures to hang in their profiles", func() bool {
+		for _, m := range markers {
+			if len(withArg(m)) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	http.DefaultClient.CloseIdleConnections()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Errorf("run() after SIGTERM = %v, want nil", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("run() did not return after SIGTERM")
+	}
+	s.cancel()
+	s.cancel = nil
+	for i, m := range markers {
+		if pids := withArg(m); len(pids) > 0 {
+			t.Errorf("capture %d's profile (sleep %s) still runs after the server stopped: pids %v", i, m, pids)
+		}
+	}
+	wg.Wait()
+	waitNoNewDescendants(t, procsBefore)
+}
+
+// serverProcess is this test binary run as the server (serverEnv): a process
+// of its own, as the real binary is, with its own keeper and reaper.
+type serverProcess struct {
+	*testServer
+	cmd *exec.Cmd
+	// tree is what the test saw of the server's processes before it killed
+	// the server, which then no longer leads to them; the cleanup ends them.
+	tree map[int]string
+}
+
+// startServerProcess starts the server process through argv's wrapper (a
+// shell that sets up what the server inherits, or nothing) and waits until
+// /healthz answers. It is killed, with everything it started, when the test
+// ends.
+func startServerProcess(t *testing.T, wrapper []string, args ...string) *serverProcess {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := append(append(slices.Clone(wrapper), self, "--addr", "127.0.0.1:0", "--grace", "300ms"), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), serverEnv+"=1", "GORACE=atexit_sleep_ms=0")
+	logs := &syncBuffer{}
+	cmd.Stderr = logs
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &serverProcess{testServer: &testServer{logs: logs}, cmd: cmd}
+	t.Cleanup(func() {
+		tree := descendantsOf(cmd.Process.Pid)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		killAll(tree)
+		killAll(s.tree)
+	})
+	lines := bufio.NewScanner(stdout)
+	for s.url == "" && lines.Scan() {
+		if m := listenLine.FindStringSubmatch(lines.Text()); m != nil {
+			s.url = m[1]
+		}
+	}
+	if s.url == "" {
+		t.Fatalf("the server process printed no listening line; logs:\n%s", logs)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }() // the server prints nothing more, but must never block on it
+	waitFor(t, "/healthz", func() bool {
+		resp, err := http.Get(s.url + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return s
+}
+
+// descendantsOf returns the live processes below root, by their parent links,
+// with their command lines.
+func descendantsOf(root int) map[int]string {
+	parent := map[int]int{}
+	names, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, name := range names {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := bytes.Fields(b[i+1:]) // state ppid ...
+		if len(f) < 2 || string(f[0]) == "Z" {
+			continue
+		}
+		pid, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(name, "/proc/"), "/stat"))
+		parent[pid], _ = strconv.Atoi(string(f[1]))
+	}
+	out := map[int]string{}
+	for pid := range parent {
+		for p, hops := parent[pid], 0; p != 0 && hops < 64; p, hops = parent[p], hops+1 {
+			if p == root {
+				out[pid] = cmdline(pid)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// killAll kills what is left of procs, and reaps those that were re-parented
+// to this process.
+func killAll(procs map[int]string) {
+	for pid := range procs {
+		if alive(pid) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	for pid := range procs {
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+	}
+}
+
+// TestKilledServerLeavesNothing kills a real server process with SIGKILL
+// while it runs 5 background children with timeoutMs 5000 and their
+// grandchildren, a capture hanging in its profile, a process that left its
+// group under a live parent, and one it adopted after it left: its keeper
+// kills them all within the 2 s issue 14 sets.
+func TestKilledServerLeavesNothing(t *testing.T) {
+	s := startServerProcess(t, nil)
+	marker := func(n int) string { return fmt.Sprintf("62.%d%d", os.Getpid()%100000, n) } // sleep arguments no one else uses
+	for i := range 5 {
+		s.startProcess(t, map[string]any{"argv": []string{"sh", "-c", "sleep " + marker(1) + " & sleep " + marker(1)}, "timeoutMs": 5000, "processId": fmt.Sprint("bg-", i)})
+	}
+	s.startProcess(t, map[string]any{"argv": []string{"sh", "-c", "setsid sleep " + marker(2) + " & sleep " + marker(2)}})
+	if code, got, _ := s.post(t, "/exec", map[string]any{"argv": []string{"sh", "-c", "setsid sleep " + marker(3) + " & echo left"}}); code != 200 || got["stdout"] != "left\n" {
+		t.Fatalf("/exec leaving an escaped process = %d %v", code, got)
+	}
+	home := t.TempDir()
+	writeTestFile(t, filepath.Join(home, ".bashrc"), "sleep "+marker(4)+"\n")
+	go func() {
+		// The capture hangs until the server dies; the request then fails.
+		body := mustJSON(t, snapshotBody(home, "echo ran", "hang", "bash", "/bin/bash"))
+		if resp, err := http.Post(s.url+"/exec", "application/json", strings.NewReader(body)); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	waitFor(t, "every process to run, and the escape to be counted", func() bool {
+		return len(withArg(marker(1))) == 10 && len(withArg(marker(2))) == 2 && len(withArg(marker(3))) == 1 &&
+			len(withArg(marker(4))) == 1 && escapedCount(t, s.testServer) >= 1
+	})
+	if !regexp.MustCompile(`"level":"warn","pid":\d+,"program":"(setsid|sleep)".*"message":"a process left its process group`).MatchString(s.logs.String()) {
+		t.Errorf("no warning names the escaped process; logs:\n%s", s.logs)
+	}
+
+	tree := descendantsOf(s.cmd.Process.Pid)
+	s.tree = tree
+	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	// Watched for longer than the bound, so that a failure says whether they
+	// ended late or not at all.
+	var left []string
+	for deadline := killed.Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		left = left[:0]
+		for pid, cmd := range tree {
+			if alive(pid) {
+				left = append(left, fmt.Sprintf("%d %.60q", pid, cmd))
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	took := time.Since(killed).Round(time.Millisecond)
+	switch {
+	case len(left) > 0:
+		t.Fatalf("10 s after kill -9 of the server, %d of its %d processes still run (issue 14's bound: 2 s):\n%s", len(left), len(tree), strings.Join(left, "\n"))
+	case took > 2*time.Second:
+		t.Errorf("the last of the server's %d processes ended %v after kill -9, beyond issue 14's bound of 2 s", len(tree), took)
+	}
+	t.Logf("the last of the server's %d processes ended %v after kill -9", len(tree), took)
+}
+
+// escapedCount is /stats' count of escaped processes.
+func escapedCount(t *testing.T, s *testServer) int64 {
+	t.Helper()
+	_, body := s.get(t, "/stats")
+	var st struct {
+		Processes struct{ Escaped int64 }
+	}
+	_ = json.Unmarshal(body, &st)
+	return st.Processes.Escaped
+}
+
+// TestServerStartedUnderNohupGivesCleanChildren starts a real server process
+// as nohup and a shell's trap leave it (SIGHUP and SIGINT ignored), with
+// SIGUSR1 and SIGUSR2 blocked too: its children still start with no signal
+// ignored or blocked, and die of the hangup and interrupt a client sends.
+func TestServerStartedUnderNohupGivesCleanChildren(t *testing.T) {
+	// The child starts with the mask of the thread that forks it.
+	runtime.LockOSThread()
+	var block, old unix.Sigset_t
+	for _, sig := range []syscall.Signal{syscall.SIGUSR1, syscall.SIGUSR2} {
+		block.Val[(sig-1)/64] |= 1 << ((sig - 1) % 64)
+	}
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &block, &old); err != nil {
+		t.Fatal(err)
+	}
+	s := startServerProcess(t, []string{"/bin/sh", "-c", `trap '' HUP INT; exec "$0" "$@"`})
+	_ = unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
+	runtime.UnlockOSThread()
+
+	code, got, _ := s.post(t, "/exec", map[string]any{"argv": []string{"cat", "/proc/self/status"}})
+	stdout, _ := got["stdout"].(string)
+	for _, line := range []string{"SigIgn:\t0000000000000000", "SigBlk:\t0000000000000000"} {
+		if code != 200 || !strings.Contains(stdout, "\n"+line+"\n") {
+			t.Errorf("a child's /proc/self/status has no %q:\n%s", line, stdout)
+		}
+	}
+	for _, tt := range []struct{ signal, want string }{{"hangup", "SIGHUP"}, {"interrupt", "SIGINT"}} {
+		p := s.startProcess(t, map[string]any{"argv": []string{"sleep", "60"}, "timeoutMs": 10_000})
+		id := p["processId"].(string)
+		if code, got, _ := s.post(t, "/processes/"+id+"/signal", map[string]any{"signal": tt.signal}); code != 200 || got["delivered"] != true {
+			t.Fatalf("signal %s = %d %v", tt.signal, code, got)
+		}
+		waitFor(t, "the child to end", func() bool { return s.process(t, id)["status"] != "running" })
+		if got := s.process(t, id); got["status"] != "signaled" || got["signal"] != tt.want {
+			t.Errorf("after %s the child is %v %v, want signaled by %s", tt.signal, got["status"], got["signal"], tt.want)
+		}
+	}
+}

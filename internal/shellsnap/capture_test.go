@@ -1,0 +1,157 @@
+package shellsnap
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snapexec/snapexec/internal/exec"
+)
+
+// newTestProcs is a manager for a test's own processes, shut down when the
+// test ends.
+func newTestProcs(t *testing.T) *exec.Manager {
+	t.Helper()
+	m := exec.NewManager(exec.Options{Grace: 300 * time.Millisecond})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = m.Shutdown(ctx)
+	})
+	return m
+}
+
+// TestCaptureContract: a capture through the manager keeps RunCapture's
+// contract, its reasons and messages included.
+func TestCaptureContract(t *testing.T) {
+	home := t.TempDir()
+	tests := []struct {
+		name       string
+		argv       []string
+		timeout    time.Duration
+		want       string
+		wantReason Reason
+		wantMsg    string
+	}{
+		{"stdout only", []string{"/bin/sh", "-c", "echo out; echo err >&2"}, 0, "out\n", "", ""},
+		{"env is exact, cwd, stdin is /dev/null", []string{"/bin/sh", "-c", `echo "$ONLY ${HOME-unset} $(pwd) $(wc -c)"`}, 0, "1 unset " + home + " 0\n", "", ""},
+		{"exit status", []string{"/bin/sh", "-c", "exit 7"}, 0, "", ReasonNonzeroExit, "shell snapshot capture exited with exit status: 7"},
+		{"signal", []string{"/bin/sh", "-c", "kill -9 $$"}, 0, "", ReasonNonzeroExit, "shell snapshot capture exited with signal: 9 (SIGKILL)"},
+		{"timeout", []string{"/bin/sh", "-c", "sleep 60"}, 300 * time.Millisecond, "", ReasonTimeout, "shell snapshot capture timed out"},
+		{"too large", []string{"/bin/sh", "-c", "yes"}, 0, "", ReasonTooLarge, "shell snapshot exceeds 524288 bytes"},
+		{"no command", nil, 0, "", ReasonMissingCommand, "missing shell snapshot command"},
+		{"no program", []string{"/no/such/shell", "-c", "true"}, 0, "", ReasonSpawnFailed, ""},
+	}
+	capture := NewCapturer(newTestProcs(t))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(tt.timeout, 20*time.Second))
+			defer cancel()
+			out, err := capture(ctx, tt.argv, home, map[string]string{"ONLY": "1"})
+			var ce *CaptureError
+			switch {
+			case tt.wantReason == "" && (err != nil || string(out) != tt.want):
+				t.Errorf("capture(%q) = %q, %v; want %q", tt.argv, out, err, tt.want)
+			case tt.wantReason != "" && (!errors.As(err, &ce) || ce.Reason != tt.wantReason || (tt.wantMsg != "" && ce.Message != tt.wantMsg)):
+				t.Errorf("capture(%q) error = %#v, want reason %s, message %q", tt.argv, err, tt.wantReason, tt.wantMsg)
+			}
+		})
+	}
+}
+
+// TestCaptureLeavesNoJob: a background job the profile leaves holding stdout
+// has the drain to let go; the capture then succeeds and the job is ended.
+func TestCaptureLeavesNoJob(t *testing.T) {
+	capture := NewCapturer(newTestProcs(t))
+	out, err := capture(context.Background(), []string{"/bin/sh", "-c", "sleep 60 & echo $!"}, t.TempDir(), nil)
+	if err != nil {
+		t.Fatalf("capture with a background job = %v", err)
+	}
+	job, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("capture output %q: %v", out, err)
+	}
+	waitDead(t, "the background job", job)
+}
+
+// TestCaptureIsAnUnlistedProcess: a capture is the manager's (its Shutdown
+// ends it at once, with its group) but not in its table, and MaxRunning does
+// not hold it back.
+func TestCaptureIsAnUnlistedProcess(t *testing.T) {
+	m := exec.NewManager(exec.Options{Grace: 300 * time.Millisecond, MaxRunning: 1})
+	busy, err := m.Start(exec.Spec{Argv: []string{"sleep", "60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	pids := filepath.Join(dir, "pids")
+	done := make(chan error, 1)
+	go func() {
+		_, err := NewCapturer(m)(context.Background(), []string{"/bin/sh", "-c", `sleep 60 & echo $$ $! > "$1.tmp"; mv "$1.tmp" "$1"; wait`, "sh", pids}, dir, nil)
+		done <- err
+	}()
+	var shell, job int
+	waitFor(t, "the capture to start", func() bool {
+		b, err := os.ReadFile(pids)
+		if err != nil {
+			return false
+		}
+		f := strings.Fields(string(b))
+		shell, _ = strconv.Atoi(f[0])
+		job, _ = strconv.Atoi(f[1])
+		return true
+	})
+	if n, running := len(m.List()), m.Running(); n != 1 || running != 1 {
+		t.Errorf("with a capture running: List() has %d, Running() = %d; want only the one started: 1 and 1", n, running)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := m.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown() = %v", err)
+	}
+	var ce *CaptureError
+	if err := <-done; !errors.As(err, &ce) || ce.Reason != ReasonNonzeroExit {
+		t.Errorf("capture ended by Shutdown = %v, want the shell's ending by signal", err)
+	}
+	for what, pid := range map[string]int{"capture shell": shell, "its job": job} {
+		if pidAlive(pid) {
+			t.Errorf("%s %d alive after Shutdown returned", what, pid)
+		}
+	}
+	if busy.Result().Status != exec.StatusShutdown {
+		t.Errorf("the started process ended %s, want shutdown", busy.Result().Status)
+	}
+}
+
+// waitDead waits up to 5 s for pid to be gone (or a zombie).
+func waitDead(t *testing.T, what string, pid int) {
+	t.Helper()
+	waitFor(t, what+" to end", func() bool { return !pidAlive(pid) })
+}
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// pidAlive reports whether pid exists and is not a zombie.
+func pidAlive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
+}
