@@ -155,6 +155,11 @@ func validationError(w http.ResponseWriter, r *http.Request, err error) {
 		writeProblem(w, r, bodyTooLarge(limit))
 		return
 	}
+	var decoded *problem // from decodeJSONBody
+	if errors.As(err, &decoded) {
+		writeProblem(w, r, decoded)
+		return
+	}
 	p := &problem{status: http.StatusBadRequest, code: InvalidRequest, detail: "the request does not match the contract"}
 	var re *openapi3filter.RequestError
 	if !errors.As(err, &re) {
@@ -166,7 +171,6 @@ func validationError(w http.ResponseWriter, r *http.Request, err error) {
 		p.detail = "parameter " + re.Parameter.Name + " is not valid"
 	}
 	var se *openapi3.SchemaError
-	var pe *openapi3filter.ParseError
 	switch {
 	case re.RequestBody != nil && strings.HasPrefix(re.Reason, "header Content-Type has unexpected value"):
 		p.status, p.code, p.field = http.StatusUnsupportedMediaType, UnsupportedMediaType, "Content-Type"
@@ -176,11 +180,6 @@ func validationError(w http.ResponseWriter, r *http.Request, err error) {
 		p.field = "body"
 		if ptr := se.JSONPointer(); len(ptr) > 0 {
 			p.field = fieldPath(ptr)
-		}
-	case errors.As(re.Err, &pe):
-		p.detail = "the request body is not valid JSON"
-		if pe.Cause != nil {
-			p.detail += ": " + pe.Cause.Error()
 		}
 	case errors.Is(re.Err, openapi3filter.ErrInvalidRequired):
 		p.detail = "a request body is required"

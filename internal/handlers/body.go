@@ -1,0 +1,60 @@
+package handlers
+
+import (
+	"io"
+	"net/http"
+	"time"
+)
+
+// hasBody reports whether r carries a body still to be read.
+func hasBody(r *http.Request) bool {
+	return r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+}
+
+// boundBody bounds what a request body can hold on to. It must arrive within
+// timeout of the request's headers: a read deadline on this request alone,
+// lifted as soon as the body has been read, so that a long answer (an event
+// stream, a long poll, a long command) outlives it; no server-wide
+// ReadTimeout, which would cancel those. And an answer given before the body
+// was read to its end closes the connection: net/http would otherwise read up
+// to 256 KiB of it after the handler, for as long as the client trickles it,
+// to reuse the connection.
+func boundBody(timeout time.Duration) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !hasBody(r) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			rc := http.NewResponseController(w)
+			if timeout > 0 {
+				// Not every writer has a connection (tests' recorders): then
+				// there is nothing to bound.
+				_ = rc.SetReadDeadline(time.Now().Add(timeout))
+			}
+			w.Header().Set("Connection", "close")
+			r.Body = &readBody{ReadCloser: r.Body, atEOF: func() {
+				w.Header().Del("Connection")
+				if timeout > 0 {
+					_ = rc.SetReadDeadline(time.Time{})
+				}
+			}}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// readBody calls atEOF once, when its body has been read to the end.
+type readBody struct {
+	io.ReadCloser
+	atEOF func()
+}
+
+func (b *readBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && b.atEOF != nil {
+		b.atEOF()
+		b.atEOF = nil
+	}
+	return n, err
+}
