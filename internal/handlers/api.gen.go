@@ -106,6 +106,7 @@ func (e OutputChunkStream) Valid() bool {
 
 // Defines values for ProblemCode.
 const (
+	BodyTimeout          ProblemCode = "body_timeout"
 	BodyTooLarge         ProblemCode = "body_too_large"
 	CaptureFailed        ProblemCode = "capture_failed"
 	CwdNotFound          ProblemCode = "cwd_not_found"
@@ -130,6 +131,8 @@ const (
 // Valid indicates whether the value is a known member of the ProblemCode enum.
 func (e ProblemCode) Valid() bool {
 	switch e {
+	case BodyTimeout:
+		return true
 	case BodyTooLarge:
 		return true
 	case CaptureFailed:

@@ -12,13 +12,13 @@ func hasBody(r *http.Request) bool {
 }
 
 // boundBody bounds what a request body can hold on to. It must arrive within
-// timeout of the request's headers: a read deadline on this request alone,
-// lifted as soon as the body has been read, so that a long answer (an event
-// stream, a long poll, a long command) outlives it; no server-wide
-// ReadTimeout, which would cancel those. And an answer given before the body
-// was read to its end closes the connection: net/http would otherwise read up
-// to 256 KiB of it after the handler, for as long as the client trickles it,
-// to reuse the connection.
+// timeout of the request's headers: a read deadline on this request's
+// connection, which net/http lifts itself once the body has been read (when it
+// starts watching the connection for the client going away), so that a long
+// answer (an event stream, a long poll, a long command) outlives it. And an
+// answer given before the body was read to its end closes the connection:
+// net/http would otherwise read up to 256 KiB of it after the handler, for as
+// long as the client trickles it, to reuse the connection.
 func boundBody(timeout time.Duration) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -26,19 +26,13 @@ func boundBody(timeout time.Duration) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			rc := http.NewResponseController(w)
 			if timeout > 0 {
-				// Not every writer has a connection (tests' recorders): then
-				// there is nothing to bound.
-				_ = rc.SetReadDeadline(time.Now().Add(timeout))
+				// A writer without a connection (a test's recorder) has
+				// nothing to bound.
+				_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
 			}
 			w.Header().Set("Connection", "close")
-			r.Body = &readBody{ReadCloser: r.Body, atEOF: func() {
-				w.Header().Del("Connection")
-				if timeout > 0 {
-					_ = rc.SetReadDeadline(time.Time{})
-				}
-			}}
+			r.Body = &readBody{ReadCloser: r.Body, atEOF: func() { w.Header().Del("Connection") }}
 			next.ServeHTTP(w, r)
 		})
 	}

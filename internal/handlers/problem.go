@@ -124,8 +124,8 @@ func writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 // requestDecodeError is the strict server's hook for a body it cannot decode
 // after validation let it through.
 func requestDecodeError(w http.ResponseWriter, r *http.Request, err error) {
-	if limit, ok := isBodyTooLarge(err); ok {
-		writeProblem(w, r, bodyTooLarge(limit))
+	if p := bodyReadProblem(err); p != nil {
+		writeProblem(w, r, p)
 		return
 	}
 	writeProblem(w, r, &problem{status: http.StatusBadRequest, code: InvalidRequest, detail: "the request body does not match the operation's schema", cause: err})
@@ -151,8 +151,8 @@ func parameterError(w http.ResponseWriter, r *http.Request, err error) {
 // value, env values included, so neither the client nor the log gets it: only
 // the reason and the field.
 func validationError(w http.ResponseWriter, r *http.Request, err error) {
-	if limit, ok := isBodyTooLarge(err); ok {
-		writeProblem(w, r, bodyTooLarge(limit))
+	if p := bodyReadProblem(err); p != nil {
+		writeProblem(w, r, p)
 		return
 	}
 	var decoded *problem // from decodeJSONBody

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -107,13 +108,18 @@ func bodyTooLarge(limit int64) *problem {
 		detail: "the request body is larger than the server's limit of " + strconv.FormatInt(limit, 10) + " bytes"}
 }
 
-// isBodyTooLarge reports whether err came from reading past MaxBodyBytes.
-func isBodyTooLarge(err error) (int64, bool) {
+// bodyReadProblem is the problem of a body that could not be read whole: too
+// large (limitBody), or too slow (boundBody); nil for any other error.
+func bodyReadProblem(err error) *problem {
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return mbe.Limit, true
+	switch {
+	case errors.As(err, &mbe):
+		return bodyTooLarge(mbe.Limit)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return &problem{status: http.StatusRequestTimeout, code: BodyTimeout, cause: err,
+			detail: "the request body did not arrive within the server's --body-timeout"}
 	}
-	return 0, false
+	return nil
 }
 
 // hostAllowed accepts loopback names and the configured ones.
