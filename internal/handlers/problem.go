@@ -80,6 +80,8 @@ func problemFor(err error) *problem {
 		return &problem{status: http.StatusConflict, code: ProcessExists, field: "processId", detail: "a live or retained process already has this processId", cause: err}
 	case errors.Is(err, exec.ErrTooManyProcesses):
 		return &problem{status: http.StatusTooManyRequests, code: TooManyProcesses, retryAfter: 1, detail: "too many processes are running; retry later", cause: err}
+	case errors.Is(err, exec.ErrSeqAhead):
+		return &problem{status: http.StatusBadRequest, code: InvalidRequest, field: "afterSeq", detail: "afterSeq is beyond the output produced so far: pass nextSeq minus one", cause: err}
 	case errors.Is(err, exec.ErrOutputLost):
 		return &problem{status: http.StatusGone, code: OutputLost, field: "afterSeq", detail: "the output asked for was evicted from the retained buffer", cause: err}
 	case errors.Is(err, exec.ErrStdinClosed):
