@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -104,11 +105,18 @@ func setupTelemetry(ctx context.Context, getenv func(string) string) (*telemetry
 // can send thousands of names that resolve to 127.0.0.1, each a new series,
 // until real traffic falls into otel_metric_overflow. Allowing keys, rather
 // than denying these two, keeps whatever a later otelhttp adds out as well.
+// These instruments keep no exemplars: an exemplar carries the attributes the
+// filter dropped, the Host among them, into /metrics.
 func httpServerView() sdkmetric.View {
 	return sdkmetric.NewView(
 		sdkmetric.Instrument{Scope: instrumentation.Scope{Name: otelhttp.ScopeName}},
-		sdkmetric.Stream{AttributeFilter: attribute.NewAllowKeysFilter(
-			semconv.HTTPRouteKey, semconv.HTTPRequestMethodKey, semconv.HTTPResponseStatusCodeKey)},
+		sdkmetric.Stream{
+			AttributeFilter: attribute.NewAllowKeysFilter(
+				semconv.HTTPRouteKey, semconv.HTTPRequestMethodKey, semconv.HTTPResponseStatusCodeKey),
+			ExemplarReservoirProviderSelector: func(sdkmetric.Aggregation) exemplar.ReservoirProvider {
+				return exemplar.FixedSizeReservoirProvider(0)
+			},
+		},
 	)
 }
 
