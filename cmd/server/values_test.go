@@ -19,10 +19,10 @@ import (
 // every answer, the log at debug level and the exported spans for them.
 func TestValuesNeverLeaveTheServer(t *testing.T) {
 	secrets := map[string]string{
-		"env":              "env-secret-6f1c2b",
-		"envPolicy.set":    "set-secret-93ad71",
-		"profile export":   "profile-secret-0be4c8",
-		"refused value":    "refused-secret-5d27e0",
+		"env":            "env-secret-6f1c2b",
+		"envPolicy.set":  "set-secret-93ad71",
+		"profile export": "profile-secret-0be4c8",
+		"refused value":  "refused-secret-5d27e0",
 	}
 	recv := &otlpReceiver{}
 	collector := httptest.NewServer(recv)
