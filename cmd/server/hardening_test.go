@@ -215,3 +215,16 @@ func TestResumeBeyondTheOutput(t *testing.T) {
 		t.Errorf("afterSeq %d (the last seq) = %d %s, want 200", next-1, code, body)
 	}
 }
+
+// TestOversizedHeadersAreRefused: a connection that has not sent its token yet
+// holds at most 32 KiB of headers (net/http's default is 1 MiB).
+func TestOversizedHeadersAreRefused(t *testing.T) {
+	s := startServer(t, nil)
+	code, body, _ := s.do(t, "GET", "/healthz", "", map[string]string{"X-Padding": strings.Repeat("p", 64<<10)})
+	if code != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("GET /healthz with 64 KiB of headers = %d %s, want 431", code, body)
+	}
+	if code, _, _ := s.do(t, "GET", "/healthz", "", map[string]string{"X-Padding": strings.Repeat("p", 8<<10)}); code != 200 {
+		t.Errorf("GET /healthz with 8 KiB of headers = %d, want 200", code)
+	}
+}

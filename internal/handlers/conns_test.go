@@ -82,13 +82,10 @@ func TestConnLimitShedsUnvouchedFirst(t *testing.T) {
 		t.Fatalf("GET /healthz = %d", resp.StatusCode)
 	}
 	waitIdle(t, limit, 2)
-	var idle [3]struct {
-		c  interface{ Close() error }
-		ok func() bool
-	}
-	for i := range idle {
+	var stillOpen [3]func() bool // of three connections that never send a byte
+	for i := range stillOpen {
 		c, br := rawRequest(t, srv, "", "")
-		idle[i].c, idle[i].ok = c, func() bool { return !closedWithin(c, br, 200*time.Millisecond) }
+		stillOpen[i] = func() bool { return !closedWithin(c, br, 200*time.Millisecond) }
 	}
 	// Four were open when the third idle one came: the probe went, the
 	// oldest unvouched connection.
@@ -99,7 +96,7 @@ func TestConnLimitShedsUnvouchedFirst(t *testing.T) {
 	if resp, body := readAnswer(t, late, lateR); resp.StatusCode != 200 {
 		t.Errorf("a new authorised connection at the cap = %d %s, want 200", resp.StatusCode, body)
 	}
-	if idle[0].ok() {
+	if stillOpen[0]() {
 		t.Errorf("the oldest idle connection is open, want it shed for the new one")
 	}
 	if _, err := client.Write([]byte(strings.ReplaceAll(authedExec, "\n", "\r\n") + "\r\n" + `{"argv":["true"]}`)); err != nil {
@@ -160,13 +157,11 @@ func TestConnLimitKeepsBusyConnections(t *testing.T) {
 		t.Errorf("a connection beyond the cap while all are busy is open, want it closed")
 	}
 	close(release)
-	for _, c := range []struct {
-		c  interface{ Close() error }
-		rd func() int
-	}{{a, func() int { r, _ := readAnswer(t, a, aR); return r.StatusCode }}, {b, func() int { r, _ := readAnswer(t, b, bR); return r.StatusCode }}} {
-		if code := c.rd(); code != 200 {
-			t.Errorf("a busy connection answered %d after the cap was hit, want 200", code)
-		}
+	if ra, _ := readAnswer(t, a, aR); ra.StatusCode != 200 {
+		t.Errorf("a busy connection answered %d after the cap was hit, want 200", ra.StatusCode)
+	}
+	if rb, _ := readAnswer(t, b, bR); rb.StatusCode != 200 {
+		t.Errorf("a busy connection answered %d after the cap was hit, want 200", rb.StatusCode)
 	}
 	if got := shed(); got["incoming"] != 1 {
 		t.Errorf("shed = %v, want 1 incoming", got)
