@@ -32,23 +32,23 @@ func boundBody(timeout time.Duration) func(http.Handler) http.Handler {
 				_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
 			}
 			w.Header().Set("Connection", "close")
-			r.Body = &readBody{ReadCloser: r.Body, atEOF: func() { w.Header().Del("Connection") }}
+			r.Body = &keepAliveAtEOF{ReadCloser: r.Body, header: w.Header()}
 			next.ServeHTTP(w, r)
 		})
 	}
 }
 
-// readBody calls atEOF once, when its body has been read to the end.
-type readBody struct {
+// keepAliveAtEOF lets the connection live on (drops "Connection: close" from
+// the answer's header) once its body has been read to the end.
+type keepAliveAtEOF struct {
 	io.ReadCloser
-	atEOF func()
+	header http.Header
 }
 
-func (b *readBody) Read(p []byte) (int, error) {
+func (b *keepAliveAtEOF) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && b.atEOF != nil {
-		b.atEOF()
-		b.atEOF = nil
+	if err == io.EOF {
+		b.header.Del("Connection")
 	}
 	return n, err
 }
