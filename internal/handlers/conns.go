@@ -27,18 +27,20 @@ import (
 // When every connection is serving a request, the new one is closed instead.
 // Install it with http.Server's ConnContext and ConnState.
 type ConnLimit struct {
-	max   int
-	shed  metric.Int64Counter
-	mu    sync.Mutex
+	max  int
+	shed metric.Int64Counter
+
+	mu    sync.Mutex // guards conns, open, and each entry's state, since and closing
 	conns map[net.Conn]*connEntry
 	open  int // conns less those being closed
 }
 
+// connEntry is what the limit knows of one connection.
 type connEntry struct {
-	state   http.ConnState
-	since   time.Time
-	closing bool
-	vouched atomic.Bool
+	state   http.ConnState // StateNew, StateActive or StateIdle
+	since   time.Time      // when it entered state
+	closing bool           // shed, and not yet seen closed
+	vouched atomic.Bool    // set by its requests, outside the mutex
 }
 
 type connKey struct{}
