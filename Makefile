@@ -7,16 +7,10 @@ GO ?= go
 test: deps check contract unit
 
 ## deps: what the tests need that a fresh machine may lack: zsh (snapshot
-## tests) and Debian's chromium (dashboard browser tests).
+## tests) and Debian's chromium (dashboard browser tests). It waits for an
+## apt or dpkg lock another process holds (up to APT_LOCK_WAIT seconds, 600).
 deps:
-	@missing=""; \
-	command -v zsh >/dev/null 2>&1 || missing="$$missing zsh"; \
-	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
-	if [ -n "$$missing" ]; then \
-		echo "installing$$missing"; \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; } \
-			|| { echo "the tests need$$missing: apt-get install$$missing"; exit 1; }; \
-	fi
+	@./.ci/deps
 
 ## generate: regenerate internal/handlers/api.gen.go from api/openapi.yaml.
 generate:

@@ -25,6 +25,11 @@ import (
 // version is the server's version, reported by /stats and the dashboard.
 const version = "0.1.0"
 
+// maxHeaderBytes bounds a request's headers (net/http's default is 1 MiB): a
+// connection that has not yet sent its token may hold that much, at most
+// --max-connections of them.
+const maxHeaderBytes = 32 << 10
+
 // run is the whole server: it parses its configuration, serves until ctx ends
 // or SIGINT/SIGTERM arrives, then drains and returns.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -127,7 +132,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			AllowedHosts: cfg.allowedHosts,
 			MaxBodyBytes: cfg.limits.bodyBytes,
 		},
+		BodyTimeout: cfg.bodyTimeout,
 	})
+	if err != nil {
+		return err
+	}
+	conns, err := handlers.NewConnLimit(cfg.maxConns, tel.meter())
 	if err != nil {
 		return err
 	}
@@ -136,9 +146,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err != nil {
 		return err
 	}
+	// No ReadTimeout or WriteTimeout: they would cut event streams, long
+	// polls and long commands. A body's deadline is per request (BodyTimeout);
+	// headers have theirs, and idle connections are closed.
 	httpServer := &http.Server{
 		Handler:           router,
 		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    maxHeaderBytes,
+		IdleTimeout:       cfg.idleTimeout,
+		ConnContext:       conns.ConnContext,
+		ConnState:         conns.ConnState,
 		BaseContext:       func(net.Listener) context.Context { return logger.WithContext(context.Background()) },
 	}
 	fmt.Fprintf(stdout, "snapexec listening on http://%s\n", ln.Addr())

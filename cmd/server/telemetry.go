@@ -10,12 +10,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/otlptranslator"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -57,7 +61,7 @@ func setupTelemetry(ctx context.Context, getenv func(string) string) (*telemetry
 		return nil, err
 	}
 	t := &telemetry{
-		meterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(promExporter)),
+		meterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(promExporter), sdkmetric.WithView(httpServerView())),
 		propagator:    propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 		metrics:       promhttp.HandlerFor(registry, promhttp.HandlerOpts{}),
 	}
@@ -92,6 +96,28 @@ func setupTelemetry(ctx context.Context, getenv func(string) string) (*telemetry
 	t.tracerProvider = tp
 	t.shutdowns = append(t.shutdowns, tp.Shutdown)
 	return t, nil
+}
+
+// httpServerView keeps otelhttp's HTTP server metrics to labels from a fixed
+// set: the route template (or "unrouted"), the method (otelhttp folds unknown
+// ones into _OTHER) and the status. otelhttp would also label server.address
+// and server.port from the Host header, which the client chooses: a web page
+// can send thousands of names that resolve to 127.0.0.1, each a new series,
+// until real traffic falls into otel_metric_overflow. Allowing keys, rather
+// than denying these two, keeps whatever a later otelhttp adds out as well.
+// These instruments keep no exemplars: an exemplar carries the attributes the
+// filter dropped, the Host among them, into /metrics.
+func httpServerView() sdkmetric.View {
+	return sdkmetric.NewView(
+		sdkmetric.Instrument{Scope: instrumentation.Scope{Name: otelhttp.ScopeName}},
+		sdkmetric.Stream{
+			AttributeFilter: attribute.NewAllowKeysFilter(
+				semconv.HTTPRouteKey, semconv.HTTPRequestMethodKey, semconv.HTTPResponseStatusCodeKey),
+			ExemplarReservoirProviderSelector: func(sdkmetric.Aggregation) exemplar.ReservoirProvider {
+				return exemplar.FixedSizeReservoirProvider(0)
+			},
+		},
+	)
 }
 
 func serviceName(getenv func(string) string) string {

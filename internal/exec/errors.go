@@ -21,6 +21,9 @@ var (
 	// ErrOutputLost means output after the asked-for seq was evicted from the
 	// process's ring before it was read.
 	ErrOutputLost = errors.New("output was evicted before it was read")
+	// ErrSeqAhead means the asked-for seq is at or beyond the next seq: it names
+	// output the process has not produced, which no reader can have seen.
+	ErrSeqAhead = errors.New("seq is beyond the output produced")
 	// ErrStdinClosed means the running process's stdin is not open for writes:
 	// it was not started with PipeStdin, a write closed it, or the child closed
 	// its end.

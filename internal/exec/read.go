@@ -33,7 +33,8 @@ type ReadResult struct {
 // Read returns at once when there are chunks or the process has ended and its
 // output is complete; otherwise it waits up to wait, or until ctx ends (which
 // returns ctx's error), for new output. It returns ErrOutputLost when chunks
-// after afterSeq were evicted before they were read.
+// after afterSeq were evicted before they were read, and ErrSeqAhead when
+// afterSeq is not below the next seq.
 func (p *Process) Read(ctx context.Context, afterSeq int64, maxBytes int, wait time.Duration) (ReadResult, error) {
 	var timer <-chan time.Time
 	for {
@@ -46,6 +47,10 @@ func (p *Process) Read(ctx context.Context, afterSeq int64, maxBytes int, wait t
 			res.ExitCode = &code
 		}
 		p.mu.Unlock()
+		// Checked first: a seq near the top of int64 also reads as lost.
+		if afterSeq >= r.next {
+			return res, ErrSeqAhead
+		}
 		if r.lost {
 			return res, ErrOutputLost
 		}

@@ -19,19 +19,19 @@ import (
 
 // Defines values for EnvPolicyInherit.
 const (
-	All  EnvPolicyInherit = "all"
-	Core EnvPolicyInherit = "core"
-	None EnvPolicyInherit = "none"
+	EnvPolicyInheritAll  EnvPolicyInherit = "all"
+	EnvPolicyInheritCore EnvPolicyInherit = "core"
+	EnvPolicyInheritNone EnvPolicyInherit = "none"
 )
 
 // Valid indicates whether the value is a known member of the EnvPolicyInherit enum.
 func (e EnvPolicyInherit) Valid() bool {
 	switch e {
-	case All:
+	case EnvPolicyInheritAll:
 		return true
-	case Core:
+	case EnvPolicyInheritCore:
 		return true
-	case None:
+	case EnvPolicyInheritNone:
 		return true
 	default:
 		return false
@@ -106,6 +106,7 @@ func (e OutputChunkStream) Valid() bool {
 
 // Defines values for ProblemCode.
 const (
+	BodyTimeout          ProblemCode = "body_timeout"
 	BodyTooLarge         ProblemCode = "body_too_large"
 	CaptureFailed        ProblemCode = "capture_failed"
 	CwdNotFound          ProblemCode = "cwd_not_found"
@@ -131,6 +132,8 @@ const (
 // Valid indicates whether the value is a known member of the ProblemCode enum.
 func (e ProblemCode) Valid() bool {
 	switch e {
+	case BodyTimeout:
+		return true
 	case BodyTooLarge:
 		return true
 	case CaptureFailed:
@@ -263,6 +266,27 @@ func (e SnapshotEntryState) Valid() bool {
 	case Pending:
 		return true
 	case Ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SnapshotEnvPolicyInherit.
+const (
+	SnapshotEnvPolicyInheritAll  SnapshotEnvPolicyInherit = "all"
+	SnapshotEnvPolicyInheritCore SnapshotEnvPolicyInherit = "core"
+	SnapshotEnvPolicyInheritNone SnapshotEnvPolicyInherit = "none"
+)
+
+// Valid indicates whether the value is a known member of the SnapshotEnvPolicyInherit enum.
+func (e SnapshotEnvPolicyInherit) Valid() bool {
+	switch e {
+	case SnapshotEnvPolicyInheritAll:
+		return true
+	case SnapshotEnvPolicyInheritCore:
+		return true
+	case SnapshotEnvPolicyInheritNone:
 		return true
 	default:
 		return false
@@ -631,13 +655,11 @@ type SnapshotEntry struct {
 	// EnvNames Names only; values never leave the server.
 	EnvNames []string `json:"envNames"`
 
-	// EnvPolicy Which of the server's own variables a child gets, applied in this order: inherit,
-	// the default excludes (*KEY*, *SECRET*, *TOKEN*) unless ignored, exclude, set,
-	// includeOnly. Patterns use * and ?, match the whole name, and ignore ASCII case.
-	// The server's own secrets never reach a child.
-	EnvPolicy     *EnvPolicy `json:"envPolicy,omitempty"`
-	FunctionCount int        `json:"functionCount"`
-	Hits          int64      `json:"hits"`
+	// EnvPolicy The envPolicy of an entry's key as it can be shown: the names that set gives, never
+	// their values (two entries may differ only in those values, and then only in key).
+	EnvPolicy     *SnapshotEnvPolicy `json:"envPolicy,omitempty"`
+	FunctionCount int                `json:"functionCount"`
+	Hits          int64              `json:"hits"`
 
 	// Key A short stable id of the cache key.
 	Key         string         `json:"key"`
@@ -659,6 +681,21 @@ type SnapshotEntry struct {
 
 // SnapshotEntryState failed is in backoff or retryable; exhausted has spent its retry budget.
 type SnapshotEntryState string
+
+// SnapshotEnvPolicy The envPolicy of an entry's key as it can be shown: the names that set gives, never
+// their values (two entries may differ only in those values, and then only in key).
+type SnapshotEnvPolicy struct {
+	Exclude               *[]string                `json:"exclude,omitempty"`
+	IgnoreDefaultExcludes bool                     `json:"ignoreDefaultExcludes"`
+	IncludeOnly           *[]string                `json:"includeOnly,omitempty"`
+	Inherit               SnapshotEnvPolicyInherit `json:"inherit"`
+
+	// SetNames The names envPolicy.set gives, sorted; values never leave the server.
+	SetNames []string `json:"setNames"`
+}
+
+// SnapshotEnvPolicyInherit defines model for SnapshotEnvPolicy.Inherit.
+type SnapshotEnvPolicyInherit string
 
 // SnapshotError defines model for SnapshotError.
 type SnapshotError struct {

@@ -1,6 +1,11 @@
 package handlers
 
-import "github.com/snapexec/snapexec/internal/envpolicy"
+import (
+	"maps"
+	"slices"
+
+	"github.com/snapexec/snapexec/internal/envpolicy"
+)
 
 // policy translates a request's envPolicy and enforces the env limits on its set.
 func (s *Server) policy(p *EnvPolicy) (*envpolicy.Policy, error) {
@@ -45,18 +50,22 @@ func policyFrom(p *EnvPolicy) (*envpolicy.Policy, error) {
 	return &out, nil
 }
 
-// wirePolicy is the inverse of policyFrom, for showing an entry's key.
-func wirePolicy(p *envpolicy.Policy) *EnvPolicy {
+// policyView shows an entry's policy as part of its key: the names set gives,
+// never their values.
+func policyView(p *envpolicy.Policy) *SnapshotEnvPolicy {
 	if p == nil {
 		return nil
 	}
-	inherit := EnvPolicyInherit(p.Inherit)
-	out := &EnvPolicy{Inherit: &inherit, IgnoreDefaultExcludes: &p.IgnoreDefaultExcludes}
+	out := &SnapshotEnvPolicy{
+		Inherit:               SnapshotEnvPolicyInherit(p.Inherit),
+		IgnoreDefaultExcludes: p.IgnoreDefaultExcludes,
+		SetNames:              slices.Sorted(maps.Keys(p.Set)),
+	}
+	if out.SetNames == nil {
+		out.SetNames = []string{}
+	}
 	if p.Exclude != nil {
 		out.Exclude = &p.Exclude
-	}
-	if p.Set != nil {
-		out.Set = &p.Set
 	}
 	if p.IncludeOnly != nil {
 		out.IncludeOnly = &p.IncludeOnly

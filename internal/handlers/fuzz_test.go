@@ -16,12 +16,12 @@ import (
 )
 
 // FuzzDecode posts arbitrary bodies to /exec, as JSON, through the whole router
-// (security middleware, contract validator, strict decoder, handler) with an
-// executor that never fails. Whatever the body, the answer is a 200 only for a
-// JSON object whose argv is a non-empty array of strings, and then the executor
-// got exactly that argv; anything else is a 4xx application/problem+json with a
-// code, and the executor was not called. A panic shows as a 500 (the recoverer
-// turns it into one) and fails too.
+// (security checks, contract validator and its JSON decoder, strict decoder,
+// handler) with an executor that never fails. Whatever the body, the answer is
+// a 200 only for a JSON object whose argv is a non-empty array of strings, and
+// then the executor got exactly that argv; anything else is a 4xx
+// application/problem+json with a code, and the executor was not called. A
+// panic shows as a 500 (the recoverer turns it into one) and fails too.
 //
 // The seed corpus is testdata/fuzz/FuzzDecode.
 func FuzzDecode(f *testing.F) {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/felixge/httpsnoop"
-	"github.com/go-chi/chi/v5"
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -87,13 +86,9 @@ func logRequest(counts *httpCounters, next http.Handler, w http.ResponseWriter, 
 	if m.Code >= 500 {
 		counts.errors.Add(1)
 	}
-	route := "unmatched"
-	if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
-		route = rc.RoutePattern()
-	}
 	zerolog.Ctx(r.Context()).Info().
 		Str(logMethod, r.Method).
-		Str(logRoute, route).
+		Str(logRoute, routeOf(r)).
 		Int(logStatus, m.Code).
 		Float64(logDuration, float64(m.Duration)/float64(time.Millisecond)).
 		Int64(logBytes, m.Written).

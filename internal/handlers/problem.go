@@ -80,6 +80,8 @@ func problemFor(err error) *problem {
 		return &problem{status: http.StatusConflict, code: ProcessExists, field: "processId", detail: "a live or retained process already has this processId", cause: err}
 	case errors.Is(err, exec.ErrTooManyProcesses):
 		return &problem{status: http.StatusTooManyRequests, code: TooManyProcesses, retryAfter: 1, detail: "too many processes are running; retry later", cause: err}
+	case errors.Is(err, exec.ErrSeqAhead):
+		return &problem{status: http.StatusBadRequest, code: InvalidRequest, field: "afterSeq", detail: "afterSeq is beyond the output produced so far: pass nextSeq minus one", cause: err}
 	case errors.Is(err, exec.ErrOutputLost):
 		return &problem{status: http.StatusGone, code: OutputLost, field: "afterSeq", detail: "the output asked for was evicted from the retained buffer", cause: err}
 	case errors.Is(err, exec.ErrProcessExited):
@@ -126,8 +128,8 @@ func writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 // requestDecodeError is the strict server's hook for a body it cannot decode
 // after validation let it through.
 func requestDecodeError(w http.ResponseWriter, r *http.Request, err error) {
-	if limit, ok := isBodyTooLarge(err); ok {
-		writeProblem(w, r, bodyTooLarge(limit))
+	if p := bodyReadProblem(err); p != nil {
+		writeProblem(w, r, p)
 		return
 	}
 	writeProblem(w, r, &problem{status: http.StatusBadRequest, code: InvalidRequest, detail: "the request body does not match the operation's schema", cause: err})
@@ -153,8 +155,13 @@ func parameterError(w http.ResponseWriter, r *http.Request, err error) {
 // value, env values included, so neither the client nor the log gets it: only
 // the reason and the field.
 func validationError(w http.ResponseWriter, r *http.Request, err error) {
-	if limit, ok := isBodyTooLarge(err); ok {
-		writeProblem(w, r, bodyTooLarge(limit))
+	if p := bodyReadProblem(err); p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	var decoded *problem // from decodeJSONBody
+	if errors.As(err, &decoded) {
+		writeProblem(w, r, decoded)
 		return
 	}
 	p := &problem{status: http.StatusBadRequest, code: InvalidRequest, detail: "the request does not match the contract"}
@@ -168,7 +175,6 @@ func validationError(w http.ResponseWriter, r *http.Request, err error) {
 		p.detail = "parameter " + re.Parameter.Name + " is not valid"
 	}
 	var se *openapi3.SchemaError
-	var pe *openapi3filter.ParseError
 	switch {
 	case re.RequestBody != nil && strings.HasPrefix(re.Reason, "header Content-Type has unexpected value"):
 		p.status, p.code, p.field = http.StatusUnsupportedMediaType, UnsupportedMediaType, "Content-Type"
@@ -178,11 +184,6 @@ func validationError(w http.ResponseWriter, r *http.Request, err error) {
 		p.field = "body"
 		if ptr := se.JSONPointer(); len(ptr) > 0 {
 			p.field = fieldPath(ptr)
-		}
-	case errors.As(re.Err, &pe):
-		p.detail = "the request body is not valid JSON"
-		if pe.Cause != nil {
-			p.detail += ": " + pe.Cause.Error()
 		}
 	case errors.Is(re.Err, openapi3filter.ErrInvalidRequired):
 		p.detail = "a request body is required"

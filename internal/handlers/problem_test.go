@@ -27,7 +27,7 @@ func (f *fakeExecutor) Exec(ctx context.Context, in service.ExecInput) (service.
 	return f.ExecFn(ctx, in)
 }
 
-func newTestRouter(t *testing.T, ex Executor, logs io.Writer) http.Handler {
+func newTestRouter(t testing.TB, ex Executor, logs io.Writer) http.Handler {
 	t.Helper()
 	h, err := NewRouter(New(Deps{Exec: ex}, Limits{MaxTimeout: 60_000_000_000}, api.Spec, "test"), zerolog.New(logs), RouterOptions{})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -33,7 +34,15 @@ type RouterOptions struct {
 	Dashboard http.Handler
 	// Security holds the token, Host, Origin and body-size defences.
 	Security Security
+	// BodyTimeout is how long a request body may take to arrive after the
+	// request's headers; zero means no bound.
+	BodyTimeout time.Duration
 }
+
+// unrouted labels the requests that reached no route: those refused before
+// routing (421, 403, 401, 413) and those with no route (404, 405). One label
+// for all of them, so that what a client makes up never becomes a label.
+const unrouted = "unrouted"
 
 // NewRouter returns the whole HTTP surface of snapexec: every route is here.
 func NewRouter(s *Server, logger zerolog.Logger, opts RouterOptions) (http.Handler, error) {
@@ -43,8 +52,15 @@ func NewRouter(s *Server, logger zerolog.Logger, opts RouterOptions) (http.Handl
 	}
 	contract.Servers = nil // any host may serve it; the Host check is the server's own
 
+	// kin-openapi keeps its body decoders in a process-wide registry; this
+	// one replaces its JSON decoder with one that also makes the checks the
+	// contract cannot state. Registering it again is harmless.
+	openapi3filter.RegisterBodyDecoder("application/json", decodeJSONBody)
+
 	r := chi.NewRouter()
-	r.Use(withRequestID(logger), accessLog(&s.http), routeLabel, recoverer, opts.Security.middleware, withEventStream)
+	r.Use(withRequestID(logger), accessLog(&s.http), routeLabel, recoverer, boundBody(opts.BodyTimeout))
+	r.Use(opts.Security.middlewares()...)
+	r.Use(withEventStream)
 	// The contract validator runs per operation, after chi has matched the
 	// route, so that 404 and 405 stay chi's and every log line has its route.
 	validate := validator.OapiRequestValidatorWithOptions(contract, &validator.Options{
@@ -100,19 +116,28 @@ func NewRouter(s *Server, logger zerolog.Logger, opts RouterOptions) (http.Handl
 }
 
 // routeLabel labels otelhttp's metrics and names its span with the route
-// template chi matched, never the raw path.
+// template chi matched, never the raw path; a request that reached no route
+// is labelled unrouted.
 func routeLabel(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		next.ServeHTTP(w, r)
-		route := chi.RouteContext(r.Context()).RoutePattern()
-		if route == "" {
-			return
-		}
+		route := routeOf(r)
 		if l, ok := otelhttp.LabelerFromContext(r.Context()); ok {
 			l.Add(semconv.HTTPRoute(route))
+		}
+		if route == unrouted {
+			return // the span keeps the method alone for a name
 		}
 		span := trace.SpanFromContext(r.Context())
 		span.SetName(r.Method + " " + route)
 		span.SetAttributes(semconv.HTTPRoute(route))
 	})
+}
+
+// routeOf is the route template chi matched for r, or unrouted.
+func routeOf(r *http.Request) string {
+	if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+		return rc.RoutePattern()
+	}
+	return unrouted
 }

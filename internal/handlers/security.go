@@ -1,22 +1,20 @@
 package handlers
 
 import (
-	"bytes"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
-	"io"
-	"mime"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // Security is the server's defences against callers that should not run
 // commands: a bearer token, and the Host and Origin checks that stop DNS
 // rebinding and cross-site requests from a web page the user happens to visit.
+// Each check is its own middleware, and none of them reads a request body: a
+// refused request is answered from its headers alone.
 type Security struct {
 	// Token, when non-empty, is required as "Authorization: Bearer <token>" on
 	// every route but /healthz, /readyz and the dashboard's static files.
@@ -28,6 +26,12 @@ type Security struct {
 	MaxBodyBytes int64
 }
 
+// middlewares are the checks in the order they run: the cheapest refusals
+// first, and the body's bound only for a request that passed them all.
+func (sec Security) middlewares() []func(http.Handler) http.Handler {
+	return []func(http.Handler) http.Handler{sec.checkHost, checkOrigin, sec.requireToken, sec.limitBody}
+}
+
 // publicPaths need no token: probes, and the dashboard's static files, which
 // hold no data (every call the page makes carries the token).
 func publicPath(r *http.Request) bool {
@@ -35,20 +39,42 @@ func publicPath(r *http.Request) bool {
 	return p == "/healthz" || p == "/readyz" || (r.Method == http.MethodGet && (p == "/" || strings.HasPrefix(p, "/ui/")))
 }
 
-func (sec Security) middleware(next http.Handler) http.Handler {
-	token := []byte(sec.Token)
+// checkHost refuses a Host that is neither a loopback name nor an allowed one:
+// a page that rebinds its own DNS name to 127.0.0.1 still sends that name.
+func (sec Security) checkHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !sec.hostAllowed(r.Host) {
 			writeProblem(w, r, &problem{status: http.StatusMisdirectedRequest, code: MisdirectedHost, field: "Host",
 				detail: "this server does not answer to that Host; use a loopback name or one given with --allowed-hosts"})
 			return
 		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// checkOrigin refuses a request a browser sent on behalf of another site.
+func checkOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r) {
 			writeProblem(w, r, &problem{status: http.StatusForbidden, code: ForbiddenOrigin, field: "Origin",
 				detail: "cross-origin requests are refused"})
 			return
 		}
-		if len(token) > 0 && !publicPath(r) {
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requireToken refuses a request without the token, unless its path is
+// public. A request that passes vouches for its connection (see ConnLimit):
+// with a token, only the token does; without one, every caller is a client.
+func (sec Security) requireToken(next http.Handler) http.Handler {
+	token := []byte(sec.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(token) > 0 && publicPath(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if len(token) > 0 {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || subtle.ConstantTimeCompare([]byte(got), token) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="snapexec"`)
@@ -57,35 +83,21 @@ func (sec Security) middleware(next http.Handler) http.Handler {
 				return
 			}
 		}
-		if sec.MaxBodyBytes > 0 && r.Body != nil && r.Body != http.NoBody {
+		vouchForConn(r.Context())
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitBody refuses a body whose declared length is beyond MaxBodyBytes
+// before reading any of it, and makes a longer undeclared one fail its read.
+func (sec Security) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if sec.MaxBodyBytes > 0 && hasBody(r) {
 			if r.ContentLength > sec.MaxBodyBytes {
 				writeProblem(w, r, bodyTooLarge(sec.MaxBodyBytes))
 				return
 			}
 			r.Body = http.MaxBytesReader(w, r.Body, sec.MaxBodyBytes)
-		}
-		if r.Body != nil && r.Body != http.NoBody {
-			// JSON decoders turn invalid UTF-8 into U+FFFD silently: a name
-			// or argv would then not be what the client sent. Refuse instead.
-			body, err := io.ReadAll(r.Body)
-			if limit, ok := isBodyTooLarge(err); ok {
-				writeProblem(w, r, bodyTooLarge(limit))
-				return
-			}
-			if err != nil {
-				writeProblem(w, r, &problem{status: http.StatusBadRequest, code: InvalidRequest, detail: "the request body could not be read", cause: err})
-				return
-			}
-			if !utf8.Valid(body) {
-				writeProblem(w, r, &problem{status: http.StatusBadRequest, code: InvalidRequest, field: "body", detail: "the request body is not valid UTF-8"})
-				return
-			}
-			// A JSON decoder stops after the first value; "{...} junk" would pass.
-			if isJSON(r) && len(bytes.TrimSpace(body)) > 0 && !json.Valid(body) {
-				writeProblem(w, r, &problem{status: http.StatusBadRequest, code: InvalidRequest, field: "body", detail: "the request body is not one valid JSON value"})
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -96,18 +108,18 @@ func bodyTooLarge(limit int64) *problem {
 		detail: "the request body is larger than the server's limit of " + strconv.FormatInt(limit, 10) + " bytes"}
 }
 
-// isBodyTooLarge reports whether err came from reading past MaxBodyBytes.
-func isBodyTooLarge(err error) (int64, bool) {
+// bodyReadProblem is the problem of a body that could not be read whole: too
+// large (limitBody), or too slow (boundBody); nil for any other error.
+func bodyReadProblem(err error) *problem {
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return mbe.Limit, true
+	switch {
+	case errors.As(err, &mbe):
+		return bodyTooLarge(mbe.Limit)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return &problem{status: http.StatusRequestTimeout, code: BodyTimeout, cause: err,
+			detail: "the request body did not arrive within the server's --body-timeout"}
 	}
-	return 0, false
-}
-
-func isJSON(r *http.Request) bool {
-	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	return mt == "application/json"
+	return nil
 }
 
 // hostAllowed accepts loopback names and the configured ones.

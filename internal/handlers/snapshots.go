@@ -83,7 +83,7 @@ func entry(e shellsnap.EntryInfo) SnapshotEntry {
 		ScopeId:       e.ScopeID,
 		Shell:         ShellInfo{Name: e.Shell.Name, Path: e.Shell.Path},
 		Cwd:           e.Cwd,
-		EnvPolicy:     wirePolicy(e.Policy),
+		EnvPolicy:     policyView(e.Policy),
 		State:         SnapshotEntryState(e.State),
 		Prewarmed:     e.Prewarmed,
 		Attempts:      e.Attempts,

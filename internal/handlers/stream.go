@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/elnormous/contenttype"
 	"github.com/go-chi/chi/v5"
 
 	"github.com/snapexec/snapexec/internal/exec"
@@ -22,15 +22,23 @@ const heartbeat = 15 * time.Second
 
 type wantsStreamKey struct{}
 
-// withEventStream notes on the context whether the client asked for
-// text/event-stream, which the strict handlers cannot see otherwise.
+// withEventStream notes on the context whether the client prefers
+// text/event-stream to JSON, which the strict handlers cannot see otherwise.
+// Accept is negotiated by its media ranges, their precedence and q-values
+// (RFC 9110, 12.5.1): "text/event-stream;q=0, application/json" is JSON, and
+// "*/*" is JSON, the first offer. JSON is also the answer to an Accept that
+// does not parse or accepts neither: the RFC lets a server disregard it
+// rather than answer 406.
 func withEventStream(next http.Handler) http.Handler {
+	// Both answers are UTF-8, so that a range asking for that charset matches.
+	offers := []contenttype.MediaType{
+		contenttype.NewMediaType("application/json; charset=utf-8"),
+		contenttype.NewMediaType("text/event-stream; charset=utf-8"),
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
-			if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == "text/event-stream" {
-				r = r.WithContext(context.WithValue(r.Context(), wantsStreamKey{}, true))
-				break
-			}
+		accept := strings.Join(r.Header.Values("Accept"), ",")
+		if mt, _, err := contenttype.GetAcceptableMediaTypeFromHeader(accept, offers); accept != "" && err == nil && mt.Subtype == "event-stream" {
+			r = r.WithContext(context.WithValue(r.Context(), wantsStreamKey{}, true))
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -75,8 +83,13 @@ func (s *Server) processEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	// An evicted resume point is a 410 before the stream starts.
-	if _, err := p.Read(r.Context(), after, 1, 0); errors.Is(err, exec.ErrOutputLost) {
+	// A resume point that was evicted (410) or never sent (400) is refused
+	// before the stream starts.
+	switch _, err := p.Read(r.Context(), after, 1, 0); {
+	case errors.Is(err, exec.ErrSeqAhead):
+		writeProblem(w, r, invalid("Last-Event-ID", "Last-Event-ID is beyond the last event of this process: resume from an id the stream sent"))
+		return
+	case errors.Is(err, exec.ErrOutputLost):
 		writeProblem(w, r, err)
 		return
 	}

@@ -484,7 +484,10 @@ function updateSnapshotRow(tr, e) {
   tr.dataset.scope = e.scopeId;
   tr.dataset.state = e.state;
   setText(scope.firstChild, e.scopeId);
-  setAttr(scope, "title", e.envNames && e.envNames.length ? "env: " + e.envNames.join(" ") : null);
+  const about = [];
+  if (e.envNames && e.envNames.length) about.push("env: " + e.envNames.join(" "));
+  if (e.envPolicy) about.push(policyText(e.envPolicy));
+  setAttr(scope, "title", about.length ? about.join("\n") : null);
   const sh = e.shell || {};
   setText(shell, sh.name || "–");
   setAttr(shell, "title", sh.path || null);
@@ -533,6 +536,17 @@ function updateSnapshotRow(tr, e) {
   const forget = tr.querySelector("[data-testid=forget-button]");
   setAttr(forget, "aria-label", "Forget scope " + e.scopeId);
   forget.dataset.scope = e.scopeId;
+}
+
+// policyText shows an entry's envPolicy: names and patterns only, as the
+// server sends it (it never sends set's values).
+function policyText(p) {
+  let s = "envPolicy: inherit " + (p.inherit || "all");
+  if (p.ignoreDefaultExcludes) s += ", default excludes off";
+  if (p.exclude && p.exclude.length) s += ", exclude " + p.exclude.join(" ");
+  if (p.setNames && p.setNames.length) s += ", set " + p.setNames.join(" ");
+  if (p.includeOnly && p.includeOnly.length) s += ", include only " + p.includeOnly.join(" ");
+  return s;
 }
 
 function tickCountdowns() {

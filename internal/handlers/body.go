@@ -1,0 +1,54 @@
+package handlers
+
+import (
+	"io"
+	"net/http"
+	"time"
+)
+
+// hasBody reports whether r carries a body still to be read.
+func hasBody(r *http.Request) bool {
+	return r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+}
+
+// boundBody bounds what a request body can hold on to. It must arrive within
+// timeout of the request's headers: a read deadline on this request's
+// connection, which net/http lifts itself once the body has been read (when it
+// starts watching the connection for the client going away), so that a long
+// answer (an event stream, a long poll, a long command) outlives it. And an
+// answer given before the body was read to its end closes the connection:
+// net/http would otherwise read up to 256 KiB of it after the handler, for as
+// long as the client trickles it, to reuse the connection.
+func boundBody(timeout time.Duration) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !hasBody(r) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			if timeout > 0 {
+				// A writer without a connection (a test's recorder) has
+				// nothing to bound.
+				_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+			}
+			w.Header().Set("Connection", "close")
+			r.Body = &keepAliveAtEOF{ReadCloser: r.Body, header: w.Header()}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// keepAliveAtEOF lets the connection live on (drops "Connection: close" from
+// the answer's header) once its body has been read to the end.
+type keepAliveAtEOF struct {
+	io.ReadCloser
+	header http.Header
+}
+
+func (b *keepAliveAtEOF) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.header.Del("Connection")
+	}
+	return n, err
+}
