@@ -366,8 +366,9 @@ type ExecRequest struct {
 	ProcessId *string `json:"processId,omitempty"`
 
 	// ShellSnapshot Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
-	// A scope id is 1 to 256 bytes (else 422 invalid_scope); any other argv shape runs
-	// unchanged (outcome ineligible); a shell other than bash, zsh or sh is 422 unsupported_shell.
+	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope); a shell
+	// other than bash, zsh or sh is 422 unsupported_shell, whatever the argv; any other argv
+	// shape runs unchanged (outcome ineligible).
 	ShellSnapshot *ShellSnapshotRequest `json:"shellSnapshot,omitempty"`
 
 	// Stdin Written to the child, then closed; without it stdin is /dev/null.
@@ -560,8 +561,9 @@ type ShellInfo struct {
 }
 
 // ShellSnapshotRequest Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
-// A scope id is 1 to 256 bytes (else 422 invalid_scope); any other argv shape runs
-// unchanged (outcome ineligible); a shell other than bash, zsh or sh is 422 unsupported_shell.
+// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope); a shell
+// other than bash, zsh or sh is 422 unsupported_shell, whatever the argv; any other argv
+// shape runs unchanged (outcome ineligible).
 type ShellSnapshotRequest struct {
 	ScopeId string    `json:"scopeId"`
 	Shell   ShellInfo `json:"shell"`
@@ -725,8 +727,9 @@ type StartProcessRequest struct {
 	ProcessId *string `json:"processId,omitempty"`
 
 	// ShellSnapshot Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
-	// A scope id is 1 to 256 bytes (else 422 invalid_scope); any other argv shape runs
-	// unchanged (outcome ineligible); a shell other than bash, zsh or sh is 422 unsupported_shell.
+	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope); a shell
+	// other than bash, zsh or sh is 422 unsupported_shell, whatever the argv; any other argv
+	// shape runs unchanged (outcome ineligible).
 	ShellSnapshot *ShellSnapshotRequest `json:"shellSnapshot,omitempty"`
 
 	// Stdin Written to the child first; with pipeStdin stdin then stays open for writes.

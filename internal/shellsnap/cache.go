@@ -153,8 +153,12 @@ func (c *Cache) StartPrewarm(req Request, cmd *Command) (EntryInfo, error) {
 	return info, nil
 }
 
-// check runs the checks of SHELL-SNAPSHOTS.md 2 in their order. A non-empty
-// receipt outcome means the request goes no further.
+// check runs the checks of SHELL-SNAPSHOTS.md 2: the scope, then the shell
+// name, then the argv shape. The reference checks the shape before the name,
+// so that `fish` with another argv falls back silently; here an unsupported
+// shell is refused whatever the argv, since a client that names one has a
+// bug that a silent fallback would hide. A non-empty receipt outcome means
+// the request goes no further.
 func check(req *Request, cmd *Command) (Receipt, error) {
 	if req == nil {
 		return Receipt{Outcome: OutcomeNotRequested}, nil
@@ -162,11 +166,11 @@ func check(req *Request, cmd *Command) (Receipt, error) {
 	if req.ScopeID == "" || len(req.ScopeID) > MaxScopeBytes {
 		return Receipt{}, ErrInvalidScope
 	}
-	if ok, why := eligible(*req, cmd.Argv); !ok {
-		return Receipt{Outcome: OutcomeIneligible, Reason: why}, nil
-	}
 	if !supportedShell(req.Shell.Name) {
 		return Receipt{}, ErrUnsupportedShell
+	}
+	if ok, why := eligible(*req, cmd.Argv); !ok {
+		return Receipt{Outcome: OutcomeIneligible, Reason: why}, nil
 	}
 	return Receipt{}, nil
 }

@@ -96,7 +96,11 @@ func TestPrepareChecksInOrder(t *testing.T) {
 		{"-c", bashRequest("s"), []string{"/bin/bash", "-c", "true"}, nil, OutcomeIneligible},
 		{"-l -c", bashRequest("s"), []string{"/bin/bash", "-l", "-c", "true"}, nil, OutcomeIneligible},
 		{"-ilc", bashRequest("s"), []string{"/bin/bash", "-ilc", "true"}, nil, OutcomeIneligible},
-		{"fish with a bad argv falls back silently", &Request{ScopeID: "s", Shell: Shell{Name: "fish", Path: "/usr/bin/fish"}}, []string{"/usr/bin/fish", "-c", "true"}, nil, OutcomeIneligible},
+		// Unlike the reference, the shell name comes before the argv shape:
+		// an unsupported shell is refused whatever the argv (issue 14).
+		{"fish with a bad argv", &Request{ScopeID: "s", Shell: Shell{Name: "fish", Path: "/usr/bin/fish"}}, []string{"/usr/bin/fish", "-c", "true"}, ErrUnsupportedShell, ""},
+		{"fish with no argv to speak of", &Request{ScopeID: "s", Shell: Shell{Name: "fish", Path: "/usr/bin/fish"}}, []string{"true"}, ErrUnsupportedShell, ""},
+		{"scope before shell", &Request{ScopeID: "", Shell: Shell{Name: "fish", Path: "/usr/bin/fish"}}, []string{"true"}, ErrInvalidScope, ""},
 		{"fish with a good argv", &Request{ScopeID: "s", Shell: Shell{Name: "fish", Path: "/usr/bin/fish"}}, []string{"/usr/bin/fish", "-lc", "true"}, ErrUnsupportedShell, ""},
 		{"extra args allowed", bashRequest("s"), []string{"/bin/bash", "-lc", "echo $1", "arg0", "one"}, nil, OutcomeUsed},
 	}
