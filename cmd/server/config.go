@@ -27,6 +27,7 @@ type config struct {
 	maxOutputBytes int
 	standbyShells  int
 	standbyIdle    time.Duration
+	captureTimeout time.Duration
 }
 
 // limitsConfig bounds what one request may ask for and what the server holds.
@@ -70,6 +71,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{&c.maxTimeout, "max-timeout", "SNAPEXEC_MAX_TIMEOUT", "24h", "largest timeoutMs a request may give"},
 		{&c.retention, "retention", "SNAPEXEC_RETENTION", "30s", "how long a finished process stays readable"},
 		{&c.standbyIdle, "standby-idle", "SNAPEXEC_STANDBY_IDLE", "1m", "how long a standby shell waits for a command before it ends"},
+		{&c.captureTimeout, "capture-timeout", "SNAPEXEC_CAPTURE_TIMEOUT", "10s", "how long one snapshot capture may run (and wait for a slot); a command waits for it at most its own timeout"},
 	}
 	for _, d := range durations {
 		def, err := time.ParseDuration(env(d.env, d.def))
@@ -133,6 +135,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	}
 	if c.grace <= 0 {
 		return c, fmt.Errorf("--grace must be positive")
+	}
+	if c.captureTimeout <= 0 {
+		return c, fmt.Errorf("--capture-timeout must be positive")
 	}
 	if c.standbyShells < 0 || c.standbyIdle <= 0 {
 		return c, fmt.Errorf("--standby-shells must not be negative and --standby-idle must be positive")
