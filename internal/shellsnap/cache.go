@@ -407,17 +407,21 @@ func (c *Cache) runCapture(ctx context.Context, req Request, cmd *Command, purpo
 // queue waits for a capture slot of scope, at most the capture's own limit,
 // and not past Close.
 func (c *Cache) queue(ctx context.Context, scope string) (release func(), err *CaptureError) {
-	if c.life.Err() == nil {
-		ctx, cancel := context.WithTimeout(ctx, c.timeout)
-		defer cancel()
-		if release, err := c.slots.acquire(ctx, scope); err == nil {
-			return release, nil
-		}
-	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	release, aerr := c.slots.acquire(ctx, scope)
+	// Checked after the slot too: the capture that Close ended hands its
+	// slot on before this run's ctx learns of the Close.
 	if c.life.Err() != nil {
+		if aerr == nil {
+			release()
+		}
 		return nil, &CaptureError{Reason: ReasonTimeout, Message: "shell snapshot capture cancelled: the server is shutting down"}
 	}
-	return nil, &CaptureError{Reason: ReasonTimeout, Message: "shell snapshot capture timed out waiting for a capture slot"}
+	if aerr != nil {
+		return nil, &CaptureError{Reason: ReasonTimeout, Message: "shell snapshot capture timed out waiting for a capture slot"}
+	}
+	return release, nil
 }
 
 // Close ends the captures in flight and those queued for a slot, and starts

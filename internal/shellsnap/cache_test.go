@@ -560,7 +560,15 @@ func TestPrewarmWaitsForASlotWithinTheCaptureLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, hang := &fakeCapturer{}, make(chan struct{})
 		defer close(hang)
-		c := newTestCache(t, Options{Capture: hangingCapturer(f, hang), MaxConcurrentCaptures: 1, Timeout: 3 * time.Second})
+		// The hung capture ignores its own limit, which would otherwise end
+		// at the instant the prewarm's slot wait does.
+		capture := func(ctx context.Context, argv []string, cwd string, env map[string]string) ([]byte, error) {
+			if cwd == "/hang-a" {
+				<-hang
+			}
+			return f.capture(ctx, argv, cwd, env)
+		}
+		c := newTestCache(t, Options{Capture: capture, MaxConcurrentCaptures: 1, Timeout: 3 * time.Second})
 		if _, err := c.StartPrewarm(*bashRequest("a"), bashCommand("/hang-a")); err != nil {
 			t.Fatal(err)
 		}
