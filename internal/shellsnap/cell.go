@@ -110,13 +110,12 @@ func (c *cell) startLocked(fn capture) *run {
 // errNoSlot when its run has not begun within patience (zero: no bound); the
 // run goes on either way.
 func (c *cell) get(ctx context.Context, patience time.Duration, fn capture) (res result, ranInit bool, err error) {
-	var impatient <-chan time.Time
-	if patience > 0 {
-		t := time.NewTimer(patience)
-		defer t.Stop()
-		impatient = t.C
-	}
 	c.mu.Lock()
+	if c.set { // a hit: no timer, no count
+		res := c.res
+		c.mu.Unlock()
+		return res, false, nil
+	}
 	c.waiting++
 	c.mu.Unlock()
 	defer func() {
@@ -124,6 +123,12 @@ func (c *cell) get(ctx context.Context, patience time.Duration, fn capture) (res
 		c.waiting--
 		c.mu.Unlock()
 	}()
+	var impatient <-chan time.Time
+	if patience > 0 {
+		t := time.NewTimer(patience)
+		defer t.Stop()
+		impatient = t.C
+	}
 	for {
 		c.mu.Lock()
 		if c.set {
