@@ -32,6 +32,7 @@ type config struct {
 	bodyTimeout    time.Duration
 	idleTimeout    time.Duration
 	maxConns       int
+	captureTimeout time.Duration
 }
 
 // limitsConfig bounds what one request may ask for and what the server holds.
@@ -77,6 +78,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{&c.standbyIdle, "standby-idle", "SNAPEXEC_STANDBY_IDLE", "1m", "how long a standby shell waits for a command before it ends"},
 		{&c.bodyTimeout, "body-timeout", "SNAPEXEC_BODY_TIMEOUT", "30s", "how long a request body may take to arrive after the request's headers"},
 		{&c.idleTimeout, "idle-timeout", "SNAPEXEC_IDLE_TIMEOUT", "2m", "how long a keep-alive connection may wait for its next request"},
+		{&c.captureTimeout, "capture-timeout", "SNAPEXEC_CAPTURE_TIMEOUT", "10s", "how long one snapshot capture may run (and wait for a slot); a command waits for it at most its own timeout"},
 	}
 	for _, d := range durations {
 		def, err := time.ParseDuration(env(d.env, d.def))
@@ -144,6 +146,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	}
 	if c.grace <= 0 {
 		return c, fmt.Errorf("--grace must be positive")
+	}
+	if c.captureTimeout <= 0 {
+		return c, fmt.Errorf("--capture-timeout must be positive")
 	}
 	if c.standbyShells < 0 || c.standbyIdle <= 0 {
 		return c, fmt.Errorf("--standby-shells must not be negative and --standby-idle must be positive")

@@ -200,9 +200,8 @@ func TestReliabilityFaults(t *testing.T) {
 	})
 	marker := func(n int) string { return fmt.Sprintf("60.%d%d", os.Getpid()%100000, n) } // a sleep argument no one else uses
 
-	// The capture limit is shellsnap.SnapshotTimeout (10 s); run has no flag
-	// to shorten it, so this subtest takes 10 s and runs in parallel with the
-	// others.
+	// The capture limit is --capture-timeout's default (10 s), the one this
+	// subtest checks, so it takes 10 s and runs in parallel with the others.
 	t.Run("profile that hangs", func(t *testing.T) {
 		t.Parallel()
 		home := t.TempDir()

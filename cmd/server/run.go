@@ -99,7 +99,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		MaxRetained:            cfg.limits.retained,
 		MaxRetainedOutputBytes: cfg.limits.retainedBytes,
 	})
-	snapshots, err := shellsnap.New(shellsnap.Options{Capture: shellsnap.NewCapturer(procs), Meter: tel.meter(), Tracer: tel.tracer(), MaxConcurrentCaptures: cfg.limits.captures})
+	snapshots, err := shellsnap.New(shellsnap.Options{Capture: shellsnap.NewCapturer(procs), Meter: tel.meter(), Tracer: tel.tracer(), Timeout: cfg.captureTimeout, MaxConcurrentCaptures: cfg.limits.captures})
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err != nil {
 		return err
 	}
-	srv := handlers.New(handlers.Deps{Exec: svc, Processes: svc, Snapshots: svc, Stats: svc}, handlers.Limits{
+	srv := handlers.New(handlers.Deps{Exec: svc, Processes: svc, Snapshots: svc, Stats: svc, Gate: svc}, handlers.Limits{
 		DefaultTimeout: cfg.defaultTimeout,
 		MaxTimeout:     cfg.maxTimeout,
 		MaxArgs:        cfg.limits.args,
@@ -169,14 +169,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case <-ctx.Done():
 	}
 
-	// Shutdown: readiness turns 503 and new commands are refused; running
-	// process groups are terminated (their requests answer status shutdown);
-	// then in-flight requests drain and the listener closes.
+	// Shutdown: readiness turns 503 and new commands are refused; requests
+	// waiting on a capture and running process groups end (their requests
+	// answer status shutdown); then in-flight requests drain and the
+	// listener closes.
 	logger.Info().Msg("shutting down")
-	srv.Drain()
 	procCtx, cancel := context.WithTimeout(context.Background(), 2*cfg.grace+time.Second)
 	defer cancel()
-	if err := procs.Shutdown(procCtx); err != nil {
+	if err := svc.Shutdown(procCtx); err != nil {
 		logger.Error().Err(err).Msg("processes outlived the shutdown grace")
 	}
 	if err := reaper.Shutdown(procCtx); err != nil {

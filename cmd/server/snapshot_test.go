@@ -66,6 +66,10 @@ func TestExecWithShellSnapshot(t *testing.T) {
 func TestExecShellSnapshotProblems(t *testing.T) {
 	s := startServer(t, nil)
 	home := t.TempDir()
+	// The shell name is checked before the argv shape (issue 14), unlike
+	// the reference, which lets this one fall back silently.
+	fishWithAnotherArgv := snapshotBody(home, "true", "s", "fish", "/usr/bin/fish")
+	fishWithAnotherArgv["argv"] = []string{"/usr/bin/fish", "-c", "true"}
 	tests := []struct {
 		name      string
 		body      map[string]any
@@ -75,6 +79,7 @@ func TestExecShellSnapshotProblems(t *testing.T) {
 		{"empty scope", snapshotBody(home, "true", "", "bash", "/bin/bash"), "invalid_scope", "shellSnapshot.scopeId"},
 		{"long scope", snapshotBody(home, "true", strings.Repeat("s", 257), "bash", "/bin/bash"), "invalid_scope", "shellSnapshot.scopeId"},
 		{"fish", snapshotBody(home, "true", "s", "fish", "/bin/bash"), "unsupported_shell", "shellSnapshot.shell.name"},
+		{"fish whatever the argv", fishWithAnotherArgv, "unsupported_shell", "shellSnapshot.shell.name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -110,6 +110,7 @@ const (
 	BodyTooLarge         ProblemCode = "body_too_large"
 	CaptureFailed        ProblemCode = "capture_failed"
 	CwdNotFound          ProblemCode = "cwd_not_found"
+	DeadlineExceeded     ProblemCode = "deadline_exceeded"
 	ForbiddenOrigin      ProblemCode = "forbidden_origin"
 	Internal             ProblemCode = "internal"
 	InvalidRequest       ProblemCode = "invalid_request"
@@ -139,6 +140,8 @@ func (e ProblemCode) Valid() bool {
 	case CaptureFailed:
 		return true
 	case CwdNotFound:
+		return true
+	case DeadlineExceeded:
 		return true
 	case ForbiddenOrigin:
 		return true
@@ -298,6 +301,7 @@ const (
 	Fallback     SnapshotReceiptOutcome = "fallback"
 	Ineligible   SnapshotReceiptOutcome = "ineligible"
 	NotRequested SnapshotReceiptOutcome = "not_requested"
+	NotRun       SnapshotReceiptOutcome = "not_run"
 	Used         SnapshotReceiptOutcome = "used"
 )
 
@@ -309,6 +313,8 @@ func (e SnapshotReceiptOutcome) Valid() bool {
 	case Ineligible:
 		return true
 	case NotRequested:
+		return true
+	case NotRun:
 		return true
 	case Used:
 		return true
@@ -412,14 +418,19 @@ type ExecRequest struct {
 	ProcessId *string `json:"processId,omitempty"`
 
 	// ShellSnapshot Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
-	// A scope id is 1 to 256 bytes (else 422 invalid_scope); any other argv shape runs
-	// unchanged (outcome ineligible); a shell other than bash, zsh or sh is 422 unsupported_shell.
+	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope); a shell
+	// other than bash, zsh or sh is 422 unsupported_shell, whatever the argv; any other argv
+	// shape runs unchanged (outcome ineligible).
 	ShellSnapshot *ShellSnapshotRequest `json:"shellSnapshot,omitempty"`
 
 	// Stdin Written to the child, then closed; without it stdin is /dev/null.
 	Stdin *string `json:"stdin,omitempty"`
 
-	// TimeoutMs Wall-clock limit; then SIGTERM to the group, SIGKILL after the grace period.
+	// TimeoutMs Wall-clock limit of the whole request; then SIGTERM to the group, SIGKILL after the
+	// grace period. The wait for a shell snapshot capture counts against it: the process
+	// gets what remains, and a command whose limit runs out while it waits never starts
+	// (status timed_out, snapshot.outcome not_run). Without it, the server's
+	// --default-timeout applies the same way.
 	TimeoutMs *int64 `json:"timeoutMs,omitempty"`
 }
 
@@ -428,9 +439,14 @@ type ExecResult struct {
 	DurationMs int64 `json:"durationMs"`
 
 	// ExitCode The exit code, or null when the process was ended by a signal.
-	ExitCode  *int   `json:"exitCode"`
-	Pid       int    `json:"pid"`
-	ProcessId string `json:"processId"`
+	ExitCode *int `json:"exitCode"`
+
+	// Pid The process's pid, or null when no process was started (snapshot.outcome not_run).
+	Pid *int `json:"pid"`
+
+	// ProcessId The process's id, or null when no process was started (snapshot.outcome not_run):
+	// the table holds none under any id, not even the one the request gave.
+	ProcessId *string `json:"processId"`
 
 	// Signal The ending signal's name as in signal(7), such as SIGKILL, or null.
 	Signal *string `json:"signal"`
@@ -612,8 +628,9 @@ type ShellInfo struct {
 }
 
 // ShellSnapshotRequest Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
-// A scope id is 1 to 256 bytes (else 422 invalid_scope); any other argv shape runs
-// unchanged (outcome ineligible); a shell other than bash, zsh or sh is 422 unsupported_shell.
+// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope); a shell
+// other than bash, zsh or sh is 422 unsupported_shell, whatever the argv; any other argv
+// shape runs unchanged (outcome ineligible).
 type ShellSnapshotRequest struct {
 	ScopeId string    `json:"scopeId"`
 	Shell   ShellInfo `json:"shell"`
@@ -677,6 +694,9 @@ type SnapshotEntry struct {
 	// State failed is in backoff or retryable; exhausted has spent its retry budget.
 	State      SnapshotEntryState `json:"state"`
 	StateBytes int                `json:"stateBytes"`
+
+	// Waiting Requests waiting now for this entry's capture.
+	Waiting int `json:"waiting"`
 }
 
 // SnapshotEntryState failed is in backoff or retryable; exhausted has spent its retry budget.
@@ -714,8 +734,13 @@ type SnapshotList struct {
 // SnapshotReceipt What happened to the command's snapshot request.
 type SnapshotReceipt struct {
 	// Outcome used: the command ran with the snapshot replayed. fallback: it ran as the plain
-	// login shell it asked for (the capture failed or is backing off). ineligible: argv
-	// does not have the shape a snapshot can replace. not_requested: no shellSnapshot.
+	// login shell it asked for (the capture failed or is backing off, or no capture slot
+	// came free within half a second: a capture runs at most --max-captures at once, a
+	// workspace's scope at most half of them, and the capture stays queued for later
+	// commands). ineligible: argv does not have the shape a snapshot can replace.
+	// not_requested: no shellSnapshot. not_run: the command never ran, because its
+	// request ended (timeoutMs, or the server's shutdown) while it waited for the
+	// capture; the reason says which, and the capture goes on for later commands.
 	Outcome SnapshotReceiptOutcome `json:"outcome"`
 
 	// Reason Why, on fallback or ineligible.
@@ -738,8 +763,13 @@ type SnapshotReceipt struct {
 }
 
 // SnapshotReceiptOutcome used: the command ran with the snapshot replayed. fallback: it ran as the plain
-// login shell it asked for (the capture failed or is backing off). ineligible: argv
-// does not have the shape a snapshot can replace. not_requested: no shellSnapshot.
+// login shell it asked for (the capture failed or is backing off, or no capture slot
+// came free within half a second: a capture runs at most --max-captures at once, a
+// workspace's scope at most half of them, and the capture stays queued for later
+// commands). ineligible: argv does not have the shape a snapshot can replace.
+// not_requested: no shellSnapshot. not_run: the command never ran, because its
+// request ended (timeoutMs, or the server's shutdown) while it waited for the
+// capture; the reason says which, and the capture goes on for later commands.
 type SnapshotReceiptOutcome string
 
 // SnapshotReceiptState The snapshot's availability as the command found it.
@@ -795,8 +825,9 @@ type StartProcessRequest struct {
 	ProcessId *string `json:"processId,omitempty"`
 
 	// ShellSnapshot Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
-	// A scope id is 1 to 256 bytes (else 422 invalid_scope); any other argv shape runs
-	// unchanged (outcome ineligible); a shell other than bash, zsh or sh is 422 unsupported_shell.
+	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope); a shell
+	// other than bash, zsh or sh is 422 unsupported_shell, whatever the argv; any other argv
+	// shape runs unchanged (outcome ineligible).
 	ShellSnapshot *ShellSnapshotRequest `json:"shellSnapshot,omitempty"`
 
 	// Stdin Written to the child first; with pipeStdin stdin then stays open for writes.
@@ -2048,6 +2079,34 @@ func (response StartProcess429ApplicationProblemPlusJSONResponse) VisitStartProc
 	return err
 }
 
+type StartProcess503ApplicationProblemPlusJSONResponse Problem
+
+func (response StartProcess503ApplicationProblemPlusJSONResponse) VisitStartProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartProcess504ApplicationProblemPlusJSONResponse Problem
+
+func (response StartProcess504ApplicationProblemPlusJSONResponse) VisitStartProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(504)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type StartProcessdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	StatusCode int
@@ -2801,6 +2860,20 @@ func (response PrewarmSnapshot502ApplicationProblemPlusJSONResponse) VisitPrewar
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PrewarmSnapshot503ApplicationProblemPlusJSONResponse Problem
+
+func (response PrewarmSnapshot503ApplicationProblemPlusJSONResponse) VisitPrewarmSnapshotResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }

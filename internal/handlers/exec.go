@@ -2,7 +2,10 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"time"
@@ -18,9 +21,6 @@ import (
 
 // Exec runs a command to completion.
 func (s *Server) Exec(ctx context.Context, req ExecRequestObject) (ExecResponseObject, error) {
-	if s.draining.Load() {
-		return nil, errShuttingDown
-	}
 	in, err := s.execInput(req.Body)
 	if err != nil {
 		return nil, err
@@ -29,6 +29,10 @@ func (s *Server) Exec(ctx context.Context, req ExecRequestObject) (ExecResponseO
 	zerolog.Ctx(ctx).Debug().Strs("argv", in.Argv).Msg("exec")
 	if wantsEventStream(ctx) {
 		p, err := s.procs.Start(ctx, service.StartInput{ExecInput: in})
+		var nr *service.NotRunError
+		if errors.As(err, &nr) {
+			return execNotRun(execResult(nr.Output())), nil
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -131,8 +135,6 @@ func (s *Server) duration(field string, ms int64) (time.Duration, error) {
 func execResult(out service.ExecOutput) ExecResult {
 	r := out.Result
 	res := ExecResult{
-		ProcessId:       out.ProcessID,
-		Pid:             out.Pid,
 		Status:          ExitStatus(r.Status),
 		ExitCode:        r.ExitCode,
 		DurationMs:      r.Duration.Milliseconds(),
@@ -144,10 +146,30 @@ func execResult(out service.ExecOutput) ExecResult {
 	if r.Signal != "" {
 		res.Signal = &r.Signal
 	}
+	if out.ProcessID != "" { // empty: the command never ran
+		res.ProcessId, res.Pid = &out.ProcessID, &out.Pid
+	}
 	res.Snapshot = receipt(out.Snapshot)
 	res.Stdout, res.StdoutBase64 = textOrBytes(r.Stdout)
 	res.Stderr, res.StderrBase64 = textOrBytes(r.Stderr)
 	return res
+}
+
+// execNotRun is a streamed /exec whose command never ran: the exit event is
+// the whole stream.
+type execNotRun ExecResult
+
+// VisitExecResponse writes the stream.
+func (e execNotRun) VisitExecResponse(w http.ResponseWriter) error {
+	data, err := json.Marshal(ExecResult(e))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	_, err = fmt.Fprintf(w, "event: exit\ndata: %s\n\n", data)
+	return err
 }
 
 func receipt(r shellsnap.Receipt) SnapshotReceipt {

@@ -68,7 +68,7 @@ func FuzzDecode(f *testing.F) {
 				t.Errorf("POST /exec %q = 200 with Content-Type %q, want application/json", body, ct)
 			}
 			var res ExecResult
-			if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil || res.ProcessId != "p-1" {
+			if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil || res.ProcessId == nil || *res.ProcessId != "p-1" {
 				t.Errorf("POST /exec %q = 200 with body %q (%v), want the fake's ExecResult", body, rec.Body, err)
 			}
 			return

@@ -12,7 +12,7 @@ func (s *Server) Healthz(context.Context, HealthzRequestObject) (HealthzResponse
 
 // Readyz answers 503 once the server has begun shutting down.
 func (s *Server) Readyz(context.Context, ReadyzRequestObject) (ReadyzResponseObject, error) {
-	if s.draining.Load() {
+	if s.gate.ShuttingDown() {
 		return nil, errShuttingDown
 	}
 	return Readyz200JSONResponse{Status: Ok}, nil

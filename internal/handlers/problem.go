@@ -90,6 +90,8 @@ func problemFor(err error) *problem {
 		return &problem{status: http.StatusConflict, code: StdinClosed, detail: "stdin is not open: start the process with pipeStdin, and do not close it before writing", cause: err}
 	case errors.Is(err, exec.ErrShuttingDown):
 		return errShuttingDown
+	case errors.Is(err, service.ErrTimedOutWaiting):
+		return &problem{status: http.StatusGatewayTimeout, code: DeadlineExceeded, field: "timeoutMs", detail: "timeoutMs ran out while the command waited for its shell snapshot capture; it was not started, and the capture goes on", cause: err}
 	}
 	return &problem{status: http.StatusInternalServerError, code: Internal, detail: "internal error; see the server log for this request id", cause: err}
 }

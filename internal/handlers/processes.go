@@ -22,9 +22,6 @@ type Processes interface {
 
 // StartProcess starts a background process.
 func (s *Server) StartProcess(ctx context.Context, req StartProcessRequestObject) (StartProcessResponseObject, error) {
-	if s.draining.Load() {
-		return nil, errShuttingDown
-	}
 	b := req.Body
 	in, err := s.execInput(&ExecRequest{
 		ProcessId: b.ProcessId, Argv: b.Argv, Cwd: b.Cwd, Env: b.Env, EnvPolicy: b.EnvPolicy,

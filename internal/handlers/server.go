@@ -27,12 +27,20 @@ type StatsSource interface {
 	Stats() service.Stats
 }
 
-// Deps is what the handlers call; *service.Service is all of them.
+// Gate is the server's shutdown gate (service.Service.Shutdown), which
+// refuses new commands itself; the handlers consult it for readiness.
+type Gate interface {
+	ShuttingDown() bool
+}
+
+// Deps is what the handlers call; *service.Service is all of them. A nil
+// Gate never closes.
 type Deps struct {
 	Exec      Executor
 	Processes Processes
 	Snapshots Snapshots
 	Stats     StatsSource
+	Gate      Gate
 }
 
 // Limits bounds what one request may ask for.
@@ -100,7 +108,7 @@ type Server struct {
 	limits    Limits
 	spec      []byte
 	version   string
-	draining  atomic.Bool
+	gate      Gate
 	http      httpCounters
 }
 
@@ -108,11 +116,17 @@ var _ StrictServerInterface = (*Server)(nil)
 
 // New returns a Server over deps that serves spec as its contract and reports version.
 func New(deps Deps, limits Limits, spec []byte, version string) *Server {
-	return &Server{exec: deps.Exec, procs: deps.Processes, snapshots: deps.Snapshots, stats: deps.Stats, limits: limits, spec: spec, version: version}
+	gate := deps.Gate
+	if gate == nil {
+		gate = openGate{}
+	}
+	return &Server{exec: deps.Exec, procs: deps.Processes, snapshots: deps.Snapshots, stats: deps.Stats, limits: limits, spec: spec, version: version, gate: gate}
 }
 
-// Drain makes /readyz answer 503 and new commands be refused, for shutdown.
-func (s *Server) Drain() { s.draining.Store(true) }
+// openGate is the Gate of a server whose deps bring none.
+type openGate struct{}
+
+func (openGate) ShuttingDown() bool { return false }
 
 // httpCounters are the totals /stats reports; otelhttp keeps the real metrics.
 type httpCounters struct {

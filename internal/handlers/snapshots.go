@@ -31,9 +31,6 @@ func (s *Server) ForgetSnapshots(_ context.Context, req ForgetSnapshotsRequestOb
 
 // PrewarmSnapshot captures a scope's snapshot ahead of need.
 func (s *Server) PrewarmSnapshot(ctx context.Context, req PrewarmSnapshotRequestObject) (PrewarmSnapshotResponseObject, error) {
-	if s.draining.Load() {
-		return nil, errShuttingDown
-	}
 	b := req.Body
 	in := service.PrewarmInput{
 		ScopeID: req.ScopeId,
@@ -98,6 +95,7 @@ func entry(e shellsnap.EntryInfo) SnapshotEntry {
 		AliasCount:    e.AliasCount,
 		OptionCount:   e.OptionCount,
 		Hits:          e.Hits,
+		Waiting:       e.Waiting,
 	}
 	if out.EnvNames == nil {
 		out.EnvNames = []string{}

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"time"
 
@@ -32,7 +33,8 @@ type ExecInput struct {
 	MaxOutputBytes int
 }
 
-// ExecOutput is a command's ending.
+// ExecOutput is a command's ending. ProcessID is empty and Pid zero when
+// the command never ran (NotRunError).
 type ExecOutput struct {
 	ProcessID string
 	Pid       int
@@ -49,6 +51,9 @@ type Service struct {
 	pm        *processMetrics
 	tracer    trace.Tracer
 	startedAt time.Time
+	// life ends when Shutdown begins, with exec.ErrShuttingDown as its cause.
+	life context.Context
+	stop context.CancelCauseFunc
 }
 
 // Options is what a Service is built from.
@@ -81,13 +86,19 @@ func New(opts Options) (*Service, error) {
 	if tracer == nil {
 		tracer = nooptrace.NewTracerProvider().Tracer("")
 	}
-	return &Service{procs: opts.Procs, snapshots: opts.Snapshots, serverEnv: envpolicy.FromList(opts.ServerEnv), standbys: sb, pm: pm, tracer: tracer, startedAt: time.Now()}, nil
+	life, stop := context.WithCancelCause(context.Background())
+	return &Service{procs: opts.Procs, snapshots: opts.Snapshots, serverEnv: envpolicy.FromList(opts.ServerEnv), standbys: sb, pm: pm, tracer: tracer, startedAt: time.Now(), life: life, stop: stop}, nil
 }
 
 // Exec runs in to completion. If ctx ends first, the process group is
-// terminated and its ending is still returned.
+// terminated and its ending is still returned. A command that never ran
+// (NotRunError) is an ending too: its status, its receipt, no process.
 func (s *Service) Exec(ctx context.Context, in ExecInput) (ExecOutput, error) {
 	p, err := s.Start(ctx, StartInput{ExecInput: in})
+	var nr *NotRunError
+	if errors.As(err, &nr) {
+		return nr.Output(), nil
+	}
 	if err != nil {
 		return ExecOutput{}, err
 	}
@@ -97,8 +108,10 @@ func (s *Service) Exec(ctx context.Context, in ExecInput) (ExecOutput, error) {
 
 // prepare turns in into the spec to spawn: the child's environment, then the
 // snapshot replay, which may rewrite argv and env and is returned with its
-// input. A capture failure never fails the command; only an invalid scope or
-// an unsupported shell does.
+// input. A capture failure never fails the command; an invalid scope or an
+// unsupported shell does, and a request that ends while its command waits
+// for the capture is a NotRunError. The wait counts against in.Timeout: the
+// process gets what remains of it.
 func (s *Service) prepare(ctx context.Context, in ExecInput) (exec.Spec, shellsnap.Receipt, *shellsnap.ReplayInput, error) {
 	cmd := shellsnap.Command{
 		Argv:       in.Argv,
@@ -107,16 +120,22 @@ func (s *Service) prepare(ctx context.Context, in ExecInput) (exec.Spec, shellsn
 		RequestEnv: in.Env,
 		Policy:     in.EnvPolicy,
 	}
-	receipt, err := s.snapshots.Prepare(ctx, in.Snapshot, &cmd, shellsnap.Execution)
+	receipt, err := s.prepareSnapshot(ctx, in, &cmd)
 	if err != nil {
 		return exec.Spec{}, receipt, nil, err
+	}
+	timeout := in.Timeout
+	if timeout > 0 {
+		if timeout -= receipt.Wait; timeout <= 0 {
+			return exec.Spec{}, receipt, nil, notRun(ErrTimedOutWaiting, receipt)
+		}
 	}
 	return exec.Spec{
 		Argv:           cmd.Argv,
 		Dir:            in.Cwd,
 		Env:            envpolicy.List(cmd.Env),
 		Stdin:          in.Stdin,
-		Timeout:        in.Timeout,
+		Timeout:        timeout,
 		IdleTimeout:    in.IdleTimeout,
 		MaxOutputBytes: in.MaxOutputBytes,
 	}, receipt, cmd.Replayed, nil

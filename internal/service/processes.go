@@ -21,8 +21,13 @@ type StartInput struct {
 
 // Start prepares in exactly as Exec does (environment, snapshot replay) and
 // starts it in the process table without waiting, in a standby shell when
-// one waits for its launch. The snapshot receipt is the process's Tag.
+// one waits for its launch. The snapshot receipt is the process's Tag. A
+// command that never ran is a NotRunError; after Shutdown began, Start
+// returns exec.ErrShuttingDown.
 func (s *Service) Start(ctx context.Context, in StartInput) (*exec.Process, error) {
+	if err := s.admit(); err != nil {
+		return nil, err
+	}
 	spec, receipt, replayed, err := s.prepare(ctx, in.ExecInput)
 	if err != nil {
 		return nil, err

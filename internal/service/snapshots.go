@@ -25,7 +25,12 @@ type PrewarmInput struct {
 // Prewarm captures the snapshot a command `shell -lc ...` with in's cwd, env
 // and policy would use (SHELL-SNAPSHOTS.md 3.3). A failure of this prewarm's
 // own capture is returned as a *shellsnap.CaptureError and nothing is cached.
+// After Shutdown began, or when it begins while the prewarm waits, it
+// returns exec.ErrShuttingDown.
 func (s *Service) Prewarm(ctx context.Context, in PrewarmInput) (shellsnap.EntryInfo, error) {
+	if err := s.admit(); err != nil {
+		return shellsnap.EntryInfo{}, err
+	}
 	if in.Cwd != "" {
 		if fi, err := os.Stat(in.Cwd); err != nil || !fi.IsDir() {
 			return shellsnap.EntryInfo{}, fmt.Errorf("%w: %s", exec.ErrCwdNotFound, in.Cwd)
@@ -42,7 +47,12 @@ func (s *Service) Prewarm(ctx context.Context, in PrewarmInput) (shellsnap.Entry
 	if !in.Wait {
 		return s.snapshots.StartPrewarm(req, cmd)
 	}
+	ctx, cancel := s.waitContext(ctx, 0)
+	defer cancel()
 	if _, err := s.snapshots.Prepare(ctx, &req, cmd, shellsnap.Prewarm); err != nil {
+		if s.ShuttingDown() {
+			return shellsnap.EntryInfo{}, exec.ErrShuttingDown
+		}
 		return shellsnap.EntryInfo{}, err
 	}
 	info, ok := s.snapshots.Entry(req, in.Cwd, in.EnvPolicy)

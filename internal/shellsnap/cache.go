@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -25,6 +26,11 @@ const (
 	SnapshotTimeout      = 10 * time.Second
 )
 
+// DefaultSlotWait is how long a command waits for its capture to get a slot
+// before it runs without the snapshot: long enough for a quick capture ahead
+// of it to finish, short against a hung one.
+const DefaultSlotWait = 500 * time.Millisecond
+
 // Capturer runs a capture command and returns its stdout; the real one is
 // RunCapture. Tests substitute fakes.
 type Capturer func(ctx context.Context, argv []string, cwd string, env map[string]string) ([]byte, error)
@@ -40,26 +46,38 @@ type Options struct {
 	// replay spans; nil records nothing.
 	Meter  metric.Meter
 	Tracer trace.Tracer
-	// Timeout bounds one capture; zero means SnapshotTimeout.
+	// Timeout bounds one capture from the moment it holds a slot (reading
+	// its output and waiting for its exit, as the reference's
+	// SNAPSHOT_TIMEOUT); zero means SnapshotTimeout. A capture waits at most
+	// as long again for its slot.
 	Timeout time.Duration
 	// MaxConcurrentCaptures bounds the captures running at once (captures of
-	// different keys; one key never has two); zero means no bound. A capture
-	// waits for a slot within its own timeout.
+	// different keys; one key never has two), and a scope holds at most half
+	// of them, rounded up (slots); zero means no bound.
 	MaxConcurrentCaptures int
+	// SlotWait is how long a command waits for its capture to get a slot
+	// before it runs without the snapshot; zero means DefaultSlotWait. The
+	// capture stays queued for later commands. A prewarm, asked for
+	// explicitly, waits as long as its capture may.
+	SlotWait time.Duration
 }
 
 // Cache holds the shell snapshots of up to MaxCachedSnapshots keys, least
 // recently used first. Its mutex guards lookup, insert, reset and evict only:
 // it is never held during a capture.
 type Cache struct {
-	capture Capturer
-	now     func() time.Time
-	timeout time.Duration
-	metrics *metrics
-	tracer  trace.Tracer
+	capture  Capturer
+	now      func() time.Time
+	timeout  time.Duration
+	slotWait time.Duration
+	metrics  *metrics
+	tracer   trace.Tracer
 
 	history *captureHistory
-	slots   chan struct{} // nil: unbounded
+	slots   *slots
+	// life ends with Close: captures in flight or queued end with it.
+	life  context.Context
+	close context.CancelFunc
 
 	mu      sync.Mutex
 	entries *list.List // of *entry, front = least recently used
@@ -80,12 +98,13 @@ type entry struct {
 
 // New returns an empty Cache.
 func New(opts Options) (*Cache, error) {
-	c := &Cache{capture: opts.Capture, now: opts.Now, timeout: opts.Timeout, entries: list.New(), history: newCaptureHistory()}
+	c := &Cache{capture: opts.Capture, now: opts.Now, timeout: opts.Timeout, slotWait: opts.SlotWait, entries: list.New(), history: newCaptureHistory(), slots: newSlots(opts.MaxConcurrentCaptures)}
+	c.life, c.close = context.WithCancel(context.Background())
 	if c.timeout <= 0 {
 		c.timeout = SnapshotTimeout
 	}
-	if opts.MaxConcurrentCaptures > 0 {
-		c.slots = make(chan struct{}, opts.MaxConcurrentCaptures)
+	if c.slotWait <= 0 {
+		c.slotWait = DefaultSlotWait
 	}
 	if c.capture == nil {
 		c.capture = RunCapture
@@ -106,10 +125,12 @@ func New(opts Options) (*Cache, error) {
 }
 
 // Prepare applies req's snapshot to cmd (SHELL-SNAPSHOTS.md 2, 3, 7). For
-// Execution it returns an error only for an invalid scope or an unsupported
-// shell: a capture that fails leaves cmd unchanged and the receipt says
-// fallback. For Prewarm it also returns the capture's own failure, and it
-// never rewrites cmd.
+// Execution it returns an error for an invalid scope or an unsupported
+// shell, and ErrWaitEnded (with ctx's cause) when ctx ends while it waits
+// for the capture: then the command must not run, and the receipt says
+// not_run. A capture that fails, or that gets no slot within the slot wait,
+// leaves cmd unchanged and the receipt says fallback. For Prewarm it also
+// returns the capture's own failure, and it never rewrites cmd.
 func (c *Cache) Prepare(ctx context.Context, req *Request, cmd *Command, purpose Purpose) (Receipt, error) {
 	if req == nil {
 		return Receipt{Outcome: OutcomeNotRequested}, nil
@@ -141,20 +162,24 @@ func (c *Cache) StartPrewarm(req Request, cmd *Command) (EntryInfo, error) {
 		return EntryInfo{}, err
 	}
 	e, cl, attempt := c.lookup(req, cmd, Prewarm)
-	go func() {
-		_, _ = c.await(context.Background(), req, cmd, Prewarm, e, cl, attempt, time.Now())
-	}()
+	cl.start(func(began func()) (result, sharing) {
+		return c.runCapture(context.Background(), req, cmd, Prewarm, e, attempt, began)
+	})
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	info := e.info()
-	if _, set, _ := cl.peek(); !set {
+	if _, set, _, _ := cl.peek(); !set {
 		info.State = EntryPending // the capture may not have begun yet
 	}
 	return info, nil
 }
 
-// check runs the checks of SHELL-SNAPSHOTS.md 2 in their order. A non-empty
-// receipt outcome means the request goes no further.
+// check runs the checks of SHELL-SNAPSHOTS.md 2: the scope, then the shell
+// name, then the argv shape. The reference checks the shape before the name,
+// so that `fish` with another argv falls back silently; here an unsupported
+// shell is refused whatever the argv, since a client that names one has a
+// bug that a silent fallback would hide. A non-empty receipt outcome means
+// the request goes no further.
 func check(req *Request, cmd *Command) (Receipt, error) {
 	if req == nil {
 		return Receipt{Outcome: OutcomeNotRequested}, nil
@@ -162,33 +187,43 @@ func check(req *Request, cmd *Command) (Receipt, error) {
 	if req.ScopeID == "" || len(req.ScopeID) > MaxScopeBytes {
 		return Receipt{}, ErrInvalidScope
 	}
-	if ok, why := eligible(*req, cmd.Argv); !ok {
-		return Receipt{Outcome: OutcomeIneligible, Reason: why}, nil
-	}
 	if !supportedShell(req.Shell.Name) {
 		return Receipt{}, ErrUnsupportedShell
+	}
+	if ok, why := eligible(*req, cmd.Argv); !ok {
+		return Receipt{Outcome: OutcomeIneligible, Reason: why}, nil
 	}
 	return Receipt{}, nil
 }
 
-// await waits for (or runs) the capture of cell cl and applies the result.
+// await waits for (or starts) the capture of cell cl and applies the result.
 func (c *Cache) await(ctx context.Context, req Request, cmd *Command, purpose Purpose, e *entry, cl *cell, attempt int, started time.Time) (Receipt, error) {
 	state := stateOf(cl)
-	res, ranInit, err := cl.get(ctx, func() (result, bool) {
-		return c.runCapture(ctx, req, cmd, purpose, e, attempt)
+	patience := c.slotWait
+	if purpose == Prewarm {
+		patience = 0 // asked for explicitly: it waits as long as its capture may
+	}
+	res, ranInit, err := cl.get(ctx, patience, func(began func()) (result, sharing) {
+		return c.runCapture(ctx, req, cmd, purpose, e, attempt, began)
 	})
 	wait := time.Since(started)
 	switch {
-	case err != nil: // this waiter's client went away
-		res = result{err: &CaptureError{Reason: ReasonTimeout, Message: "request cancelled while waiting for the capture"}}
 	case ranInit:
 		state = StateOnDemand
 	case state == StateCapturePending && res.byPrewarm:
 		state = StatePrewarmPending
 	}
+	switch {
+	case errors.Is(err, errNoSlot):
+		// No capture ran for this command, so no attempt is spent and nothing
+		// backs off: the capture stays queued for the next command.
+		res = result{err: &CaptureError{Reason: ReasonTimeout, Message: fmt.Sprintf("no shell snapshot capture slot came free within %v", c.slotWait)}, skipped: true}
+	case err != nil:
+		return Receipt{Outcome: OutcomeNotRun, State: state, Wait: wait}, fmt.Errorf("%w: %w", ErrWaitEnded, err)
+	}
 
 	if purpose == Prewarm {
-		if res.err != nil && ranInit {
+		if res.err != nil && (ranInit || res.skipped) {
 			return Receipt{Outcome: OutcomeFallback, State: state, Wait: wait, Reason: res.err.Message}, res.err
 		}
 		return Receipt{Outcome: OutcomeUsed, State: state, Wait: wait}, nil
@@ -228,7 +263,7 @@ func (c *Cache) lookup(req Request, cmd *Command, purpose Purpose) (*entry, *cel
 	e, cl, attempt := c.find(k, req, cmd, purpose)
 	// The staleness check stats a few files: outside the mutex, so that hits
 	// on other keys do not queue behind it.
-	if res, set, _ := cl.peek(); set && res.err == nil && stale(res.stamps) {
+	if res, set, _, _ := cl.peek(); set && res.err == nil && stale(res.stamps) {
 		return c.renew(k, e, cl, req, cmd, purpose)
 	}
 	return e, cl, attempt
@@ -247,7 +282,7 @@ func (c *Cache) find(k key, req Request, cmd *Command, purpose Purpose) (*entry,
 		c.entries.MoveToBack(el)
 		e.lastUsedAt = now
 		if purpose == Execution && e.attempts < MaxSnapshotAttempts {
-			if res, set, _ := e.cell.peek(); set && res.err != nil && !now.Before(res.retryAt) {
+			if res, set, _, _ := e.cell.peek(); set && res.err != nil && !now.Before(res.retryAt) {
 				e.attempts++
 				e.cell = newCell()
 			}
@@ -290,7 +325,7 @@ func (c *Cache) hit(e *entry) {
 
 // stateOf is the availability a command finds right after lookup.
 func stateOf(cl *cell) State {
-	res, set, _ := cl.peek()
+	res, set, _, _ := cl.peek()
 	switch {
 	case !set:
 		return StateCapturePending // becomes on_demand if this caller captures
@@ -303,25 +338,37 @@ func stateOf(cl *cell) State {
 	}
 }
 
-// runCapture is one executed capture: it runs the capture script as the
-// command's own login shell, parses the output, records the telemetry, and
-// returns what the cell keeps (a failed prewarm keeps nothing).
-func (c *Cache) runCapture(ctx context.Context, req Request, cmd *Command, purpose Purpose, e *entry, attempt int) (result, bool) {
+// runCapture is one capture run: it waits for a slot, within the capture's
+// own limit, then runs the capture script as the command's own login shell,
+// parses the output, records the telemetry, and returns what the cell keeps
+// (a failed prewarm keeps nothing, and a run that got no slot neither).
+func (c *Cache) runCapture(ctx context.Context, req Request, cmd *Command, purpose Purpose, e *entry, attempt int, began func()) (result, sharing) {
+	// The capture outlives an impatient client, since others may be waiting
+	// on it, but not the cache.
+	life, end := context.WithCancel(context.WithoutCancel(ctx))
+	defer end()
+	defer context.AfterFunc(c.life, end)()
+	release, qerr := c.queue(life, req.ScopeID)
+	if qerr != nil {
+		return result{err: qerr, skipped: true}, shared
+	}
+	defer release()
+	began()
+
 	ctx, span := c.tracer.Start(ctx, "codex.exec_server.process_capture_shell_snapshot", trace.WithAttributes(
 		attribute.String("shell", req.Shell.Name), attribute.String("purpose", purpose.String()), attribute.Int("attempt", attempt)))
 	defer span.End()
 	script, _ := CaptureScript(req.Shell.Name)
 	argv := append([]string{}, cmd.Argv...)
 	argv[2] = script
-	// The capture outlives an impatient client: others may be waiting on it.
-	captureCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
+	captureCtx, cancel := context.WithTimeout(life, c.timeout)
 	defer cancel()
 
 	// Stamped before the capture runs, so that an edit made during it makes
 	// the snapshot stale rather than going unnoticed.
 	stamps := stampFiles(startupFiles(req.Shell.Name, cmd.Env))
 	started := time.Now()
-	out, err := c.captureInSlot(captureCtx, argv, cmd.Cwd, cmd.Env)
+	out, err := c.capture(captureCtx, argv, cmd.Cwd, cmd.Env)
 	var snap *Snapshot
 	if err == nil {
 		snap, err = Parse(out, cmd.Policy)
@@ -334,7 +381,7 @@ func (c *Cache) runCapture(ctx context.Context, req Request, cmd *Command, purpo
 		return result{
 			snap: snap, captureEnv: cmd.Env, byPrewarm: purpose == Prewarm,
 			capturedAt: started, captureDuration: elapsed, stamps: stamps,
-		}, true
+		}, kept
 	}
 	var ce *CaptureError
 	if !errors.As(err, &ce) {
@@ -352,20 +399,32 @@ func (c *Cache) runCapture(ctx context.Context, req Request, cmd *Command, purpo
 		Bool("prewarm", purpose == Prewarm).
 		Msg("failed to capture shell snapshot: " + ce.Message)
 	if purpose == Prewarm {
-		return result{err: ce}, false
+		return result{err: ce}, private
 	}
-	return result{err: ce, retryAt: c.now().Add(SnapshotRetryBackoff)}, true
+	return result{err: ce, retryAt: c.now().Add(SnapshotRetryBackoff)}, kept
 }
 
-// captureInSlot runs the capture once a slot is free, within ctx's deadline.
-func (c *Cache) captureInSlot(ctx context.Context, argv []string, cwd string, env map[string]string) ([]byte, error) {
-	if c.slots != nil {
-		select {
-		case c.slots <- struct{}{}:
-			defer func() { <-c.slots }()
-		case <-ctx.Done():
-			return nil, &CaptureError{Reason: ReasonTimeout, Message: "shell snapshot capture timed out waiting for a capture slot"}
+// queue waits for a capture slot of scope, at most the capture's own limit,
+// and not past Close.
+func (c *Cache) queue(ctx context.Context, scope string) (release func(), err *CaptureError) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	release, aerr := c.slots.acquire(ctx, scope)
+	// Checked after the slot too: the capture that Close ended hands its
+	// slot on before this run's ctx learns of the Close.
+	if c.life.Err() != nil {
+		if aerr == nil {
+			release()
 		}
+		return nil, &CaptureError{Reason: ReasonTimeout, Message: "shell snapshot capture cancelled: the server is shutting down"}
 	}
-	return c.capture(ctx, argv, cwd, env)
+	if aerr != nil {
+		return nil, &CaptureError{Reason: ReasonTimeout, Message: "shell snapshot capture timed out waiting for a capture slot"}
+	}
+	return release, nil
 }
+
+// Close ends the captures in flight and those queued for a slot, and starts
+// no more: their waiters fall back, and a prewarm gets its error. Lookups
+// and the registry keep working.
+func (c *Cache) Close() { c.close() }

@@ -23,7 +23,7 @@ import (
 type fakeCapturer struct {
 	mu      sync.Mutex
 	calls   map[string]int
-	release chan struct{} // when non-nil, every capture waits for it to close
+	release chan struct{} // when non-nil, every capture waits for it to close, or for its ctx to end
 	fail    error
 }
 
@@ -36,7 +36,11 @@ func (f *fakeCapturer) capture(ctx context.Context, argv []string, cwd string, e
 	release, fail := f.release, f.fail
 	f.mu.Unlock()
 	if release != nil {
-		<-release
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, &CaptureError{Reason: ReasonTimeout, Message: "shell snapshot capture timed out"}
+		}
 	}
 	if fail != nil {
 		return nil, fail
@@ -96,7 +100,11 @@ func TestPrepareChecksInOrder(t *testing.T) {
 		{"-c", bashRequest("s"), []string{"/bin/bash", "-c", "true"}, nil, OutcomeIneligible},
 		{"-l -c", bashRequest("s"), []string{"/bin/bash", "-l", "-c", "true"}, nil, OutcomeIneligible},
 		{"-ilc", bashRequest("s"), []string{"/bin/bash", "-ilc", "true"}, nil, OutcomeIneligible},
-		{"fish with a bad argv falls back silently", &Request{ScopeID: "s", Shell: Shell{Name: "fish", Path: "/usr/bin/fish"}}, []string{"/usr/bin/fish", "-c", "true"}, nil, OutcomeIneligible},
+		// Unlike the reference, the shell name comes before the argv shape:
+		// an unsupported shell is refused whatever the argv (issue 14).
+		{"fish with a bad argv", &Request{ScopeID: "s", Shell: Shell{Name: "fish", Path: "/usr/bin/fish"}}, []string{"/usr/bin/fish", "-c", "true"}, ErrUnsupportedShell, ""},
+		{"fish with no argv to speak of", &Request{ScopeID: "s", Shell: Shell{Name: "fish", Path: "/usr/bin/fish"}}, []string{"true"}, ErrUnsupportedShell, ""},
+		{"scope before shell", &Request{ScopeID: "", Shell: Shell{Name: "fish", Path: "/usr/bin/fish"}}, []string{"true"}, ErrInvalidScope, ""},
 		{"fish with a good argv", &Request{ScopeID: "s", Shell: Shell{Name: "fish", Path: "/usr/bin/fish"}}, []string{"/usr/bin/fish", "-lc", "true"}, ErrUnsupportedShell, ""},
 		{"extra args allowed", bashRequest("s"), []string{"/bin/bash", "-lc", "echo $1", "arg0", "one"}, nil, OutcomeUsed},
 	}
@@ -197,6 +205,9 @@ func TestCacheSingleFlight(t *testing.T) {
 	}
 }
 
+// TestImpatientWaiterDoesNotCancelCapture: a waiter whose request ends
+// gets ErrWaitEnded and an unchanged command, which must not run (before
+// issue 14 it fell back and ran); the capture goes on for the others.
 func TestImpatientWaiterDoesNotCancelCapture(t *testing.T) {
 	f := &fakeCapturer{release: make(chan struct{})}
 	c := newTestCache(t, Options{Capture: f.capture})
@@ -206,21 +217,58 @@ func TestImpatientWaiterDoesNotCancelCapture(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	waiterDone := make(chan Receipt, 1)
+	type answer struct {
+		r   Receipt
+		err error
+	}
+	waiterDone := make(chan answer, 1)
 	cmd := bashCommand("/imp")
 	go func() {
-		r, _ := c.Prepare(ctx, bashRequest("s"), cmd, Execution)
-		waiterDone <- r
+		r, err := c.Prepare(ctx, bashRequest("s"), cmd, Execution)
+		waiterDone <- answer{r, err}
 	}()
 	time.Sleep(10 * time.Millisecond)
 	cancel()
-	if r := <-waiterDone; r.Outcome != OutcomeFallback || cmd.Argv[2] != "true" {
-		t.Errorf("cancelled waiter = %q with argv %q, want fallback and unchanged", r.Outcome, cmd.Argv)
+	if a := <-waiterDone; !errors.Is(a.err, ErrWaitEnded) || !errors.Is(a.err, context.Canceled) || a.r.Outcome != OutcomeNotRun || cmd.Argv[2] != "true" {
+		t.Errorf("cancelled waiter = %q, %v with argv %q, want not_run, ErrWaitEnded with the cause, and argv unchanged", a.r.Outcome, a.err, cmd.Argv)
 	}
 	close(f.release)
 	if r := <-first; r.Outcome != OutcomeUsed {
 		t.Errorf("capturing caller = %q, want used after another waiter gave up", r.Outcome)
 	}
+}
+
+// TestDeadlineBoundsTheCapturingCaller: the caller that starts a capture
+// leaves at its own deadline too (before issue 14 it ran the capture on its
+// own goroutine and waited for the whole capture limit), while the capture
+// goes on and serves the next command from the cache.
+func TestDeadlineBoundsTheCapturingCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeCapturer{release: make(chan struct{})}
+		c := newTestCache(t, Options{Capture: f.capture, Timeout: time.Minute})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		start := time.Now()
+		cmd := bashCommand("/dl")
+		r, err := c.Prepare(ctx, bashRequest("s"), cmd, Execution)
+		if !errors.Is(err, ErrWaitEnded) || !errors.Is(err, context.DeadlineExceeded) || r.Outcome != OutcomeNotRun || r.State != StateOnDemand {
+			t.Errorf("Prepare() past its deadline = %+v, %v; want not_run on_demand, ErrWaitEnded with the deadline", r, err)
+		}
+		if waited := time.Since(start); waited != time.Second || r.Wait != time.Second {
+			t.Errorf("Prepare() returned after %v (receipt %v), want the 1s deadline", waited, r.Wait)
+		}
+		if cmd.Argv[2] != "true" {
+			t.Errorf("argv rewritten to %q by a prepare that ended", cmd.Argv)
+		}
+		if e, _ := c.Entry(*bashRequest("s"), "/dl", nil); e.State != EntryPending {
+			t.Errorf("entry after the caller left = %q, want pending: the capture goes on", e.State)
+		}
+		close(f.release)
+		synctest.Wait()
+		if r := mustPrepare(t, c, bashRequest("s"), bashCommand("/dl"), Execution); r.State != StateCacheHit || f.count("/dl") != 1 {
+			t.Errorf("next command = %q after %d captures, want cache_hit after 1", r.State, f.count("/dl"))
+		}
+	})
 }
 
 func TestPrewarmStates(t *testing.T) {
@@ -393,10 +441,13 @@ func TestMaxConcurrentCaptures(t *testing.T) {
 		<-release
 		return []byte("# Snapshot file\n\x00"), nil
 	}
-	c := newTestCache(t, Options{Capture: capture, MaxConcurrentCaptures: 2})
+	c := newTestCache(t, Options{Capture: capture, MaxConcurrentCaptures: 2, SlotWait: time.Minute})
 	var wg sync.WaitGroup
 	for i := range 5 {
-		wg.Go(func() { mustPrepare(t, c, bashRequest("s"), bashCommand("/slot"+strconv.Itoa(i)), Execution) })
+		// One scope each: a scope's own share is half the slots.
+		wg.Go(func() {
+			mustPrepare(t, c, bashRequest("s"+strconv.Itoa(i)), bashCommand("/slot"+strconv.Itoa(i)), Execution)
+		})
 	}
 	for running.Load() < 2 {
 		time.Sleep(time.Millisecond)
@@ -424,4 +475,167 @@ func TestFailedPrewarmEntryIsFailedWithoutBackoff(t *testing.T) {
 	if got := f.count("/pf"); got != 2 {
 		t.Errorf("captures = %d, want 2", got)
 	}
+}
+
+// hangingCapturer hangs the captures of cwds under /hang until hang closes
+// (or their ctx ends), and hands the others to f.
+func hangingCapturer(f *fakeCapturer, hang <-chan struct{}) Capturer {
+	return func(ctx context.Context, argv []string, cwd string, env map[string]string) ([]byte, error) {
+		if !strings.HasPrefix(cwd, "/hang") {
+			return f.capture(ctx, argv, cwd, env)
+		}
+		select {
+		case <-hang:
+		case <-ctx.Done():
+		}
+		return nil, &CaptureError{Reason: ReasonTimeout, Message: "shell snapshot capture timed out"}
+	}
+}
+
+// TestOneScopeCannotStallAnother is issue 14's case: 4 prewarms of a scope
+// whose profile hangs, then another scope's first command. Before, the four
+// took every slot and the command waited the whole capture limit for one.
+func TestOneScopeCannotStallAnother(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, hang := &fakeCapturer{}, make(chan struct{})
+		defer close(hang)
+		c := newTestCache(t, Options{Capture: hangingCapturer(f, hang), MaxConcurrentCaptures: 4})
+		for i := range 4 {
+			if _, err := c.StartPrewarm(*bashRequest("hung"), bashCommand("/hang"+strconv.Itoa(i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		start := time.Now()
+		r := mustPrepare(t, c, bashRequest("other"), bashCommand("/other"), Execution)
+		if r.Outcome != OutcomeUsed || r.State != StateOnDemand || f.count("/other") != 1 {
+			t.Errorf("another scope's first command = %+v after %d captures, want used on_demand after 1", r, f.count("/other"))
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Errorf("another scope's first command waited %v for a slot, want none: the hung scope holds only its share", waited)
+		}
+	})
+}
+
+// TestCommandWaitsForASlotAtMostSlotWait: with every slot a command's scope
+// may take held by hung captures, the command falls back after the slot
+// wait, without spending an attempt or backing off, and its capture stays
+// queued: it runs once a slot frees, for the next command.
+func TestCommandWaitsForASlotAtMostSlotWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, hang := &fakeCapturer{}, make(chan struct{})
+		c := newTestCache(t, Options{Capture: hangingCapturer(f, hang), MaxConcurrentCaptures: 2})
+		for _, scope := range []string{"a", "b"} {
+			if _, err := c.StartPrewarm(*bashRequest(scope), bashCommand("/hang-"+scope)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		for i, wantState := range []State{StateOnDemand, StateCapturePending} {
+			start := time.Now()
+			r := mustPrepare(t, c, bashRequest("c"), bashCommand("/c"), Execution)
+			if r.Outcome != OutcomeFallback || r.State != wantState || !strings.Contains(r.Reason, "no shell snapshot capture slot came free within 500ms") {
+				t.Errorf("command %d without a slot = %+v, want fallback %s saying no slot came free", i, r, wantState)
+			}
+			if waited := time.Since(start); waited != DefaultSlotWait || r.Wait != DefaultSlotWait {
+				t.Errorf("command %d waited %v for a slot (receipt %v), want the slot wait %v", i, waited, r.Wait, DefaultSlotWait)
+			}
+		}
+		e, _ := c.Entry(*bashRequest("c"), "/c", nil)
+		if e.State != EntryPending || e.Attempts != 1 || e.LastError != nil || f.count("/c") != 0 {
+			t.Errorf("entry after the slot waits = %+v with %d captures, want pending, attempt 1, no error, none run", e, f.count("/c"))
+		}
+		close(hang)
+		synctest.Wait()
+		if r := mustPrepare(t, c, bashRequest("c"), bashCommand("/c"), Execution); r.Outcome != OutcomeUsed || r.State != StateCacheHit || f.count("/c") != 1 {
+			t.Errorf("command once a slot freed = %+v after %d captures, want used cache_hit after the queued one", r, f.count("/c"))
+		}
+	})
+}
+
+// TestPrewarmWaitsForASlotWithinTheCaptureLimit: a prewarm, asked for
+// explicitly, waits longer than a command, but no longer than its capture
+// may run, and caches nothing then.
+func TestPrewarmWaitsForASlotWithinTheCaptureLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, hang := &fakeCapturer{}, make(chan struct{})
+		defer close(hang)
+		// The hung capture ignores its own limit, which would otherwise end
+		// at the instant the prewarm's slot wait does.
+		capture := func(ctx context.Context, argv []string, cwd string, env map[string]string) ([]byte, error) {
+			if cwd == "/hang-a" {
+				<-hang
+			}
+			return f.capture(ctx, argv, cwd, env)
+		}
+		c := newTestCache(t, Options{Capture: capture, MaxConcurrentCaptures: 1, Timeout: 3 * time.Second})
+		if _, err := c.StartPrewarm(*bashRequest("a"), bashCommand("/hang-a")); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		start := time.Now()
+		_, err := c.Prepare(context.Background(), bashRequest("b"), bashCommand("/b"), Prewarm)
+		var ce *CaptureError
+		if !errors.As(err, &ce) || !strings.Contains(ce.Message, "waiting for a capture slot") {
+			t.Errorf("prewarm without a slot = %v, want the slot's timeout", err)
+		}
+		if waited := time.Since(start); waited != 3*time.Second {
+			t.Errorf("prewarm waited %v for a slot, want the 3s capture limit", waited)
+		}
+		if e, _ := c.Entry(*bashRequest("b"), "/b", nil); e.State != EntryPending || e.Attempts != 1 || e.LastError != nil {
+			t.Errorf("entry after the prewarm's slot wait = %+v, want pending, attempt 1, no error", e)
+		}
+	})
+}
+
+// TestCloseEndsCaptures: Close ends the capture in flight and the one
+// queued for a slot; their callers are answered at once.
+func TestCloseEndsCaptures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeCapturer{release: make(chan struct{})}
+		c := newTestCache(t, Options{Capture: f.capture, MaxConcurrentCaptures: 1})
+		running := make(chan Receipt, 1)
+		go func() { running <- mustPrepare(t, c, bashRequest("a"), bashCommand("/a"), Execution) }()
+		synctest.Wait()
+		queued := make(chan error, 1)
+		go func() {
+			_, err := c.Prepare(context.Background(), bashRequest("b"), bashCommand("/b"), Prewarm)
+			queued <- err
+		}()
+		synctest.Wait()
+		start := time.Now()
+		c.Close()
+		if r := <-running; r.Outcome != OutcomeFallback {
+			t.Errorf("command whose capture Close ended = %+v, want fallback", r)
+		}
+		if err := <-queued; err == nil || !strings.Contains(err.Error(), "shutting down") {
+			t.Errorf("queued prewarm after Close = %v, want an error saying the server shuts down", err)
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Errorf("Close answered the callers after %v, want at once", waited)
+		}
+		if f.count("/b") != 0 {
+			t.Errorf("the queued capture ran after Close")
+		}
+	})
+}
+
+func TestRegistryCountsWaiters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeCapturer{release: make(chan struct{})}
+		c := newTestCache(t, Options{Capture: f.capture})
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Go(func() { mustPrepare(t, c, bashRequest("w"), bashCommand("/w"), Execution) })
+		}
+		synctest.Wait()
+		if e, _ := c.Entry(*bashRequest("w"), "/w", nil); e.Waiting != 3 {
+			t.Errorf("entry with 3 commands waiting shows %d waiting", e.Waiting)
+		}
+		close(f.release)
+		wg.Wait()
+		if e, _ := c.Entry(*bashRequest("w"), "/w", nil); e.Waiting != 0 || e.State != EntryReady {
+			t.Errorf("entry after the capture = %q with %d waiting, want ready and none", e.State, e.Waiting)
+		}
+	})
 }

@@ -2,6 +2,7 @@ package shellsnap
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -17,60 +18,150 @@ type result struct {
 	stamps          []fileStamp // the startup files as the capture found them
 	err             *CaptureError
 	retryAt         time.Time
+	// skipped means no capture ran: no slot came free within the run's
+	// bound, or the cache was closed.
+	skipped bool
 }
 
-// cell is one capture generation's single-assignment result: a "once" that a
-// failed prewarm leaves unset, so that a waiting command initializes it itself.
+// sharing says who gets a run's result.
+type sharing int
+
+const (
+	// kept: the cell keeps the result; every caller, now and later, gets it.
+	kept sharing = iota
+	// private: a failed prewarm. Only its caller gets the result; nothing is
+	// kept, and one waiter starts the next run (SHELL-SNAPSHOTS.md 3.3).
+	private
+	// shared: nothing ran. The run's waiters get the result; nothing is kept,
+	// and the next caller starts afresh.
+	shared
+)
+
+// cell is one capture generation's single-assignment result: a "once" that
+// a failed prewarm leaves unset, so that a waiting command initializes it
+// itself.
+//
+// Beyond the reference, the capture runs on its own, not on the goroutine of
+// the caller that started it: every caller, that one included, may stop
+// waiting (its deadline, its client, shutdown) while the capture goes on for
+// the others and for the cache.
 type cell struct {
 	mu      sync.Mutex
-	running bool
 	set     bool
 	res     result
-	changed chan struct{} // closed and replaced when running or set changes
+	run     *run // the capture in flight, or nil
+	waiting int  // callers waiting for a run
 }
 
-func newCell() *cell { return &cell{changed: make(chan struct{})} }
+// run is one capture of a cell.
+type run struct {
+	began chan struct{} // closed when the capture holds its slot and starts
+	done  chan struct{} // closed when res and share are final
+	res   result
+	share sharing
+}
 
-// peek returns the result if set, and whether someone is capturing.
-func (c *cell) peek() (res result, set, running bool) {
+// capture runs one capture; it calls began once it holds a slot, and returns
+// its result and who gets it.
+type capture func(began func()) (result, sharing)
+
+// errNoSlot means a caller's patience ran out before its capture got a slot.
+var errNoSlot = errors.New("no capture slot came free in time")
+
+func newCell() *cell { return &cell{} }
+
+// peek returns the result if set, whether a capture is in flight, and how
+// many callers wait for it.
+func (c *cell) peek() (res result, set, running bool, waiting int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.res, c.set, c.running
+	return c.res, c.set, c.run != nil, c.waiting
 }
 
-// get returns the cell's result, running init when nobody else is. init
-// returns the result to store, or keep=false for a failed prewarm: then
-// nothing is stored, get returns init's result to this caller only, and one
-// waiter (if any) runs its own init. ranInit reports whether this caller's init ran.
-// A waiter whose ctx ends stops waiting and gets ctx's error.
-func (c *cell) get(ctx context.Context, init func() (res result, keep bool)) (res result, ranInit bool, err error) {
+// start starts a run of fn unless the cell is set or one is in flight.
+func (c *cell) start(fn capture) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.set && c.run == nil {
+		c.startLocked(fn)
+	}
+}
+
+func (c *cell) startLocked(fn capture) *run {
+	r := &run{began: make(chan struct{}), done: make(chan struct{})}
+	c.run = r
+	go func() {
+		res, share := fn(sync.OnceFunc(func() { close(r.began) }))
+		c.mu.Lock()
+		r.res, r.share = res, share
+		if share == kept {
+			c.set, c.res = true, res
+		}
+		c.run = nil
+		c.mu.Unlock()
+		close(r.done)
+	}()
+	return r
+}
+
+// get returns the cell's result, starting a run of fn when none is in flight.
+// ranInit reports whether the run whose result this is was started by this
+// caller. A caller stops waiting, with ctx's cause, when ctx ends, and with
+// errNoSlot when its run has not begun within patience (zero: no bound); the
+// run goes on either way.
+func (c *cell) get(ctx context.Context, patience time.Duration, fn capture) (res result, ranInit bool, err error) {
+	c.mu.Lock()
+	if c.set { // a hit: no timer, no count
+		res := c.res
+		c.mu.Unlock()
+		return res, false, nil
+	}
+	c.waiting++
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.waiting--
+		c.mu.Unlock()
+	}()
+	var impatient <-chan time.Time
+	if patience > 0 {
+		t := time.NewTimer(patience)
+		defer t.Stop()
+		impatient = t.C
+	}
 	for {
 		c.mu.Lock()
 		if c.set {
 			res := c.res
 			c.mu.Unlock()
-			return res, ranInit, nil
+			return res, false, nil
 		}
-		if !c.running {
-			c.running = true
-			c.mu.Unlock()
-			res, keep := init()
-			c.mu.Lock()
-			c.running = false
-			if keep {
-				c.set, c.res = true, res
-			}
-			close(c.changed)
-			c.changed = make(chan struct{})
-			c.mu.Unlock()
-			return res, true, nil
+		r, mine := c.run, false
+		if r == nil {
+			r, mine = c.startLocked(fn), true
 		}
-		wait := c.changed
 		c.mu.Unlock()
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return result{}, false, ctx.Err()
+
+		began := r.began
+		if impatient == nil {
+			began = nil
 		}
+	wait:
+		for {
+			select {
+			case <-r.done:
+				break wait
+			case <-began:
+				began, impatient = nil, nil // in a slot: patience is spent only on the queue
+			case <-impatient:
+				return result{}, mine, errNoSlot
+			case <-ctx.Done():
+				return result{}, mine, context.Cause(ctx)
+			}
+		}
+		if mine || r.share != private {
+			return r.res, mine, nil
+		}
+		// Someone else's failed prewarm: start (or join) the next run.
 	}
 }

@@ -43,6 +43,8 @@ type EntryInfo struct {
 	Hits          int64
 	LastUsedAt    time.Time
 	LastError     *CaptureError
+	// Waiting counts the requests waiting now for this entry's capture.
+	Waiting int
 }
 
 // Entries returns every entry, least recently used first.
@@ -88,7 +90,7 @@ func (c *Cache) Holds(snap *Snapshot) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for el := c.entries.Front(); el != nil; el = el.Next() {
-		if res, set, _ := el.Value.(*entry).cell.peek(); set && res.snap == snap {
+		if res, set, _, _ := el.Value.(*entry).cell.peek(); set && res.snap == snap {
 			return true
 		}
 	}
@@ -129,7 +131,8 @@ func (e *entry) info() EntryInfo {
 		LastUsedAt:  e.lastUsedAt,
 		LastError:   e.lastError,
 	}
-	res, set, running := e.cell.peek()
+	res, set, running, waiting := e.cell.peek()
+	in.Waiting = waiting
 	switch {
 	case !set && !running && e.lastError != nil:
 		// A failed prewarm caches nothing: the next command captures at

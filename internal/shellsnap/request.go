@@ -68,6 +68,10 @@ const (
 	OutcomeIneligible   Outcome = "ineligible"
 	OutcomeUsed         Outcome = "used"
 	OutcomeFallback     Outcome = "fallback"
+	// OutcomeNotRun means the request ended (its deadline, its client, the
+	// server's shutdown) while its command waited for the capture: the
+	// command never ran.
+	OutcomeNotRun Outcome = "not_run"
 )
 
 // State is the snapshot's availability as a command found it (SHELL-SNAPSHOTS.md 8.2).
@@ -101,6 +105,10 @@ var (
 	ErrInvalidScope = fmt.Errorf("shell snapshot scope must be non-empty and at most %d bytes", MaxScopeBytes)
 	// ErrUnsupportedShell means the shell name is not bash, zsh or sh.
 	ErrUnsupportedShell = errors.New("shell snapshots are unsupported for this shell")
+	// ErrWaitEnded means the request's context ended while its command waited
+	// for the capture, which goes on: the command must not run. It comes
+	// wrapped with the context's cause.
+	ErrWaitEnded = errors.New("the request ended while its command waited for the shell snapshot capture")
 )
 
 // key identifies a cache entry: the whole request, the cwd and the policy
