@@ -1,6 +1,10 @@
 package main
 
-import "slices"
+import (
+	"slices"
+	"strings"
+	"testing"
+)
 
 // knownDifference is a difference of the fidelity suite (fidelity_test.go)
 // that is expected today, because its cause in issue 16 is not fixed yet or
@@ -302,4 +306,48 @@ var knownDifferences = []knownDifference{
 		why: "zsh's own descriptors (10-12) depend on what ran before the script: the profile, or the restore"},
 	{item: "design: profile output", shells: bash, profiles: []string{"xtrace"}, keys: []string{"stderr"},
 		why: "xtrace traces the probe in both, but the replay's trace shows $_ as the restore text (low: $_)"},
+}
+
+// TestFidelityTables checks the suite's own tables, which TestFidelity
+// cannot: a known difference that names a profile missing from a shell
+// would never be checked.
+func TestFidelityTables(t *testing.T) {
+	profiles := map[string]*fidelityProfile{}
+	for _, p := range fidelityProfiles {
+		if profiles[p.name] != nil || p.covers == "" || p.files == nil {
+			t.Errorf("profile %q: duplicate, or without covers or files", p.name)
+		}
+		profiles[p.name] = p
+	}
+	exists := func(name string) bool { return profiles[strings.TrimPrefix(name, "!")] != nil }
+	for _, sh := range []string{"bash", "zsh", "sh"} {
+		for _, name := range replayed(sh)[1:] {
+			if !strings.HasPrefix(name, "!") || !exists(name) {
+				t.Errorf("replayed(%q) lists %q, want \"!\" and a profile", sh, name)
+			}
+		}
+	}
+	for _, k := range knownDifferences {
+		if k.item == "" || k.why == "" || len(k.keys) == 0 || len(k.shells) == 0 || len(k.profiles) == 0 {
+			t.Errorf("known difference %v: item, why, keys, shells and profiles are all needed", k.keys)
+		}
+		for _, mode := range k.modes {
+			if !slices.Contains(fidelityModes, mode) {
+				t.Errorf("known difference %v: mode %q", k.keys, mode)
+			}
+		}
+		for _, name := range k.profiles {
+			switch {
+			case name == "*":
+			case !exists(name):
+				t.Errorf("known difference %v: no profile %q", k.keys, name)
+			case !strings.HasPrefix(name, "!"):
+				for _, sh := range k.shells {
+					if !profiles[name].runs(sh) {
+						t.Errorf("known difference %v: profile %q does not run in %s", k.keys, name, sh)
+					}
+				}
+			}
+		}
+	}
 }

@@ -205,7 +205,7 @@ func runFidelityCell(t *testing.T, srv *testServer, p *fidelityProfile, sh shell
 	cl.run(t, fidelityScript{"", ":"}, env, fidelityOutputBytes)
 	cl.run(t, fidelityScript{"", ":"}, env, fidelityOutputBytes)
 	if after := cl.standbyStats(t); after.considered() == before.considered() {
-		c.skipped[modeStandby] = "the server offers no standby for this launch"
+		c.skipped[modeStandby] = "the server considers no standby for this launch (its standby counters did not move)"
 	} else {
 		for _, s := range scripts {
 			if !cl.waitIdle(t, func(idle int) bool { return idle > 0 }) {
@@ -531,48 +531,74 @@ func globMatch(pattern, s string) bool {
 	return strings.HasSuffix(s, parts[len(parts)-1])
 }
 
-// fidelitySummary is the report's head: N probes, M differences, and the
-// differences by shell, mode and cause.
+// fidelitySummary is the report's head: N probes, M differences, then
+// the differences by shell and mode, and by cause (each cause's differences
+// in bash, zsh and sh, and its distinct shell and fact pairs).
 func fidelitySummary(cells []*fidelityCell) string {
-	var b strings.Builder
 	probes, diffs, unknown := 0, 0, 0
-	byShell, byMode, byItem := map[string]int{}, map[string]int{}, map[string]int{}
+	grid := map[[2]string]int{} // shell, mode
+	type causeCount struct {
+		byShell  map[string]int
+		distinct map[string]bool
+	}
+	causes := map[string]*causeCount{}
 	distinct := map[string]bool{}
+	profiles := map[string]bool{}
 	for _, c := range cells {
 		probes += c.probes
+		profiles[c.profile] = true
 		for _, d := range c.diffs {
 			diffs++
-			byShell[d.shell]++
-			byMode[d.mode]++
+			grid[[2]string{d.shell, d.mode}]++
 			item := "unknown"
 			if d.known != nil {
 				item = d.known.item
 			} else {
 				unknown++
 			}
-			byItem[item]++
-			distinct[d.shell+" "+item+" "+d.key] = true
+			if causes[item] == nil {
+				causes[item] = &causeCount{byShell: map[string]int{}, distinct: map[string]bool{}}
+			}
+			causes[item].byShell[d.shell]++
+			causes[item].distinct[d.shell+" "+d.key] = true
+			distinct[d.shell+" "+d.key] = true
 		}
 	}
-	fmt.Fprintf(&b, "%d probes, %d differences (%d unknown, %d distinct shell/cause/fact; %d cells)\n", probes, diffs, unknown, len(distinct), len(cells))
-	for _, part := range []struct {
-		name string
-		m    map[string]int
-	}{{"by shell", byShell}, {"by mode", byMode}, {"by cause", byItem}} {
-		fmt.Fprintf(&b, "%s:", part.name)
-		for _, k := range slices.Sorted(maps.Keys(part.m)) {
-			fmt.Fprintf(&b, " %s %d,", k, part.m[k])
-		}
-		b.WriteString("\n")
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d probes, %d differences (%d unknown); %d cells of %d profiles; %d distinct shell and fact pairs; %d causes\n",
+		probes, diffs, unknown, len(cells), len(profiles), len(distinct), len(causes))
+	shells := []string{"bash", "zsh", "sh"}
+	fmt.Fprintf(&b, "%-8s %8s %8s %8s\n", "", modeCapture, modeReplay, modeStandby)
+	for _, sh := range shells {
+		fmt.Fprintf(&b, "%-8s %8d %8d %8d\n", sh, grid[[2]string{sh, modeCapture}], grid[[2]string{sh, modeReplay}], grid[[2]string{sh, modeStandby}])
 	}
-	skips := map[string][]string{}
+	fmt.Fprintf(&b, "%-42s %6s %6s %6s %9s\n", "cause", "bash", "zsh", "sh", "distinct")
+	for _, item := range slices.Sorted(maps.Keys(causes)) {
+		cc := causes[item]
+		fmt.Fprintf(&b, "%-42s %6d %6d %6d %9d\n", item, cc.byShell["bash"], cc.byShell["zsh"], cc.byShell["sh"], len(cc.distinct))
+	}
+	skips := map[string]map[string][]string{} // reason -> shell -> profiles
 	for _, c := range cells {
 		for mode, why := range c.skipped {
-			skips[mode+": "+why] = append(skips[mode+": "+why], c.profile+"/"+c.shell)
+			reason := mode + ": " + why
+			if skips[reason] == nil {
+				skips[reason] = map[string][]string{}
+			}
+			skips[reason][c.shell] = append(skips[reason][c.shell], c.profile)
 		}
 	}
-	for _, why := range slices.Sorted(maps.Keys(skips)) {
-		fmt.Fprintf(&b, "skipped %s: %d cells\n", why, len(skips[why]))
+	for _, reason := range slices.Sorted(maps.Keys(skips)) {
+		fmt.Fprintf(&b, "skipped %s:", reason)
+		for _, sh := range shells {
+			if ps := skips[reason][sh]; len(ps) > 0 {
+				if len(ps) <= 3 {
+					fmt.Fprintf(&b, " %s %v", sh, ps)
+				} else {
+					fmt.Fprintf(&b, " %s %d cells", sh, len(ps))
+				}
+			}
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }
