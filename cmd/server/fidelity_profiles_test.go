@@ -526,7 +526,7 @@ EOF
 		files: func(string, string) map[string]string {
 			return map[string]string{".zshenv": "export ZDOTDIR=\"$HOME/.config/zsh\"\n", ".config/zsh/.zprofile": "export FROM_ZDOTDIR=1\nzfn() { echo z; }\n", ".config/zsh/.zshrc": "export FROM_ZDOTDIR_RC=1\n"}
 		}},
-	{name: "zsh-options", covers: "odd: zsh options that change how the command parses (sh_word_split, ksh_arrays, auto_pushd, extended_glob) and emulate", shells: []string{"zsh"},
+	{name: "zsh-options", covers: "odd: zsh options that change how the command parses (sh_word_split, ksh_arrays, auto_pushd, extended_glob), and typeset -U path", shells: []string{"zsh"},
 		files: inLogin("setopt SH_WORD_SPLIT KSH_ARRAYS AUTO_PUSHD EXTENDED_GLOB NO_CLOBBER\ntypeset -U path\npath=(\"$HOME/bin\" $path \"$HOME/bin\")\n")},
 	{name: "zsh-emulate-sh", covers: "odd: emulate sh at the end of ~/.zprofile", shells: []string{"zsh"},
 		files: inLogin("f() { echo f; }\nemulate sh\n")},
