@@ -228,11 +228,13 @@ func bigState(shell, _ string) map[string]string {
 }
 
 // crashScripts are the scripts that end by a program's signal or exit code,
-// which a replay must report as the login shell does (M12).
+// which a replay must report as the login shell does (M12). Each first turns
+// core dumps off, so that no core file changes the cwd the next probe lists.
 func crashScripts(string) []fidelityScript {
 	return []fidelityScript{
-		{"crash child", "printf 'before\\n'; /bin/sh -c 'kill -SEGV $$'"},
-		{"crash self", "printf 'before\\n'; kill -SEGV $$"},
+		{"crash child", "ulimit -S -c 0; printf 'before\\n'; /bin/sh -c 'kill -SEGV $$'"},
+		{"crash program", "ulimit -S -c 0; printf 'before\\n'; /usr/bin/perl -e 'CORE::dump()'"},
+		{"crash self", "ulimit -S -c 0; printf 'before\\n'; kill -SEGV $$"},
 		{"exit 3", "printf 'before\\n'; exit 3"},
 		{"error line", "printf 'before\\n'\nfidelity_no_such_command\nprintf 'line %s\\n' \"$LINENO\""},
 	}
