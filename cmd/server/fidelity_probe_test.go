@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 )
 
 // The probe of the fidelity suite (fidelity_test.go): one script a shell,
@@ -279,7 +280,7 @@ var factRules = map[string]func(body string) []fact{
 	"declare":   entries(matchName(`^declare -[-a-zA-Z]+ ([A-Za-z_][A-Za-z0-9_]*)(=|$)`), bashVolatile),
 	"typeset":   entries(zshParameter, zshVolatile),
 	"set":       entries(matchName(`^([A-Za-z_][A-Za-z0-9_]*)=`), shVolatile),
-	"bashfn":    entries(matchName(`^(\S+) \(\) ?$`), nil),
+	"bashfn":    entries(matchName(`^(?:function )?(\S+) \(\) ?$`), nil),
 	"zshfn":     entries(matchName(`^(\S+) \(\) \{$`), nil),
 	"nul":       nulList,
 	"proc":      procStatus(procFields),
@@ -439,3 +440,31 @@ var (
 	}
 	shVolatile = map[string]string{"PPID": "pid", "LINENO": "fact lineno"}
 )
+
+func TestParseProbe(t *testing.T) {
+	tests := []struct {
+		name, out string
+		want      []fact
+	}{
+		{"no headers", "before\n", []fact{{"stdout", "before\n"}}},
+		{"profile output, a fact, an EXIT trap after the end", "Welcome\n@@ pwd\n/w\n/w\n@@ end\nbye\n",
+			[]fact{{"stdout before probe", "Welcome\n"}, {"pwd", "/w\n/w"}, {"after end", "bye"}}},
+		{"bash variables: multi-line values, volatile ones left out", "@@* var declare\ndeclare -x A=\"1\"\ndeclare -- NL=\"x\ny\"\ndeclare -i RANDOM=\"7\"\ndeclare -ar RO=([0]=\"a\")\n",
+			[]fact{{"var A", `declare -x A="1"`}, {"var NL", "declare -- NL=\"x\ny\""}, {"var RO", `declare -ar RO=([0]="a")`}}},
+		{"zsh parameters: tied pairs by their last name, repeated", "@@* var typeset\nexport -T PATH path=( /bin )\ntypeset -aT PATH path=( /bin )\ntypeset -i10 SECONDS=0\ntypeset 0=zsh\n",
+			[]fact{{"var path", "export -T PATH path=( /bin )"}, {"var path #2", "typeset -aT PATH path=( /bin )"}, {"var 0", "typeset 0=zsh"}}},
+		{"bash functions, one printed with the function keyword", "@@* fn bashfn\ng () \n{ \n    :\n}\nfunction if () \n{ \n    :\n}\n",
+			[]fact{{"fn g", "g () \n{ \n    :\n}"}, {"fn if", "function if () \n{ \n    :\n}"}}},
+		{"list rules", "@@* set -o first\nerrexit        \toff\n@@* trap last\ntrap -- '' SIGHUP\n@@* ulimit -S butlast\nopen files   (-n) 1024\n@@* alias name\nalias -g G='| grep'\n",
+			[]fact{{"set -o errexit", "off"}, {"trap SIGHUP", "trap -- '' SIGHUP"}, {"ulimit -S open files (-n)", "1024"}, {"alias G", "alias -g G='| grep'"}}},
+		{"env -0 and /proc", "@@* env nul\nA=1\x00B=x\ny\x00\n@@* child status proc\nName:\tcat\nSigIgn:\t0000000000001001\nVmRSS:\t100 kB\n",
+			[]fact{{"env A", "1"}, {"env B", "x\ny"}, {"child status Name", "cat"}, {"child status SigIgn", "0000000000001001"}}},
+		{"the shell's command line and environment", "@@ shell cmdline\n/bin/bash\x00-lc\x00echo\x00\n@@ shell environ\nPATH=/bin\x00HOME=/h\x00\n",
+			[]fact{{"shell cmdline", `argc 3 "/bin/bash" "-lc" <the script>`}, {"shell environ", "HOME PATH"}}},
+	}
+	for _, tt := range tests {
+		if got := parseProbe(tt.out, "echo"); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: parseProbe(%q) =\n%q\nwant\n%q", tt.name, tt.out, got, tt.want)
+		}
+	}
+}
