@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -333,19 +332,10 @@ func startTwice(ctx context.Context, c *client.Client) error {
 }
 
 // TestUnixSocket reaches the server over a Unix domain socket the way the
-// package doc shows; a byte-for-byte relay stands in for a server that
-// listens on one.
+// package doc shows.
 func TestUnixSocket(t *testing.T) {
 	ctx := testContext(t)
-	sock := filepath.Join(t.TempDir(), "snapexec.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	tcpAddr := strings.TrimPrefix(os.Getenv("SNAPEXEC_URL"), "http://")
-	go relay(ln, tcpAddr)
-
+	sock := testserver.UnixSocket(t, os.Getenv("SNAPEXEC_URL"))
 	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return new(net.Dialer).DialContext(ctx, "unix", sock)
 	}
@@ -356,26 +346,6 @@ func TestUnixSocket(t *testing.T) {
 	}
 	if got := string(res.StdoutData()); got != "over the socket\n" {
 		t.Errorf("stdout over a Unix socket = %q, want %q", got, "over the socket\n")
-	}
-}
-
-// relay copies each connection of ln to addr and back.
-func relay(ln net.Listener, addr string) {
-	for {
-		conn, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			defer conn.Close()
-			up, err := net.Dial("tcp", addr)
-			if err != nil {
-				return
-			}
-			defer up.Close()
-			go io.Copy(up, conn)
-			io.Copy(conn, up)
-		}()
 	}
 }
 

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -88,4 +91,55 @@ func (b *cutBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.left -= int64(n)
 	return n, err
+}
+
+// UnixSocket returns the path of a Unix domain socket that relays each
+// connection, byte for byte, to the server at serverURL: a client's way
+// over a socket can be tested against a server listening on TCP. The
+// socket closes in t.Cleanup.
+func UnixSocket(t testing.TB, serverURL string) string {
+	t.Helper()
+	target, err := url.Parse(serverURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A short directory: a socket path must fit in about 100 bytes, and
+	// t.TempDir's may not.
+	dir, err := os.MkdirTemp("", "snapexec-sock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "snapexec.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ln.Close()
+		os.RemoveAll(dir)
+	})
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go relay(conn, target.Host)
+		}
+	}()
+	return sock
+}
+
+func relay(conn net.Conn, addr string) {
+	defer conn.Close()
+	up, err := net.Dial("tcp", addr)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	go func() {
+		_, _ = io.Copy(up, conn)
+		up.Close()
+	}()
+	_, _ = io.Copy(conn, up)
 }
