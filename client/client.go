@@ -74,6 +74,22 @@ func Result[T any](r answer[T], err error) (*T, error) {
 	return nil, fmt.Errorf("snapexec: the 200 answer is not JSON: %q", snippet(r.GetBody()))
 }
 
+// Check returns nil for a generated call's 2xx answer, else the *Error it
+// carries, or err when the call failed: Result for answers without a value,
+// such as forgetSnapshots' 204.
+func Check(r interface {
+	StatusCode() int
+	GetBody() []byte
+}, err error) error {
+	if err != nil {
+		return err
+	}
+	if s := r.StatusCode(); s < 200 || s > 299 {
+		return errorFrom(s, r.GetBody())
+	}
+	return nil
+}
+
 // Exec runs a command to completion and returns its ending and output.
 // The answer is 200 whenever the program started, whatever its exit: a
 // non-zero exit is in the result, not an error.

@@ -3,8 +3,8 @@
 // The contract's types and one low-level call per operation are generated
 // from api/openapi.yaml (api.gen.go), so client and server cannot drift
 // apart. [Client] embeds the generated [ClientWithResponses]: every operation
-// is there as its XxxWithResponse method, and [Result] turns such an answer
-// into its value or an [*Error]. By hand, for what generation does not give:
+// is there as its XxxWithResponse method, and [Result] (or [Check], for an
+// answer without a value) turns such an answer into its value or an [*Error]. By hand, for what generation does not give:
 // [WithToken] (bearer auth), [Client.Exec] (the JSON answer),
 // [Client.ExecStream] and [Client.Events] (a process's output as it comes,
 // resumed by seq after a dropped connection), [Client.Start], the typed
