@@ -63,7 +63,9 @@ type Stream struct {
 // one, so that a dropped stream can be resumed. Note that the server
 // terminates a streamed command whose client goes away: after a drop, the
 // resumed stream brings the output up to that point and the ending
-// (status terminated) unless the command had ended by itself.
+// (status terminated) unless the command had ended by itself. A request
+// that fails before the server answers is not retried: the command may or
+// may not have started.
 func (c *Client) ExecStream(ctx context.Context, req ExecRequest) (*Stream, error) {
 	if req.ProcessId == nil {
 		id := newProcessID()

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/snapexec/snapexec/client"
 	"github.com/snapexec/snapexec/internal/testserver"
@@ -330,5 +334,63 @@ func TestVersionAndCompletion(t *testing.T) {
 	r := cli(t, nil, "__complete", "kill", "")
 	if r.code != 0 || !bytes.Contains(r.stdout, []byte("cli-complete\t")) {
 		t.Errorf("__complete kill '': %s; want cli-complete offered", r)
+	}
+}
+
+// TestExecInterrupted: an interrupted exec exits as a shell's command does
+// on SIGINT, and the server ends the command it ran.
+func TestExecInterrupted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := client.New(os.Getenv("SNAPEXEC_URL"), client.WithToken(os.Getenv("SNAPEXEC_TOKEN")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, os.Args[0], "exec", "--", "/bin/sh", "-c", "echo up; exec sleep 60")
+	cmd.Env = cliEnv()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if line != "up\n" {
+		t.Fatalf("first line %q (%v), want up", line, err)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("exit status after SIGINT = %d, want 130", code)
+	}
+	// The command is the one process running `sleep 60` under exec.
+	for {
+		list, err := client.Result(c.ListProcessesWithResponse(ctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		running, found := false, false
+		for _, p := range list.Processes {
+			if strings.HasPrefix(p.ProcessId, "exec-") && strings.Join(p.Argv, " ") == "/bin/sh -c echo up; exec sleep 60" {
+				found, running = true, p.Status == client.ProcessStatusRunning
+				if !running && p.Status != client.ProcessStatusTerminated {
+					t.Errorf("the interrupted command's status = %s, want terminated", p.Status)
+				}
+			}
+		}
+		if !found {
+			t.Fatal("the interrupted command is not in the process table")
+		}
+		if !running {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the interrupted command still runs")
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }

@@ -44,6 +44,13 @@ func runTests(m *testing.M) int {
 	return m.Run()
 }
 
+// cliEnv is the environment that makes the test binary snapexec.
+func cliEnv() []string {
+	// Under -race, a binary that exits 0 first sleeps a second
+	// (atexit_sleep_ms) for goroutines to report; the CLI has none left.
+	return append(os.Environ(), asCLI+"=1", "GORACE=atexit_sleep_ms=0 "+os.Getenv("GORACE"))
+}
+
 // result is how one run of the CLI ended.
 type result struct {
 	stdout, stderr []byte
@@ -61,8 +68,7 @@ func cli(t *testing.T, env []string, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], args...)
-	cmd.Env = append(os.Environ(), asCLI+"=1")
-	cmd.Env = append(cmd.Env, env...)
+	cmd.Env = append(cliEnv(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
