@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -392,5 +393,49 @@ func TestExecInterrupted(t *testing.T) {
 			t.Fatal("the interrupted command still runs")
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+}
+
+// TestFollowSaysWhatWasLost: a reader that falls behind the server's output
+// ring (1 MiB per process) gets a lost event; follow says so on stderr and
+// goes on. The CLI's stdout is not read until the process has ended, so
+// that 128 MB outruns the ring and every buffer on the way (pipe, sockets).
+func TestFollowSaysWhatWasLost(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := client.New(os.Getenv("SNAPEXEC_URL"), client.WithToken(os.Getenv("SNAPEXEC_TOKEN")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 128 << 20
+	cmd := exec.CommandContext(ctx, os.Args[0], "run", "--id", "cli-lost", "--", "/bin/sh", "-c", fmt.Sprintf("yes 0123456789abcdef | head -c %d", size))
+	cmd.Env = cliEnv()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		p, err := client.Result(c.GetProcessWithResponse(ctx, "cli-lost"))
+		if err == nil && p.Status != client.ProcessStatusRunning {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the process did not end: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	n, err := io.Copy(io.Discard, stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 0 || n >= size || !strings.Contains(stderr.String(), "chunks of output lost here") {
+		t.Errorf("run of %d bytes read late: exit %d, %d bytes of stdout, stderr %q; want exit 0, fewer bytes, and the loss said", size, code, n, stderr.String())
 	}
 }

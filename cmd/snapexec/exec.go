@@ -184,11 +184,18 @@ does; an interrupt detaches, and the process runs on.`,
 }
 
 // follow writes a stream's output as it comes (with --json, one chunk per
-// line) and returns the process's ending as an exit status.
+// line) and returns the process's ending as an exit status. Output the
+// server dropped before it was read is said on stderr where it was, since
+// it cannot be shown (with --json, the chunks' seqs show the gap).
 func (a *app) follow(s *client.Stream) error {
 	defer s.Close()
+	var lost int64
 	for {
 		chunk, err := s.Next()
+		if n := s.Lost(); n > lost && !a.json {
+			fmt.Fprintf(a.stderr, "snapexec: %d chunks of output lost here: the server dropped them before they were read\n", n-lost)
+			lost = n
+		}
 		if err == io.EOF {
 			return endingStatus(s.Result())
 		}
