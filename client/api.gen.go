@@ -21,19 +21,19 @@ import (
 
 // Defines values for EnvPolicyInherit.
 const (
-	All  EnvPolicyInherit = "all"
-	Core EnvPolicyInherit = "core"
-	None EnvPolicyInherit = "none"
+	EnvPolicyInheritAll  EnvPolicyInherit = "all"
+	EnvPolicyInheritCore EnvPolicyInherit = "core"
+	EnvPolicyInheritNone EnvPolicyInherit = "none"
 )
 
 // Valid indicates whether the value is a known member of the EnvPolicyInherit enum.
 func (e EnvPolicyInherit) Valid() bool {
 	switch e {
-	case All:
+	case EnvPolicyInheritAll:
 		return true
-	case Core:
+	case EnvPolicyInheritCore:
 		return true
-	case None:
+	case EnvPolicyInheritNone:
 		return true
 	default:
 		return false
@@ -72,16 +72,16 @@ func (e ExitStatus) Valid() bool {
 
 // Defines values for HealthStatus.
 const (
-	Draining HealthStatus = "draining"
-	Ok       HealthStatus = "ok"
+	HealthStatusDraining HealthStatus = "draining"
+	HealthStatusOk       HealthStatus = "ok"
 )
 
 // Valid indicates whether the value is a known member of the HealthStatus enum.
 func (e HealthStatus) Valid() bool {
 	switch e {
-	case Draining:
+	case HealthStatusDraining:
 		return true
-	case Ok:
+	case HealthStatusOk:
 		return true
 	default:
 		return false
@@ -90,16 +90,16 @@ func (e HealthStatus) Valid() bool {
 
 // Defines values for OutputChunkStream.
 const (
-	Stderr OutputChunkStream = "stderr"
-	Stdout OutputChunkStream = "stdout"
+	OutputChunkStreamStderr OutputChunkStream = "stderr"
+	OutputChunkStreamStdout OutputChunkStream = "stdout"
 )
 
 // Valid indicates whether the value is a known member of the OutputChunkStream enum.
 func (e OutputChunkStream) Valid() bool {
 	switch e {
-	case Stderr:
+	case OutputChunkStreamStderr:
 		return true
-	case Stdout:
+	case OutputChunkStreamStdout:
 		return true
 	default:
 		return false
@@ -108,67 +108,67 @@ func (e OutputChunkStream) Valid() bool {
 
 // Defines values for ProblemCode.
 const (
-	BodyTooLarge         ProblemCode = "body_too_large"
-	CaptureFailed        ProblemCode = "capture_failed"
-	CwdNotFound          ProblemCode = "cwd_not_found"
-	ForbiddenOrigin      ProblemCode = "forbidden_origin"
-	Internal             ProblemCode = "internal"
-	InvalidRequest       ProblemCode = "invalid_request"
-	InvalidScope         ProblemCode = "invalid_scope"
-	MethodNotAllowed     ProblemCode = "method_not_allowed"
-	MisdirectedHost      ProblemCode = "misdirected_host"
-	NotFound             ProblemCode = "not_found"
-	OutputLost           ProblemCode = "output_lost"
-	ProcessExists        ProblemCode = "process_exists"
-	ShuttingDown         ProblemCode = "shutting_down"
-	SpawnFailed          ProblemCode = "spawn_failed"
-	StdinClosed          ProblemCode = "stdin_closed"
-	TooManyProcesses     ProblemCode = "too_many_processes"
-	Unauthorized         ProblemCode = "unauthorized"
-	UnsupportedMediaType ProblemCode = "unsupported_media_type"
-	UnsupportedShell     ProblemCode = "unsupported_shell"
+	ProblemCodeBodyTooLarge         ProblemCode = "body_too_large"
+	ProblemCodeCaptureFailed        ProblemCode = "capture_failed"
+	ProblemCodeCwdNotFound          ProblemCode = "cwd_not_found"
+	ProblemCodeForbiddenOrigin      ProblemCode = "forbidden_origin"
+	ProblemCodeInternal             ProblemCode = "internal"
+	ProblemCodeInvalidRequest       ProblemCode = "invalid_request"
+	ProblemCodeInvalidScope         ProblemCode = "invalid_scope"
+	ProblemCodeMethodNotAllowed     ProblemCode = "method_not_allowed"
+	ProblemCodeMisdirectedHost      ProblemCode = "misdirected_host"
+	ProblemCodeNotFound             ProblemCode = "not_found"
+	ProblemCodeOutputLost           ProblemCode = "output_lost"
+	ProblemCodeProcessExists        ProblemCode = "process_exists"
+	ProblemCodeShuttingDown         ProblemCode = "shutting_down"
+	ProblemCodeSpawnFailed          ProblemCode = "spawn_failed"
+	ProblemCodeStdinClosed          ProblemCode = "stdin_closed"
+	ProblemCodeTooManyProcesses     ProblemCode = "too_many_processes"
+	ProblemCodeUnauthorized         ProblemCode = "unauthorized"
+	ProblemCodeUnsupportedMediaType ProblemCode = "unsupported_media_type"
+	ProblemCodeUnsupportedShell     ProblemCode = "unsupported_shell"
 )
 
 // Valid indicates whether the value is a known member of the ProblemCode enum.
 func (e ProblemCode) Valid() bool {
 	switch e {
-	case BodyTooLarge:
+	case ProblemCodeBodyTooLarge:
 		return true
-	case CaptureFailed:
+	case ProblemCodeCaptureFailed:
 		return true
-	case CwdNotFound:
+	case ProblemCodeCwdNotFound:
 		return true
-	case ForbiddenOrigin:
+	case ProblemCodeForbiddenOrigin:
 		return true
-	case Internal:
+	case ProblemCodeInternal:
 		return true
-	case InvalidRequest:
+	case ProblemCodeInvalidRequest:
 		return true
-	case InvalidScope:
+	case ProblemCodeInvalidScope:
 		return true
-	case MethodNotAllowed:
+	case ProblemCodeMethodNotAllowed:
 		return true
-	case MisdirectedHost:
+	case ProblemCodeMisdirectedHost:
 		return true
-	case NotFound:
+	case ProblemCodeNotFound:
 		return true
-	case OutputLost:
+	case ProblemCodeOutputLost:
 		return true
-	case ProcessExists:
+	case ProblemCodeProcessExists:
 		return true
-	case ShuttingDown:
+	case ProblemCodeShuttingDown:
 		return true
-	case SpawnFailed:
+	case ProblemCodeSpawnFailed:
 		return true
-	case StdinClosed:
+	case ProblemCodeStdinClosed:
 		return true
-	case TooManyProcesses:
+	case ProblemCodeTooManyProcesses:
 		return true
-	case Unauthorized:
+	case ProblemCodeUnauthorized:
 		return true
-	case UnsupportedMediaType:
+	case ProblemCodeUnsupportedMediaType:
 		return true
-	case UnsupportedShell:
+	case ProblemCodeUnsupportedShell:
 		return true
 	default:
 		return false
@@ -210,34 +210,34 @@ func (e ProcessStatus) Valid() bool {
 
 // Defines values for SignalRequestSignal.
 const (
-	Hangup    SignalRequestSignal = "hangup"
-	Interrupt SignalRequestSignal = "interrupt"
-	Kill      SignalRequestSignal = "kill"
-	SIGHUP    SignalRequestSignal = "SIGHUP"
-	SIGINT    SignalRequestSignal = "SIGINT"
-	SIGKILL   SignalRequestSignal = "SIGKILL"
-	SIGTERM   SignalRequestSignal = "SIGTERM"
-	Terminate SignalRequestSignal = "terminate"
+	SignalRequestSignalHangup    SignalRequestSignal = "hangup"
+	SignalRequestSignalInterrupt SignalRequestSignal = "interrupt"
+	SignalRequestSignalKill      SignalRequestSignal = "kill"
+	SignalRequestSignalSIGHUP    SignalRequestSignal = "SIGHUP"
+	SignalRequestSignalSIGINT    SignalRequestSignal = "SIGINT"
+	SignalRequestSignalSIGKILL   SignalRequestSignal = "SIGKILL"
+	SignalRequestSignalSIGTERM   SignalRequestSignal = "SIGTERM"
+	SignalRequestSignalTerminate SignalRequestSignal = "terminate"
 )
 
 // Valid indicates whether the value is a known member of the SignalRequestSignal enum.
 func (e SignalRequestSignal) Valid() bool {
 	switch e {
-	case Hangup:
+	case SignalRequestSignalHangup:
 		return true
-	case Interrupt:
+	case SignalRequestSignalInterrupt:
 		return true
-	case Kill:
+	case SignalRequestSignalKill:
 		return true
-	case SIGHUP:
+	case SignalRequestSignalSIGHUP:
 		return true
-	case SIGINT:
+	case SignalRequestSignalSIGINT:
 		return true
-	case SIGKILL:
+	case SignalRequestSignalSIGKILL:
 		return true
-	case SIGTERM:
+	case SignalRequestSignalSIGTERM:
 		return true
-	case Terminate:
+	case SignalRequestSignalTerminate:
 		return true
 	default:
 		return false
@@ -246,22 +246,22 @@ func (e SignalRequestSignal) Valid() bool {
 
 // Defines values for SnapshotEntryState.
 const (
-	Exhausted SnapshotEntryState = "exhausted"
-	Failed    SnapshotEntryState = "failed"
-	Pending   SnapshotEntryState = "pending"
-	Ready     SnapshotEntryState = "ready"
+	SnapshotEntryStateExhausted SnapshotEntryState = "exhausted"
+	SnapshotEntryStateFailed    SnapshotEntryState = "failed"
+	SnapshotEntryStatePending   SnapshotEntryState = "pending"
+	SnapshotEntryStateReady     SnapshotEntryState = "ready"
 )
 
 // Valid indicates whether the value is a known member of the SnapshotEntryState enum.
 func (e SnapshotEntryState) Valid() bool {
 	switch e {
-	case Exhausted:
+	case SnapshotEntryStateExhausted:
 		return true
-	case Failed:
+	case SnapshotEntryStateFailed:
 		return true
-	case Pending:
+	case SnapshotEntryStatePending:
 		return true
-	case Ready:
+	case SnapshotEntryStateReady:
 		return true
 	default:
 		return false
@@ -270,22 +270,22 @@ func (e SnapshotEntryState) Valid() bool {
 
 // Defines values for SnapshotReceiptOutcome.
 const (
-	Fallback     SnapshotReceiptOutcome = "fallback"
-	Ineligible   SnapshotReceiptOutcome = "ineligible"
-	NotRequested SnapshotReceiptOutcome = "not_requested"
-	Used         SnapshotReceiptOutcome = "used"
+	SnapshotReceiptOutcomeFallback     SnapshotReceiptOutcome = "fallback"
+	SnapshotReceiptOutcomeIneligible   SnapshotReceiptOutcome = "ineligible"
+	SnapshotReceiptOutcomeNotRequested SnapshotReceiptOutcome = "not_requested"
+	SnapshotReceiptOutcomeUsed         SnapshotReceiptOutcome = "used"
 )
 
 // Valid indicates whether the value is a known member of the SnapshotReceiptOutcome enum.
 func (e SnapshotReceiptOutcome) Valid() bool {
 	switch e {
-	case Fallback:
+	case SnapshotReceiptOutcomeFallback:
 		return true
-	case Ineligible:
+	case SnapshotReceiptOutcomeIneligible:
 		return true
-	case NotRequested:
+	case SnapshotReceiptOutcomeNotRequested:
 		return true
-	case Used:
+	case SnapshotReceiptOutcomeUsed:
 		return true
 	default:
 		return false
@@ -294,28 +294,28 @@ func (e SnapshotReceiptOutcome) Valid() bool {
 
 // Defines values for SnapshotReceiptState.
 const (
-	CacheHit       SnapshotReceiptState = "cache_hit"
-	CapturePending SnapshotReceiptState = "capture_pending"
-	OnDemand       SnapshotReceiptState = "on_demand"
-	PrewarmPending SnapshotReceiptState = "prewarm_pending"
-	PrewarmReady   SnapshotReceiptState = "prewarm_ready"
-	Unavailable    SnapshotReceiptState = "unavailable"
+	SnapshotReceiptStateCacheHit       SnapshotReceiptState = "cache_hit"
+	SnapshotReceiptStateCapturePending SnapshotReceiptState = "capture_pending"
+	SnapshotReceiptStateOnDemand       SnapshotReceiptState = "on_demand"
+	SnapshotReceiptStatePrewarmPending SnapshotReceiptState = "prewarm_pending"
+	SnapshotReceiptStatePrewarmReady   SnapshotReceiptState = "prewarm_ready"
+	SnapshotReceiptStateUnavailable    SnapshotReceiptState = "unavailable"
 )
 
 // Valid indicates whether the value is a known member of the SnapshotReceiptState enum.
 func (e SnapshotReceiptState) Valid() bool {
 	switch e {
-	case CacheHit:
+	case SnapshotReceiptStateCacheHit:
 		return true
-	case CapturePending:
+	case SnapshotReceiptStateCapturePending:
 		return true
-	case OnDemand:
+	case SnapshotReceiptStateOnDemand:
 		return true
-	case PrewarmPending:
+	case SnapshotReceiptStatePrewarmPending:
 		return true
-	case PrewarmReady:
+	case SnapshotReceiptStatePrewarmReady:
 		return true
-	case Unavailable:
+	case SnapshotReceiptStateUnavailable:
 		return true
 	default:
 		return false

@@ -65,9 +65,9 @@ func split(t *testing.T, chunks []client.OutputChunk) (stdout, stderr []byte) {
 			t.Errorf("chunk %d has seq %d after %d, want %d", i, c.Seq, chunks[i-1].Seq, chunks[i-1].Seq+1)
 		}
 		switch c.Stream {
-		case client.Stdout:
+		case client.OutputChunkStreamStdout:
 			stdout = append(stdout, c.Bytes()...)
-		case client.Stderr:
+		case client.OutputChunkStreamStderr:
 			stderr = append(stderr, c.Bytes()...)
 		default:
 			t.Errorf("chunk %d has stream %q", i, c.Stream)
@@ -269,23 +269,23 @@ func TestErrors(t *testing.T) {
 		{
 			name: "unknown process",
 			call: func() error { _, err := c.Events(ctx, "no-such-process", 0); return err },
-			want: client.Error{Status: 404, Code: client.NotFound, Title: "Not Found"},
+			want: client.Error{Status: 404, Code: client.ProblemCodeNotFound, Title: "Not Found"},
 		},
 		{
 			name: "invalid request",
 			call: func() error { _, err := c.Exec(ctx, client.ExecRequest{Argv: []string{""}}); return err },
-			want: client.Error{Status: 400, Code: client.InvalidRequest, Title: "Bad Request", Field: "argv[0]"},
+			want: client.Error{Status: 400, Code: client.ProblemCodeInvalidRequest, Title: "Bad Request", Field: "argv[0]"},
 		},
 		{
 			name:      "wrong token",
 			call:      func() error { _, err := client.Result(badToken.ListProcessesWithResponse(ctx)); return err },
-			want:      client.Error{Status: 401, Code: client.Unauthorized, Title: "Unauthorized"},
+			want:      client.Error{Status: 401, Code: client.ProblemCodeUnauthorized, Title: "Unauthorized"},
 			wantInMsg: "unauthorized (401)",
 		},
 		{
 			name:      "process exists",
 			call:      func() error { return startTwice(ctx, c) },
-			want:      client.Error{Status: 409, Code: client.ProcessExists, Title: "Conflict", Field: "processId"},
+			want:      client.Error{Status: 409, Code: client.ProblemCodeProcessExists, Title: "Conflict", Field: "processId"},
 			wantInMsg: "field processId",
 		},
 		{

@@ -14,7 +14,7 @@ import (
 // Detail taken from its body.
 //
 //	var e *client.Error
-//	if errors.As(err, &e) && e.Code == client.NotFound { ... }
+//	if errors.As(err, &e) && e.Code == client.ProblemCodeNotFound { ... }
 type Error struct {
 	// Status is the HTTP status.
 	Status int

@@ -98,7 +98,7 @@ func ExampleResult() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	sig, err := client.Result(c.SignalProcessWithResponse(ctx, p.ProcessId, client.SignalRequest{Signal: client.SIGTERM}))
+	sig, err := client.Result(c.SignalProcessWithResponse(ctx, p.ProcessId, client.SignalRequest{Signal: client.SignalRequestSignalSIGTERM}))
 	if err != nil {
 		log.Fatal(err)
 	}

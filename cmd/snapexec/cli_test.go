@@ -113,7 +113,7 @@ func TestExecFlags(t *testing.T) {
 	}
 	r := cli(t, nil, "--json", "exec", "--snapshot", "cli-test", "--", "/bin/bash", "-lc", "true")
 	var res client.ExecResult
-	if err := json.Unmarshal(r.stdout, &res); err != nil || res.Snapshot.Outcome == client.NotRequested {
+	if err := json.Unmarshal(r.stdout, &res); err != nil || res.Snapshot.Outcome == client.SnapshotReceiptOutcomeNotRequested {
 		t.Errorf("exec --json --snapshot: snapshot %+v (%v); want it requested", res.Snapshot, err)
 	}
 }

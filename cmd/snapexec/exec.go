@@ -215,7 +215,7 @@ func (a *app) writeChunk(c client.OutputChunk) error {
 		return a.printJSON(c)
 	}
 	out := a.stdout
-	if c.Stream == client.Stderr {
+	if c.Stream == client.OutputChunkStreamStderr {
 		out = a.stderr
 	}
 	_, err := out.Write(c.Bytes())
