@@ -108,9 +108,11 @@ func (e OutputChunkStream) Valid() bool {
 
 // Defines values for ProblemCode.
 const (
+	ProblemCodeBodyTimeout          ProblemCode = "body_timeout"
 	ProblemCodeBodyTooLarge         ProblemCode = "body_too_large"
 	ProblemCodeCaptureFailed        ProblemCode = "capture_failed"
 	ProblemCodeCwdNotFound          ProblemCode = "cwd_not_found"
+	ProblemCodeDeadlineExceeded     ProblemCode = "deadline_exceeded"
 	ProblemCodeForbiddenOrigin      ProblemCode = "forbidden_origin"
 	ProblemCodeInternal             ProblemCode = "internal"
 	ProblemCodeInvalidRequest       ProblemCode = "invalid_request"
@@ -120,6 +122,7 @@ const (
 	ProblemCodeNotFound             ProblemCode = "not_found"
 	ProblemCodeOutputLost           ProblemCode = "output_lost"
 	ProblemCodeProcessExists        ProblemCode = "process_exists"
+	ProblemCodeProcessExited        ProblemCode = "process_exited"
 	ProblemCodeShuttingDown         ProblemCode = "shutting_down"
 	ProblemCodeSpawnFailed          ProblemCode = "spawn_failed"
 	ProblemCodeStdinClosed          ProblemCode = "stdin_closed"
@@ -132,11 +135,15 @@ const (
 // Valid indicates whether the value is a known member of the ProblemCode enum.
 func (e ProblemCode) Valid() bool {
 	switch e {
+	case ProblemCodeBodyTimeout:
+		return true
 	case ProblemCodeBodyTooLarge:
 		return true
 	case ProblemCodeCaptureFailed:
 		return true
 	case ProblemCodeCwdNotFound:
+		return true
+	case ProblemCodeDeadlineExceeded:
 		return true
 	case ProblemCodeForbiddenOrigin:
 		return true
@@ -155,6 +162,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeOutputLost:
 		return true
 	case ProblemCodeProcessExists:
+		return true
+	case ProblemCodeProcessExited:
 		return true
 	case ProblemCodeShuttingDown:
 		return true
@@ -268,11 +277,33 @@ func (e SnapshotEntryState) Valid() bool {
 	}
 }
 
+// Defines values for SnapshotEnvPolicyInherit.
+const (
+	SnapshotEnvPolicyInheritAll  SnapshotEnvPolicyInherit = "all"
+	SnapshotEnvPolicyInheritCore SnapshotEnvPolicyInherit = "core"
+	SnapshotEnvPolicyInheritNone SnapshotEnvPolicyInherit = "none"
+)
+
+// Valid indicates whether the value is a known member of the SnapshotEnvPolicyInherit enum.
+func (e SnapshotEnvPolicyInherit) Valid() bool {
+	switch e {
+	case SnapshotEnvPolicyInheritAll:
+		return true
+	case SnapshotEnvPolicyInheritCore:
+		return true
+	case SnapshotEnvPolicyInheritNone:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SnapshotReceiptOutcome.
 const (
 	SnapshotReceiptOutcomeFallback     SnapshotReceiptOutcome = "fallback"
 	SnapshotReceiptOutcomeIneligible   SnapshotReceiptOutcome = "ineligible"
 	SnapshotReceiptOutcomeNotRequested SnapshotReceiptOutcome = "not_requested"
+	SnapshotReceiptOutcomeNotRun       SnapshotReceiptOutcome = "not_run"
 	SnapshotReceiptOutcomeUsed         SnapshotReceiptOutcome = "used"
 )
 
@@ -284,6 +315,8 @@ func (e SnapshotReceiptOutcome) Valid() bool {
 	case SnapshotReceiptOutcomeIneligible:
 		return true
 	case SnapshotReceiptOutcomeNotRequested:
+		return true
+	case SnapshotReceiptOutcomeNotRun:
 		return true
 	case SnapshotReceiptOutcomeUsed:
 		return true
@@ -377,21 +410,29 @@ type ExecRequest struct {
 	// IdleTimeoutMs Like timeoutMs, when no output has arrived for this long.
 	IdleTimeoutMs *int64 `json:"idleTimeoutMs,omitempty"`
 
-	// MaxOutputBytes Bytes kept per stream in the response; beyond it the middle is dropped and head and tail are kept.
+	// MaxOutputBytes Bytes kept per stream in the response; beyond it the middle is dropped and head and
+	// tail are kept. 0 keeps none (stdoutBytes and stderrBytes still count what there
+	// was). Absent: the server's --max-output-bytes (1 MiB by default), which is also the
+	// largest value accepted.
 	MaxOutputBytes *int `json:"maxOutputBytes,omitempty"`
 
 	// ProcessId Client key, unique among live and retained processes; generated when absent.
 	ProcessId *string `json:"processId,omitempty"`
 
 	// ShellSnapshot Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
-	// A scope id is 1 to 256 bytes (else 422 invalid_scope); any other argv shape runs
-	// unchanged (outcome ineligible); a shell other than bash, zsh or sh is 422 unsupported_shell.
+	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope); a shell
+	// other than bash, zsh or sh is 422 unsupported_shell, whatever the argv; any other argv
+	// shape runs unchanged (outcome ineligible).
 	ShellSnapshot *ShellSnapshotRequest `json:"shellSnapshot,omitempty"`
 
 	// Stdin Written to the child, then closed; without it stdin is /dev/null.
 	Stdin *string `json:"stdin,omitempty"`
 
-	// TimeoutMs Wall-clock limit; then SIGTERM to the group, SIGKILL after the grace period.
+	// TimeoutMs Wall-clock limit of the whole request; then SIGTERM to the group, SIGKILL after the
+	// grace period. The wait for a shell snapshot capture counts against it: the process
+	// gets what remains, and a command whose limit runs out while it waits never starts
+	// (status timed_out, snapshot.outcome not_run). Without it, the server's
+	// --default-timeout applies the same way.
 	TimeoutMs *int64 `json:"timeoutMs,omitempty"`
 }
 
@@ -400,9 +441,14 @@ type ExecResult struct {
 	DurationMs int64 `json:"durationMs"`
 
 	// ExitCode The exit code, or null when the process was ended by a signal.
-	ExitCode  *int   `json:"exitCode"`
-	Pid       int    `json:"pid"`
-	ProcessId string `json:"processId"`
+	ExitCode *int `json:"exitCode"`
+
+	// Pid The process's pid, or null when no process was started (snapshot.outcome not_run).
+	Pid *int `json:"pid"`
+
+	// ProcessId The process's id, or null when no process was started (snapshot.outcome not_run):
+	// the table holds none under any id, not even the one the request gave.
+	ProcessId *string `json:"processId"`
 
 	// Signal The ending signal's name as in signal(7), such as SIGKILL, or null.
 	Signal *string `json:"signal"`
@@ -558,6 +604,10 @@ type ProcessOutput struct {
 
 // ProcessStats defines model for ProcessStats.
 type ProcessStats struct {
+	// Escaped Processes found outside the process group they were started in (setsid, a daemon's
+	// double fork) since the start: no group kill reaches them, so the server ends them at
+	// shutdown at the latest. Each is logged at warn level with its pid and program name.
+	Escaped  int64          `json:"escaped"`
 	Finished FinishedCounts `json:"finished"`
 	Running  int            `json:"running"`
 }
@@ -580,8 +630,9 @@ type ShellInfo struct {
 }
 
 // ShellSnapshotRequest Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
-// A scope id is 1 to 256 bytes (else 422 invalid_scope); any other argv shape runs
-// unchanged (outcome ineligible); a shell other than bash, zsh or sh is 422 unsupported_shell.
+// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope); a shell
+// other than bash, zsh or sh is 422 unsupported_shell, whatever the argv; any other argv
+// shape runs unchanged (outcome ineligible).
 type ShellSnapshotRequest struct {
 	ScopeId string    `json:"scopeId"`
 	Shell   ShellInfo `json:"shell"`
@@ -623,13 +674,11 @@ type SnapshotEntry struct {
 	// EnvNames Names only; values never leave the server.
 	EnvNames []string `json:"envNames"`
 
-	// EnvPolicy Which of the server's own variables a child gets, applied in this order: inherit,
-	// the default excludes (*KEY*, *SECRET*, *TOKEN*) unless ignored, exclude, set,
-	// includeOnly. Patterns use * and ?, match the whole name, and ignore ASCII case.
-	// The server's own secrets never reach a child.
-	EnvPolicy     *EnvPolicy `json:"envPolicy,omitempty"`
-	FunctionCount int        `json:"functionCount"`
-	Hits          int64      `json:"hits"`
+	// EnvPolicy The envPolicy of an entry's key as it can be shown: the names that set gives, never
+	// their values (two entries may differ only in those values, and then only in key).
+	EnvPolicy     *SnapshotEnvPolicy `json:"envPolicy,omitempty"`
+	FunctionCount int                `json:"functionCount"`
+	Hits          int64              `json:"hits"`
 
 	// Key A short stable id of the cache key.
 	Key         string         `json:"key"`
@@ -647,10 +696,28 @@ type SnapshotEntry struct {
 	// State failed is in backoff or retryable; exhausted has spent its retry budget.
 	State      SnapshotEntryState `json:"state"`
 	StateBytes int                `json:"stateBytes"`
+
+	// Waiting Requests waiting now for this entry's capture.
+	Waiting int `json:"waiting"`
 }
 
 // SnapshotEntryState failed is in backoff or retryable; exhausted has spent its retry budget.
 type SnapshotEntryState string
+
+// SnapshotEnvPolicy The envPolicy of an entry's key as it can be shown: the names that set gives, never
+// their values (two entries may differ only in those values, and then only in key).
+type SnapshotEnvPolicy struct {
+	Exclude               *[]string                `json:"exclude,omitempty"`
+	IgnoreDefaultExcludes bool                     `json:"ignoreDefaultExcludes"`
+	IncludeOnly           *[]string                `json:"includeOnly,omitempty"`
+	Inherit               SnapshotEnvPolicyInherit `json:"inherit"`
+
+	// SetNames The names envPolicy.set gives, sorted; values never leave the server.
+	SetNames []string `json:"setNames"`
+}
+
+// SnapshotEnvPolicyInherit defines model for SnapshotEnvPolicy.Inherit.
+type SnapshotEnvPolicyInherit string
 
 // SnapshotError defines model for SnapshotError.
 type SnapshotError struct {
@@ -669,8 +736,13 @@ type SnapshotList struct {
 // SnapshotReceipt What happened to the command's snapshot request.
 type SnapshotReceipt struct {
 	// Outcome used: the command ran with the snapshot replayed. fallback: it ran as the plain
-	// login shell it asked for (the capture failed or is backing off). ineligible: argv
-	// does not have the shape a snapshot can replace. not_requested: no shellSnapshot.
+	// login shell it asked for (the capture failed or is backing off, or no capture slot
+	// came free within half a second: a capture runs at most --max-captures at once, a
+	// workspace's scope at most half of them, and the capture stays queued for later
+	// commands). ineligible: argv does not have the shape a snapshot can replace.
+	// not_requested: no shellSnapshot. not_run: the command never ran, because its
+	// request ended (timeoutMs, or the server's shutdown) while it waited for the
+	// capture; the reason says which, and the capture goes on for later commands.
 	Outcome SnapshotReceiptOutcome `json:"outcome"`
 
 	// Reason Why, on fallback or ineligible.
@@ -693,8 +765,13 @@ type SnapshotReceipt struct {
 }
 
 // SnapshotReceiptOutcome used: the command ran with the snapshot replayed. fallback: it ran as the plain
-// login shell it asked for (the capture failed or is backing off). ineligible: argv
-// does not have the shape a snapshot can replace. not_requested: no shellSnapshot.
+// login shell it asked for (the capture failed or is backing off, or no capture slot
+// came free within half a second: a capture runs at most --max-captures at once, a
+// workspace's scope at most half of them, and the capture stays queued for later
+// commands). ineligible: argv does not have the shape a snapshot can replace.
+// not_requested: no shellSnapshot. not_run: the command never ran, because its
+// request ended (timeoutMs, or the server's shutdown) while it waited for the
+// capture; the reason says which, and the capture goes on for later commands.
 type SnapshotReceiptOutcome string
 
 // SnapshotReceiptState The snapshot's availability as the command found it.
@@ -750,8 +827,9 @@ type StartProcessRequest struct {
 	ProcessId *string `json:"processId,omitempty"`
 
 	// ShellSnapshot Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
-	// A scope id is 1 to 256 bytes (else 422 invalid_scope); any other argv shape runs
-	// unchanged (outcome ineligible); a shell other than bash, zsh or sh is 422 unsupported_shell.
+	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope); a shell
+	// other than bash, zsh or sh is 422 unsupported_shell, whatever the argv; any other argv
+	// shape runs unchanged (outcome ineligible).
 	ShellSnapshot *ShellSnapshotRequest `json:"shellSnapshot,omitempty"`
 
 	// Stdin Written to the child first; with pipeStdin stdin then stays open for writes.
@@ -771,10 +849,14 @@ type Stats struct {
 
 // StdinResult defines model for StdinResult.
 type StdinResult struct {
+	// AlreadyWritten Bytes of data that earlier calls with the same writeId had written; this call wrote
+	// the rest from there. Zero without a writeId.
+	AlreadyWritten int `json:"alreadyWritten"`
+
 	// Closed Stdin is now closed.
 	Closed bool `json:"closed"`
 
-	// Duplicate The writeId was seen before; nothing was written.
+	// Duplicate Earlier calls with the same writeId wrote all of it; nothing was written.
 	Duplicate bool `json:"duplicate"`
 
 	// Written Bytes written by this call.
@@ -788,7 +870,9 @@ type StdinWrite struct {
 	Data       *string `json:"data,omitempty"`
 	DataBase64 *[]byte `json:"dataBase64,omitempty"`
 
-	// WriteId A repeated writeId is acknowledged without writing again (the last 4096 are remembered).
+	// WriteId Makes the write idempotent over retries (the last 4096 writeIds are remembered): a
+	// retry with the same writeId must carry the same data, of which only the bytes that
+	// earlier calls did not write are written.
 	WriteId *string `json:"writeId,omitempty"`
 }
 
@@ -922,7 +1006,11 @@ type ClientInterface interface {
 	// Answers 200 whenever the program was started, whatever its exit. A program that
 	// cannot be started is a 422 problem. The answer is JSON unless the request's Accept
 	// names text/event-stream: a generated client that reads JSON should ask for
-	// application/json only.
+	// application/json only. Also 200 for a command that never started
+	// because its request ended while it waited for its shell snapshot capture: status
+	// timed_out (timeoutMs ran out) or shutdown (the server began shutting down),
+	// snapshot.outcome not_run, and pid and processId null. A server that is shutting
+	// down refuses new commands with 503 shutting_down.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -934,7 +1022,11 @@ type ClientInterface interface {
 	// Answers 200 whenever the program was started, whatever its exit. A program that
 	// cannot be started is a 422 problem. The answer is JSON unless the request's Accept
 	// names text/event-stream: a generated client that reads JSON should ask for
-	// application/json only.
+	// application/json only. Also 200 for a command that never started
+	// because its request ended while it waited for its shell snapshot capture: status
+	// timed_out (timeoutMs ran out) or shutdown (the server began shutting down),
+	// snapshot.outcome not_run, and pid and processId null. A server that is shutting
+	// down refuses new commands with 503 shutting_down.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -965,7 +1057,11 @@ type ClientInterface interface {
 
 	// StartProcessWithBody Start a background process.
 	//
-	// Same body as /exec plus pipeStdin. 201 with the process and its Location.
+	// Same body as /exec plus pipeStdin. 201 with the process and its Location. A command
+	// whose timeoutMs runs out while it waits for its shell snapshot capture is never
+	// started: 504 deadline_exceeded (the capture goes on; a retry may find it cached).
+	// 503 shutting_down when the server is shutting down, also when it began to while
+	// the command waited for its capture; nothing was started then either.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -974,7 +1070,11 @@ type ClientInterface interface {
 
 	// StartProcess Start a background process.
 	//
-	// Same body as /exec plus pipeStdin. 201 with the process and its Location.
+	// Same body as /exec plus pipeStdin. 201 with the process and its Location. A command
+	// whose timeoutMs runs out while it waits for its shell snapshot capture is never
+	// started: 504 deadline_exceeded (the capture goes on; a retry may find it cached).
+	// 503 shutting_down when the server is shutting down, also when it began to while
+	// the command waited for its capture; nothing was started then either.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -995,7 +1095,7 @@ type ClientInterface interface {
 	//
 	// Events `stdout` and `stderr` (id = seq, data = an OutputChunk), then `exit`
 	// (data = the Process). Last-Event-ID resumes after that seq exactly; 410 output_lost
-	// when the chunks asked for were evicted.
+	// when the chunks asked for were evicted; 400 when it is beyond the last event.
 	//
 	// Corresponds with GET /processes/{processId}/events (the `StreamProcessEvents` operationId).
 	StreamProcessEvents(ctx context.Context, processId ProcessId, params *StreamProcessEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1003,7 +1103,8 @@ type ClientInterface interface {
 	// ReadProcessOutput Long-poll read of retained output chunks.
 	//
 	// Returns the retained chunks with seq > afterSeq at once when there are any, or when
-	// the process has ended; otherwise waits up to waitMs for new output.
+	// the process has ended; otherwise waits up to waitMs for new output. 410 output_lost
+	// when the chunks asked for were evicted; 400 when afterSeq is not below nextSeq.
 	//
 	// Corresponds with GET /processes/{processId}/output (the `ReadProcessOutput` operationId).
 	ReadProcessOutput(ctx context.Context, processId ProcessId, params *ReadProcessOutputParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1030,12 +1131,32 @@ type ClientInterface interface {
 
 	// WriteProcessStdinWithBody Write to the process's stdin, and optionally close it.
 	//
+	// Writes are applied in the order they arrive, one at a time. A write with a writeId is
+	// applied once, however often it is retried: the server records how many bytes of its
+	// data went into the pipe, a write cut short included (the client went away or timed
+	// out while the child did not read), and a retry with the same writeId and the same
+	// data writes only the bytes that are missing. The answer says how many bytes this
+	// call wrote (written) and how many earlier calls had (alreadyWritten); a retry of a
+	// write that was applied whole is a duplicate that writes nothing. A write to a
+	// process that has exited is a 409 process_exited; to a running process whose stdin is
+	// closed or was never piped (pipeStdin), a 409 stdin_closed.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /processes/{processId}/stdin (the `WriteProcessStdin` operationId).
 	WriteProcessStdinWithBody(ctx context.Context, processId ProcessId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// WriteProcessStdin Write to the process's stdin, and optionally close it.
+	//
+	// Writes are applied in the order they arrive, one at a time. A write with a writeId is
+	// applied once, however often it is retried: the server records how many bytes of its
+	// data went into the pipe, a write cut short included (the client went away or timed
+	// out while the child did not read), and a retry with the same writeId and the same
+	// data writes only the bytes that are missing. The answer says how many bytes this
+	// call wrote (written) and how many earlier calls had (alreadyWritten); a retry of a
+	// write that was applied whole is a duplicate that writes nothing. A write to a
+	// process that has exited is a 409 process_exited; to a running process whose stdin is
+	// closed or was never piped (pipeStdin), a 409 stdin_closed.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1067,8 +1188,10 @@ type ClientInterface interface {
 	// PrewarmSnapshotWithBody Capture the scope's snapshot now, or join the capture in flight.
 	//
 	// 200 with the entry once ready (also when it already was). 502 capture_failed with the
-	// reason when this prewarm's own capture failed; nothing is cached then, as the
-	// reference's prewarm does. With wait=false, 202 at once with the pending entry.
+	// reason when this prewarm's own capture failed, or found no capture slot within the
+	// server's --capture-timeout; nothing is cached then, as the reference's prewarm does.
+	// 503 shutting_down when the server is shutting down or begins to while the prewarm
+	// waits. With wait=false, 202 at once with the pending entry.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1078,8 +1201,10 @@ type ClientInterface interface {
 	// PrewarmSnapshot Capture the scope's snapshot now, or join the capture in flight.
 	//
 	// 200 with the entry once ready (also when it already was). 502 capture_failed with the
-	// reason when this prewarm's own capture failed; nothing is cached then, as the
-	// reference's prewarm does. With wait=false, 202 at once with the pending entry.
+	// reason when this prewarm's own capture failed, or found no capture slot within the
+	// server's --capture-timeout; nothing is cached then, as the reference's prewarm does.
+	// 503 shutting_down when the server is shutting down or begins to while the prewarm
+	// waits. With wait=false, 202 at once with the pending entry.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1097,7 +1222,11 @@ type ClientInterface interface {
 // Answers 200 whenever the program was started, whatever its exit. A program that
 // cannot be started is a 422 problem. The answer is JSON unless the request's Accept
 // names text/event-stream: a generated client that reads JSON should ask for
-// application/json only.
+// application/json only. Also 200 for a command that never started
+// because its request ended while it waited for its shell snapshot capture: status
+// timed_out (timeoutMs ran out) or shutdown (the server began shutting down),
+// snapshot.outcome not_run, and pid and processId null. A server that is shutting
+// down refuses new commands with 503 shutting_down.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1119,7 +1248,11 @@ func (c *APIClient) ExecWithBody(ctx context.Context, contentType string, body i
 // Answers 200 whenever the program was started, whatever its exit. A program that
 // cannot be started is a 422 problem. The answer is JSON unless the request's Accept
 // names text/event-stream: a generated client that reads JSON should ask for
-// application/json only.
+// application/json only. Also 200 for a command that never started
+// because its request ended while it waited for its shell snapshot capture: status
+// timed_out (timeoutMs ran out) or shutdown (the server began shutting down),
+// snapshot.outcome not_run, and pid and processId null. A server that is shutting
+// down refuses new commands with 503 shutting_down.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1200,7 +1333,11 @@ func (c *APIClient) ListProcesses(ctx context.Context, reqEditors ...RequestEdit
 
 // StartProcessWithBody Start a background process.
 //
-// Same body as /exec plus pipeStdin. 201 with the process and its Location.
+// Same body as /exec plus pipeStdin. 201 with the process and its Location. A command
+// whose timeoutMs runs out while it waits for its shell snapshot capture is never
+// started: 504 deadline_exceeded (the capture goes on; a retry may find it cached).
+// 503 shutting_down when the server is shutting down, also when it began to while
+// the command waited for its capture; nothing was started then either.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1219,7 +1356,11 @@ func (c *APIClient) StartProcessWithBody(ctx context.Context, contentType string
 
 // StartProcess Start a background process.
 //
-// Same body as /exec plus pipeStdin. 201 with the process and its Location.
+// Same body as /exec plus pipeStdin. 201 with the process and its Location. A command
+// whose timeoutMs runs out while it waits for its shell snapshot capture is never
+// started: 504 deadline_exceeded (the capture goes on; a retry may find it cached).
+// 503 shutting_down when the server is shutting down, also when it began to while
+// the command waited for its capture; nothing was started then either.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1270,7 +1411,7 @@ func (c *APIClient) GetProcess(ctx context.Context, processId ProcessId, reqEdit
 //
 // Events `stdout` and `stderr` (id = seq, data = an OutputChunk), then `exit`
 // (data = the Process). Last-Event-ID resumes after that seq exactly; 410 output_lost
-// when the chunks asked for were evicted.
+// when the chunks asked for were evicted; 400 when it is beyond the last event.
 //
 // Corresponds with GET /processes/{processId}/events (the `StreamProcessEvents` operationId).
 func (c *APIClient) StreamProcessEvents(ctx context.Context, processId ProcessId, params *StreamProcessEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1288,7 +1429,8 @@ func (c *APIClient) StreamProcessEvents(ctx context.Context, processId ProcessId
 // ReadProcessOutput Long-poll read of retained output chunks.
 //
 // Returns the retained chunks with seq > afterSeq at once when there are any, or when
-// the process has ended; otherwise waits up to waitMs for new output.
+// the process has ended; otherwise waits up to waitMs for new output. 410 output_lost
+// when the chunks asked for were evicted; 400 when afterSeq is not below nextSeq.
 //
 // Corresponds with GET /processes/{processId}/output (the `ReadProcessOutput` operationId).
 func (c *APIClient) ReadProcessOutput(ctx context.Context, processId ProcessId, params *ReadProcessOutputParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1345,6 +1487,16 @@ func (c *APIClient) SignalProcess(ctx context.Context, processId ProcessId, body
 
 // WriteProcessStdinWithBody Write to the process's stdin, and optionally close it.
 //
+// Writes are applied in the order they arrive, one at a time. A write with a writeId is
+// applied once, however often it is retried: the server records how many bytes of its
+// data went into the pipe, a write cut short included (the client went away or timed
+// out while the child did not read), and a retry with the same writeId and the same
+// data writes only the bytes that are missing. The answer says how many bytes this
+// call wrote (written) and how many earlier calls had (alreadyWritten); a retry of a
+// write that was applied whole is a duplicate that writes nothing. A write to a
+// process that has exited is a 409 process_exited; to a running process whose stdin is
+// closed or was never piped (pipeStdin), a 409 stdin_closed.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /processes/{processId}/stdin (the `WriteProcessStdin` operationId).
@@ -1361,6 +1513,16 @@ func (c *APIClient) WriteProcessStdinWithBody(ctx context.Context, processId Pro
 }
 
 // WriteProcessStdin Write to the process's stdin, and optionally close it.
+//
+// Writes are applied in the order they arrive, one at a time. A write with a writeId is
+// applied once, however often it is retried: the server records how many bytes of its
+// data went into the pipe, a write cut short included (the client went away or timed
+// out while the child did not read), and a retry with the same writeId and the same
+// data writes only the bytes that are missing. The answer says how many bytes this
+// call wrote (written) and how many earlier calls had (alreadyWritten); a retry of a
+// write that was applied whole is a duplicate that writes nothing. A write to a
+// process that has exited is a 409 process_exited; to a running process whose stdin is
+// closed or was never piped (pipeStdin), a 409 stdin_closed.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1442,8 +1604,10 @@ func (c *APIClient) GetSnapshots(ctx context.Context, scopeId ScopeId, reqEditor
 // PrewarmSnapshotWithBody Capture the scope's snapshot now, or join the capture in flight.
 //
 // 200 with the entry once ready (also when it already was). 502 capture_failed with the
-// reason when this prewarm's own capture failed; nothing is cached then, as the
-// reference's prewarm does. With wait=false, 202 at once with the pending entry.
+// reason when this prewarm's own capture failed, or found no capture slot within the
+// server's --capture-timeout; nothing is cached then, as the reference's prewarm does.
+// 503 shutting_down when the server is shutting down or begins to while the prewarm
+// waits. With wait=false, 202 at once with the pending entry.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1463,8 +1627,10 @@ func (c *APIClient) PrewarmSnapshotWithBody(ctx context.Context, scopeId ScopeId
 // PrewarmSnapshot Capture the scope's snapshot now, or join the capture in flight.
 //
 // 200 with the entry once ready (also when it already was). 502 capture_failed with the
-// reason when this prewarm's own capture failed; nothing is cached then, as the
-// reference's prewarm does. With wait=false, 202 at once with the pending entry.
+// reason when this prewarm's own capture failed, or found no capture slot within the
+// server's --capture-timeout; nothing is cached then, as the reference's prewarm does.
+// 503 shutting_down when the server is shutting down or begins to while the prewarm
+// waits. With wait=false, 202 at once with the pending entry.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2252,7 +2418,11 @@ type ClientWithResponsesInterface interface {
 	// Answers 200 whenever the program was started, whatever its exit. A program that
 	// cannot be started is a 422 problem. The answer is JSON unless the request's Accept
 	// names text/event-stream: a generated client that reads JSON should ask for
-	// application/json only.
+	// application/json only. Also 200 for a command that never started
+	// because its request ended while it waited for its shell snapshot capture: status
+	// timed_out (timeoutMs ran out) or shutdown (the server began shutting down),
+	// snapshot.outcome not_run, and pid and processId null. A server that is shutting
+	// down refuses new commands with 503 shutting_down.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2264,7 +2434,11 @@ type ClientWithResponsesInterface interface {
 	// Answers 200 whenever the program was started, whatever its exit. A program that
 	// cannot be started is a 422 problem. The answer is JSON unless the request's Accept
 	// names text/event-stream: a generated client that reads JSON should ask for
-	// application/json only.
+	// application/json only. Also 200 for a command that never started
+	// because its request ended while it waited for its shell snapshot capture: status
+	// timed_out (timeoutMs ran out) or shutdown (the server began shutting down),
+	// snapshot.outcome not_run, and pid and processId null. A server that is shutting
+	// down refuses new commands with 503 shutting_down.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2303,7 +2477,11 @@ type ClientWithResponsesInterface interface {
 
 	// StartProcessWithBodyWithResponse Start a background process.
 	//
-	// Same body as /exec plus pipeStdin. 201 with the process and its Location.
+	// Same body as /exec plus pipeStdin. 201 with the process and its Location. A command
+	// whose timeoutMs runs out while it waits for its shell snapshot capture is never
+	// started: 504 deadline_exceeded (the capture goes on; a retry may find it cached).
+	// 503 shutting_down when the server is shutting down, also when it began to while
+	// the command waited for its capture; nothing was started then either.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2312,7 +2490,11 @@ type ClientWithResponsesInterface interface {
 
 	// StartProcessWithResponse Start a background process.
 	//
-	// Same body as /exec plus pipeStdin. 201 with the process and its Location.
+	// Same body as /exec plus pipeStdin. 201 with the process and its Location. A command
+	// whose timeoutMs runs out while it waits for its shell snapshot capture is never
+	// started: 504 deadline_exceeded (the capture goes on; a retry may find it cached).
+	// 503 shutting_down when the server is shutting down, also when it began to while
+	// the command waited for its capture; nothing was started then either.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2337,7 +2519,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Events `stdout` and `stderr` (id = seq, data = an OutputChunk), then `exit`
 	// (data = the Process). Last-Event-ID resumes after that seq exactly; 410 output_lost
-	// when the chunks asked for were evicted.
+	// when the chunks asked for were evicted; 400 when it is beyond the last event.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2347,7 +2529,8 @@ type ClientWithResponsesInterface interface {
 	// ReadProcessOutputWithResponse Long-poll read of retained output chunks.
 	//
 	// Returns the retained chunks with seq > afterSeq at once when there are any, or when
-	// the process has ended; otherwise waits up to waitMs for new output.
+	// the process has ended; otherwise waits up to waitMs for new output. 410 output_lost
+	// when the chunks asked for were evicted; 400 when afterSeq is not below nextSeq.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2376,12 +2559,32 @@ type ClientWithResponsesInterface interface {
 
 	// WriteProcessStdinWithBodyWithResponse Write to the process's stdin, and optionally close it.
 	//
+	// Writes are applied in the order they arrive, one at a time. A write with a writeId is
+	// applied once, however often it is retried: the server records how many bytes of its
+	// data went into the pipe, a write cut short included (the client went away or timed
+	// out while the child did not read), and a retry with the same writeId and the same
+	// data writes only the bytes that are missing. The answer says how many bytes this
+	// call wrote (written) and how many earlier calls had (alreadyWritten); a retry of a
+	// write that was applied whole is a duplicate that writes nothing. A write to a
+	// process that has exited is a 409 process_exited; to a running process whose stdin is
+	// closed or was never piped (pipeStdin), a 409 stdin_closed.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /processes/{processId}/stdin (the `WriteProcessStdin` operationId).
 	WriteProcessStdinWithBodyWithResponse(ctx context.Context, processId ProcessId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WriteProcessStdinResponse, error)
 
 	// WriteProcessStdinWithResponse Write to the process's stdin, and optionally close it.
+	//
+	// Writes are applied in the order they arrive, one at a time. A write with a writeId is
+	// applied once, however often it is retried: the server records how many bytes of its
+	// data went into the pipe, a write cut short included (the client went away or timed
+	// out while the child did not read), and a retry with the same writeId and the same
+	// data writes only the bytes that are missing. The answer says how many bytes this
+	// call wrote (written) and how many earlier calls had (alreadyWritten); a retry of a
+	// write that was applied whole is a duplicate that writes nothing. A write to a
+	// process that has exited is a 409 process_exited; to a running process whose stdin is
+	// closed or was never piped (pipeStdin), a 409 stdin_closed.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2421,8 +2624,10 @@ type ClientWithResponsesInterface interface {
 	// PrewarmSnapshotWithBodyWithResponse Capture the scope's snapshot now, or join the capture in flight.
 	//
 	// 200 with the entry once ready (also when it already was). 502 capture_failed with the
-	// reason when this prewarm's own capture failed; nothing is cached then, as the
-	// reference's prewarm does. With wait=false, 202 at once with the pending entry.
+	// reason when this prewarm's own capture failed, or found no capture slot within the
+	// server's --capture-timeout; nothing is cached then, as the reference's prewarm does.
+	// 503 shutting_down when the server is shutting down or begins to while the prewarm
+	// waits. With wait=false, 202 at once with the pending entry.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2432,8 +2637,10 @@ type ClientWithResponsesInterface interface {
 	// PrewarmSnapshotWithResponse Capture the scope's snapshot now, or join the capture in flight.
 	//
 	// 200 with the entry once ready (also when it already was). 502 capture_failed with the
-	// reason when this prewarm's own capture failed; nothing is cached then, as the
-	// reference's prewarm does. With wait=false, 202 at once with the pending entry.
+	// reason when this prewarm's own capture failed, or found no capture slot within the
+	// server's --capture-timeout; nothing is cached then, as the reference's prewarm does.
+	// 503 shutting_down when the server is shutting down or begins to while the prewarm
+	// waits. With wait=false, 202 at once with the pending entry.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2778,6 +2985,10 @@ type StartProcessResponse struct {
 	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON504 the response for an HTTP 504 `application/problem+json` response
+	ApplicationproblemJSON504 *Problem
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Problem
 	// Headers201 the parsed response headers for an HTTP 201 response
@@ -2812,6 +3023,16 @@ func (r StartProcessResponse) GetApplicationproblemJSON422() *Problem {
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r StartProcessResponse) GetApplicationproblemJSON429() *Problem {
 	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r StartProcessResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON504 returns the response for an HTTP 504 `application/problem+json` response
+func (r StartProcessResponse) GetApplicationproblemJSON504() *Problem {
+	return r.ApplicationproblemJSON504
 }
 
 // GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -3490,6 +3711,8 @@ type PrewarmSnapshotResponse struct {
 	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON502 the response for an HTTP 502 `application/problem+json` response
 	ApplicationproblemJSON502 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Problem
 }
@@ -3522,6 +3745,11 @@ func (r PrewarmSnapshotResponse) GetApplicationproblemJSON422() *Problem {
 // GetApplicationproblemJSON502 returns the response for an HTTP 502 `application/problem+json` response
 func (r PrewarmSnapshotResponse) GetApplicationproblemJSON502() *Problem {
 	return r.ApplicationproblemJSON502
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PrewarmSnapshotResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
 }
 
 // GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -3618,7 +3846,11 @@ func (r GetStatsResponse) ContentType() string {
 // Answers 200 whenever the program was started, whatever its exit. A program that
 // cannot be started is a 422 problem. The answer is JSON unless the request's Accept
 // names text/event-stream: a generated client that reads JSON should ask for
-// application/json only.
+// application/json only. Also 200 for a command that never started
+// because its request ended while it waited for its shell snapshot capture: status
+// timed_out (timeoutMs ran out) or shutdown (the server began shutting down),
+// snapshot.outcome not_run, and pid and processId null. A server that is shutting
+// down refuses new commands with 503 shutting_down.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3636,7 +3868,11 @@ func (c *ClientWithResponses) ExecWithBodyWithResponse(ctx context.Context, cont
 // Answers 200 whenever the program was started, whatever its exit. A program that
 // cannot be started is a 422 problem. The answer is JSON unless the request's Accept
 // names text/event-stream: a generated client that reads JSON should ask for
-// application/json only.
+// application/json only. Also 200 for a command that never started
+// because its request ended while it waited for its shell snapshot capture: status
+// timed_out (timeoutMs ran out) or shutdown (the server began shutting down),
+// snapshot.outcome not_run, and pid and processId null. A server that is shutting
+// down refuses new commands with 503 shutting_down.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3705,7 +3941,11 @@ func (c *ClientWithResponses) ListProcessesWithResponse(ctx context.Context, req
 
 // StartProcessWithBodyWithResponse Start a background process.
 //
-// Same body as /exec plus pipeStdin. 201 with the process and its Location.
+// Same body as /exec plus pipeStdin. 201 with the process and its Location. A command
+// whose timeoutMs runs out while it waits for its shell snapshot capture is never
+// started: 504 deadline_exceeded (the capture goes on; a retry may find it cached).
+// 503 shutting_down when the server is shutting down, also when it began to while
+// the command waited for its capture; nothing was started then either.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3720,7 +3960,11 @@ func (c *ClientWithResponses) StartProcessWithBodyWithResponse(ctx context.Conte
 
 // StartProcessWithResponse Start a background process.
 //
-// Same body as /exec plus pipeStdin. 201 with the process and its Location.
+// Same body as /exec plus pipeStdin. 201 with the process and its Location. A command
+// whose timeoutMs runs out while it waits for its shell snapshot capture is never
+// started: 504 deadline_exceeded (the capture goes on; a retry may find it cached).
+// 503 shutting_down when the server is shutting down, also when it began to while
+// the command waited for its capture; nothing was started then either.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3763,7 +4007,7 @@ func (c *ClientWithResponses) GetProcessWithResponse(ctx context.Context, proces
 //
 // Events `stdout` and `stderr` (id = seq, data = an OutputChunk), then `exit`
 // (data = the Process). Last-Event-ID resumes after that seq exactly; 410 output_lost
-// when the chunks asked for were evicted.
+// when the chunks asked for were evicted; 400 when it is beyond the last event.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3779,7 +4023,8 @@ func (c *ClientWithResponses) StreamProcessEventsWithResponse(ctx context.Contex
 // ReadProcessOutputWithResponse Long-poll read of retained output chunks.
 //
 // Returns the retained chunks with seq > afterSeq at once when there are any, or when
-// the process has ended; otherwise waits up to waitMs for new output.
+// the process has ended; otherwise waits up to waitMs for new output. 410 output_lost
+// when the chunks asked for were evicted; 400 when afterSeq is not below nextSeq.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3826,6 +4071,16 @@ func (c *ClientWithResponses) SignalProcessWithResponse(ctx context.Context, pro
 
 // WriteProcessStdinWithBodyWithResponse Write to the process's stdin, and optionally close it.
 //
+// Writes are applied in the order they arrive, one at a time. A write with a writeId is
+// applied once, however often it is retried: the server records how many bytes of its
+// data went into the pipe, a write cut short included (the client went away or timed
+// out while the child did not read), and a retry with the same writeId and the same
+// data writes only the bytes that are missing. The answer says how many bytes this
+// call wrote (written) and how many earlier calls had (alreadyWritten); a retry of a
+// write that was applied whole is a duplicate that writes nothing. A write to a
+// process that has exited is a 409 process_exited; to a running process whose stdin is
+// closed or was never piped (pipeStdin), a 409 stdin_closed.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /processes/{processId}/stdin (the `WriteProcessStdin` operationId).
@@ -3838,6 +4093,16 @@ func (c *ClientWithResponses) WriteProcessStdinWithBodyWithResponse(ctx context.
 }
 
 // WriteProcessStdinWithResponse Write to the process's stdin, and optionally close it.
+//
+// Writes are applied in the order they arrive, one at a time. A write with a writeId is
+// applied once, however often it is retried: the server records how many bytes of its
+// data went into the pipe, a write cut short included (the client went away or timed
+// out while the child did not read), and a retry with the same writeId and the same
+// data writes only the bytes that are missing. The answer says how many bytes this
+// call wrote (written) and how many earlier calls had (alreadyWritten); a retry of a
+// write that was applied whole is a duplicate that writes nothing. A write to a
+// process that has exited is a 409 process_exited; to a running process whose stdin is
+// closed or was never piped (pipeStdin), a 409 stdin_closed.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3907,8 +4172,10 @@ func (c *ClientWithResponses) GetSnapshotsWithResponse(ctx context.Context, scop
 // PrewarmSnapshotWithBodyWithResponse Capture the scope's snapshot now, or join the capture in flight.
 //
 // 200 with the entry once ready (also when it already was). 502 capture_failed with the
-// reason when this prewarm's own capture failed; nothing is cached then, as the
-// reference's prewarm does. With wait=false, 202 at once with the pending entry.
+// reason when this prewarm's own capture failed, or found no capture slot within the
+// server's --capture-timeout; nothing is cached then, as the reference's prewarm does.
+// 503 shutting_down when the server is shutting down or begins to while the prewarm
+// waits. With wait=false, 202 at once with the pending entry.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3924,8 +4191,10 @@ func (c *ClientWithResponses) PrewarmSnapshotWithBodyWithResponse(ctx context.Co
 // PrewarmSnapshotWithResponse Capture the scope's snapshot now, or join the capture in flight.
 //
 // 200 with the entry once ready (also when it already was). 502 capture_failed with the
-// reason when this prewarm's own capture failed; nothing is cached then, as the
-// reference's prewarm does. With wait=false, 202 at once with the pending entry.
+// reason when this prewarm's own capture failed, or found no capture slot within the
+// server's --capture-timeout; nothing is cached then, as the reference's prewarm does.
+// 503 shutting_down when the server is shutting down or begins to while the prewarm
+// waits. With wait=false, 202 at once with the pending entry.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4244,6 +4513,20 @@ func ParseStartProcessResponse(rsp *http.Response) (*StartProcessResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON504 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Problem
@@ -4805,6 +5088,13 @@ func ParsePrewarmSnapshotResponse(rsp *http.Response) (*PrewarmSnapshotResponse,
 			return nil, err
 		}
 		response.ApplicationproblemJSON502 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Problem

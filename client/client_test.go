@@ -183,7 +183,7 @@ func TestExecStreamResumesAfterACut(t *testing.T) {
 	if !bytes.Equal(stdout, []byte(wantOut)) || !bytes.Equal(stderr, []byte(wantErr)) {
 		t.Errorf("ExecStream through a cut: stdout %d bytes, stderr %d bytes; want %d and %d, exactly", len(stdout), len(stderr), len(wantOut), len(wantErr))
 	}
-	if r := s.Result(); r == nil || r.Status != client.ExitStatusExited || r.ProcessId != id {
+	if r := s.Result(); r == nil || r.Status != client.ExitStatusExited || r.ProcessId == nil || *r.ProcessId != id {
 		t.Errorf("Result() = %+v, want %s exited", r, id)
 	}
 }
@@ -196,7 +196,7 @@ func TestExecStreamNamesItsProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	drain(t, s)
-	if s.ProcessID() == "" || s.Result() == nil || s.Result().ProcessId != s.ProcessID() {
+	if s.ProcessID() == "" || s.Result() == nil || s.Result().ProcessId == nil || *s.Result().ProcessId != s.ProcessID() {
 		t.Errorf("ProcessID() = %q, Result() = %+v; want the same generated id", s.ProcessID(), s.Result())
 	}
 }
