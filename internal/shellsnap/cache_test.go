@@ -376,13 +376,11 @@ func TestBackgroundJobHoldingStdout(t *testing.T) {
 	writeFile(t, filepath.Join(home, ".bashrc"), "sleep 30 & echo $! > \"$HOME/pid\"\nbg_fn() { echo bg; }\n")
 	c := realCache(t, 5*time.Second)
 	cmd := realBashCommand(home, "bg_fn")
-	start := time.Now()
+	// A job that held the capture would run it into its 5 s timeout, and
+	// the command would fall back.
 	r := mustPrepare(t, c, bashRequest("s"), cmd, Execution)
 	if r.Outcome != OutcomeUsed {
 		t.Errorf("profile with a background job = %+v, want used", r)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("capture took %v; a job holding stdout must not hold the capture", d)
 	}
 	assertPidGone(t, filepath.Join(home, "pid"))
 }
