@@ -75,6 +75,7 @@ type Cache struct {
 
 	history *captureHistory
 	slots   *slots
+	files   restoreFiles
 	// life ends with Close: captures in flight or queued end with it.
 	life  context.Context
 	close context.CancelFunc
@@ -358,21 +359,13 @@ func (c *Cache) runCapture(ctx context.Context, req Request, cmd *Command, purpo
 	ctx, span := c.tracer.Start(ctx, "codex.exec_server.process_capture_shell_snapshot", trace.WithAttributes(
 		attribute.String("shell", req.Shell.Name), attribute.String("purpose", purpose.String()), attribute.Int("attempt", attempt)))
 	defer span.End()
-	script, _ := CaptureScript(req.Shell.Name)
-	argv := append([]string{}, cmd.Argv...)
-	argv[2] = script
 	captureCtx, cancel := context.WithTimeout(life, c.timeout)
 	defer cancel()
-
-	// Stamped before the capture runs, so that an edit made during it makes
-	// the snapshot stale rather than going unnoticed.
-	stamps := stampFiles(startupFiles(req.Shell.Name, cmd.Env))
 	started := time.Now()
-	out, err := c.capture(captureCtx, argv, cmd.Cwd, cmd.Env)
-	var snap *Snapshot
-	if err == nil {
-		snap, err = Parse(out, cmd.Policy)
-	}
+	snap, stamps, err := snapshotCapture{
+		run: c.capture, files: &c.files, shell: req.Shell.Name,
+		argv: cmd.Argv, cwd: cmd.Cwd, env: cmd.Env, policy: cmd.Policy,
+	}.capture(captureCtx)
 	elapsed := time.Since(started)
 	c.metrics.captured(ctx, elapsed, err == nil)
 	c.history.add(captureRecord{at: started, duration: elapsed, ok: err == nil})
@@ -426,5 +419,8 @@ func (c *Cache) queue(ctx context.Context, scope string) (release func(), err *C
 
 // Close ends the captures in flight and those queued for a slot, and starts
 // no more: their waiters fall back, and a prewarm gets its error. Lookups
-// and the registry keep working.
-func (c *Cache) Close() { c.close() }
+// and the registry keep working; the restore files go.
+func (c *Cache) Close() {
+	c.close()
+	c.files.close()
+}

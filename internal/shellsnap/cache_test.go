@@ -122,8 +122,8 @@ func TestPrepareChecksInOrder(t *testing.T) {
 			if tt.wantOutcome != OutcomeUsed && !reflect.DeepEqual(cmd.Argv, tt.argv) {
 				t.Errorf("Prepare() rewrote argv to %q, want unchanged", cmd.Argv)
 			}
-			if tt.wantOutcome == OutcomeUsed && len(tt.argv) > 3 && !reflect.DeepEqual(cmd.Argv[3:], tt.argv[3:]) {
-				t.Errorf("Prepare() extra args = %q, want %q", cmd.Argv[3:], tt.argv[3:])
+			if n := len(tt.argv) - 3; tt.wantOutcome == OutcomeUsed && n > 0 && !reflect.DeepEqual(cmd.Argv[len(cmd.Argv)-n:], tt.argv[3:]) {
+				t.Errorf("Prepare() extra args = %q, want %q", cmd.Argv[len(cmd.Argv)-n:], tt.argv[3:])
 			}
 		})
 	}

@@ -27,6 +27,13 @@ type Snapshot struct {
 	// state's "# Functions", "# aliases N" and "# setopts N" (plus bash's
 	// "# shopts N") sections.
 	FunctionCount, AliasCount, OptionCount int
+	// Dropped names the pieces of the state that the capture found the shell
+	// cannot restore ("function a=b"): a replay restores everything else.
+	Dropped []string
+
+	// restore is the restore file a replay runs (restore.go); empty for a
+	// shell whose state travels in the environment.
+	restore string
 
 	snapshotNames // read on demand by StandbyScript
 }
@@ -65,19 +72,13 @@ func Parse(output []byte, policy *envpolicy.Policy) (*Snapshot, error) {
 		env[name] = value
 		captured[name] = true
 	}
-	if _, ok := env[ProxyActiveVar]; ok {
-		stripManagedProxy(env)
-	}
-	if policy != nil {
-		env = envpolicy.ApplyToSnapshot(*policy, env)
-	}
+	env = filterEnv(env, policy)
 	// The reference keeps SHLVL and _ (env's own path). Both describe the capture
 	// shell rather than the user's environment: a replayed SHLVL=1 would make the
 	// replay shell report 2 where a real login shell reports 1.
 	for _, name := range [...]string{"PWD", "OLDPWD", "SHLVL", "_"} {
 		delete(env, name)
 	}
-	envpolicy.DropNeverInherited(env)
 
 	s := &Snapshot{State: string(state), Env: env, Captured: captured}
 	s.FunctionCount, s.AliasCount, s.OptionCount = countState(s.State)

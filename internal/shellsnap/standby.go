@@ -68,7 +68,7 @@ func Standby(in ReplayInput) (command []string, env map[string]string, ok bool) 
 // StandbyServes reports whether a standby can serve the launch in (see
 // Standby).
 func StandbyServes(in ReplayInput) bool {
-	if in.Snapshot == nil || in.Shell != "bash" || in.ShellStart != 0 || len(in.Command) != 3 {
+	if in.Snapshot == nil || in.Snapshot.restore != "" || in.Shell != "bash" || in.ShellStart != 0 || len(in.Command) != 3 {
 		return false
 	}
 	if len(in.Command[2]) > maxStandbyScript {

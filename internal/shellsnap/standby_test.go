@@ -51,6 +51,9 @@ func TestStandbyMatchesReplay(t *testing.T) {
 				if r := mustPrepare(t, c, bashRequest("standby"), cmd, Execution); r.Outcome != OutcomeUsed || cmd.Replayed == nil {
 					t.Fatalf("Prepare() = %+v, Replayed %v; want used, with its replay input", r, cmd.Replayed)
 				}
+				if cmd.Replayed.Snapshot.restore != "" {
+					t.Skip("a standby does not serve a snapshot with a restore file yet")
+				}
 				fresh, freshErr, freshCode := runCode(t, cmd.Argv, home, cmd.Env)
 				stdout, stderr, code := standbyCode(t, *cmd.Replayed, home, probe)
 				if missing, extra := lineDiff(fresh, stdout); len(missing)+len(extra) > 0 || code != freshCode {
