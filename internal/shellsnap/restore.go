@@ -83,7 +83,7 @@ func failedSteps(out []byte) map[int]bool {
 }
 
 // quote quotes s as one shell word that bash, zsh and dash read back as s,
-// bytes and all: single quotes, with each ' as '\''.
+// bytes and all: single quotes, with each ' as '\”.
 func quote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
@@ -126,4 +126,3 @@ func (p *restorePlan) hasPieces() bool {
 	}
 	return false
 }
-
