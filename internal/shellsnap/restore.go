@@ -83,7 +83,8 @@ func failedSteps(out []byte) map[int]bool {
 }
 
 // quote quotes s as one shell word that bash, zsh and dash read back as s,
-// bytes and all: single quotes, with each ' as '\”.
+// bytes and all: single quotes, each quote inside closed, escaped and
+// reopened.
 func quote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
