@@ -21,6 +21,10 @@ const internalEnvPrefix = "__SNAPEXEC_"
 // before anything else, and a replay's BASH_ENV is the restore file.
 const userBashEnvVar = internalEnvPrefix + "BASH_ENV"
 
+// userZdotdirVar likewise carries the request's ZDOTDIR: zsh reads its
+// startup files from the capture's or the restore's directory.
+const userZdotdirVar = internalEnvPrefix + "ZDOTDIR"
+
 // snapshotCapture is one capture of a login shell's state: what the cache
 // needs to run it, and what it gives.
 type snapshotCapture struct {
@@ -40,7 +44,10 @@ type snapshotCapture struct {
 // file the login shell read.
 func (c snapshotCapture) capture(ctx context.Context) (*Snapshot, []fileStamp, error) {
 	nonce := randomToken()
-	argv, env := captureCommand(c.shell, c.argv, c.env, nonce)
+	argv, env, err := c.command(nonce)
+	if err != nil {
+		return nil, nil, &CaptureError{Reason: ReasonSpawnFailed, Message: "cannot capture shell snapshot: " + err.Error()}
+	}
 	// The startup files are stamped before the capture runs, so that an edit
 	// made during it makes the snapshot stale rather than going unnoticed.
 	stamps := stampFiles(startupFiles(c.shell, c.env))
@@ -53,22 +60,32 @@ func (c snapshotCapture) capture(ctx context.Context) (*Snapshot, []fileStamp, e
 	if err != nil {
 		return nil, nil, err
 	}
-	var text string
+	var plan *restorePlan
+	final := exportsOf(out)
 	switch {
-	case recs != nil:
-		plan := bashPlan(recs, c.env, exportsOf(out), filterEnv(exportsOf(out), c.policy))
-		snap.Dropped = c.validate(ctx, plan)
-		snap.FunctionCount, snap.AliasCount, snap.OptionCount = plan.counts()
-		stamps = append(stamps, sourcedStamps(recs, stamps, started)...)
-		text = bashRender(plan)
+	case recs != nil && c.shell == "bash":
+		plan = bashPlan(recs, c.env, final, filterEnv(final, c.policy))
+	case recs != nil && c.shell == "zsh":
+		plan = zshPlan(recs, c.env, final, filterEnv(final, c.policy))
 	case c.shell == "bash":
 		// A state of the reference's format (a test's fake capture) is
 		// restored as it is.
-		text = bashPrelude + snap.State
+		plan = &restorePlan{shell: "bash", steps: []step{{code: snap.State}}}
 	default:
 		return snap, stamps, nil
 	}
-	path, err := c.files.write(text)
+	if recs != nil {
+		snap.Dropped = c.validate(ctx, plan)
+		snap.FunctionCount, snap.AliasCount, snap.OptionCount = plan.counts()
+		stamps = append(stamps, sourcedStamps(recs, stamps, started)...)
+	}
+	var path string
+	if c.shell == "zsh" {
+		zshenv, zlogin := zshRender(plan)
+		path, err = c.files.writeDir(map[string]string{".zshenv": zshenv, ".zlogin": zlogin})
+	} else {
+		path, err = c.files.write(bashRender(plan))
+	}
 	if err != nil {
 		return nil, nil, &CaptureError{Reason: ReasonReadFailed, Message: "cannot keep the shell snapshot: " + err.Error()}
 	}
@@ -85,12 +102,16 @@ func (c snapshotCapture) validate(ctx context.Context, plan *restorePlan) []stri
 	if !plan.hasPieces() {
 		return nil
 	}
-	path, err := c.files.write(bashValidation(plan))
+	script, argv := bashValidation(plan), []string{c.argv[0], "--noprofile", "--norc"}
+	if c.shell == "zsh" {
+		script, argv = zshValidation(plan), []string{c.argv[0], "-f"}
+	}
+	path, err := c.files.write(script)
 	if err != nil {
 		return nil
 	}
 	defer os.Remove(path)
-	out, err := c.run(ctx, []string{c.argv[0], "--noprofile", "--norc", path}, c.cwd, validationEnv(c.env))
+	out, err := c.run(ctx, append(argv, path), c.cwd, validationEnv(c.env))
 	if err != nil {
 		return nil
 	}
@@ -109,22 +130,35 @@ func validationEnv(env map[string]string) map[string]string {
 	return out
 }
 
-// captureCommand returns the command and environment that capture the state
-// of the login-shell launch argv ([path, "-lc", script, args...]) with env.
-func captureCommand(shell string, argv []string, env map[string]string, nonce string) ([]string, map[string]string) {
-	if shell != "bash" {
-		script, _ := CaptureScript(shell)
-		out := slices.Clone(argv)
-		out[2] = script
-		return out, env
+// command returns the command and environment that capture the state of
+// the login-shell launch c.argv ([path, "-lc", script, args...]) with c.env.
+func (c snapshotCapture) command(nonce string) ([]string, map[string]string, error) {
+	env := maps.Clone(c.env)
+	switch c.shell {
+	case "bash":
+		if v, ok := env["BASH_ENV"]; ok {
+			env[userBashEnvVar] = v
+			delete(env, "BASH_ENV")
+		}
+		argv := []string{c.argv[0], "--noprofile", "-lc", strings.ReplaceAll(bashCapture, "@NONCE@", nonce)}
+		return append(argv, c.argv[3:]...), env, nil
+	case "zsh":
+		dir, err := c.files.zshCaptureDir()
+		if err != nil {
+			return nil, nil, err
+		}
+		if v, ok := env["ZDOTDIR"]; ok {
+			env[userZdotdirVar] = v
+		}
+		env["ZDOTDIR"] = dir
+		argv := slices.Clone(c.argv)
+		argv[2] = strings.ReplaceAll(zshCapture, "@NONCE@", nonce)
+		return argv, env, nil
 	}
-	out := append([]string{argv[0], "--noprofile", "-lc", strings.ReplaceAll(bashCapture, "@NONCE@", nonce)}, argv[3:]...)
-	env = maps.Clone(env)
-	if v, ok := env["BASH_ENV"]; ok {
-		env[userBashEnvVar] = v
-		delete(env, "BASH_ENV")
-	}
-	return out, env
+	script, _ := CaptureScript(c.shell)
+	argv := slices.Clone(c.argv)
+	argv[2] = script
+	return argv, env, nil
 }
 
 // parseCapture parses a capture's output: Parse's state and environment,

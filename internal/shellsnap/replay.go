@@ -220,17 +220,27 @@ func shellQuote(s string) string {
 // environment is the request's: the restore applies the profile's changes
 // to it, and gives the request's own BASH_ENV (if any) back from
 // __SNAPEXEC_BASH_ENV.
+//
+// zsh runs the script as its login shell would too, unchanged: ZDOTDIR names
+// the restore directory, whose .zshenv and .zlogin zsh runs in place of the
+// user's, and the request's ZDOTDIR comes in __SNAPEXEC_ZDOTDIR.
 func replayFromFile(in ReplayInput) ([]string, map[string]string) {
-	command := append(slices.Clone(in.Command[:in.ShellStart+1]), "--noprofile")
-	command = append(command, in.Command[in.ShellStart+1:]...)
 	env := maps.Clone(in.Env)
 	if env == nil {
 		env = map[string]string{}
 	}
 	maps.DeleteFunc(env, func(name, _ string) bool { return strings.HasPrefix(name, internalEnvPrefix) })
-	if v, ok := env["BASH_ENV"]; ok {
-		env[userBashEnvVar] = v
+	carry := func(name, inner string) {
+		if v, ok := env[name]; ok {
+			env[inner] = v
+		}
+		env[name] = in.Snapshot.restore
 	}
-	env["BASH_ENV"] = in.Snapshot.restore
-	return command, env
+	if in.Shell == "zsh" {
+		carry("ZDOTDIR", userZdotdirVar)
+		return slices.Clone(in.Command), env
+	}
+	carry("BASH_ENV", userBashEnvVar)
+	command := append(slices.Clone(in.Command[:in.ShellStart+1]), "--noprofile")
+	return append(command, in.Command[in.ShellStart+1:]...), env
 }

@@ -89,7 +89,7 @@ func bashPlan(recs []record, captureEnv, final, kept map[string]string) *restore
 	if m, ok := one("umask"); ok && m != "" {
 		add(step{code: `\builtin umask ` + quote(strings.TrimSpace(m)) + ` 2>/dev/null`})
 	}
-	limitSteps(p, byKind)
+	limitSteps(p, byKind, limitLine)
 	if h, ok := one("hash"); ok {
 		for line := range strings.SplitSeq(h, "\n") {
 			if rest, ok := strings.CutPrefix(line, "builtin hash -p "); ok {
@@ -226,12 +226,12 @@ func extraFlags(flags string) string {
 // limitSteps adds the ulimits the profile changed, soft and hard: the soft
 // limit first and again after the hard one, so that a lower and a higher
 // hard limit both apply. A limit the process may not set is left as it is.
-func limitSteps(p *restorePlan, byKind map[string][]record) {
+func limitSteps(p *restorePlan, byKind map[string][]record, line *regexp.Regexp) {
 	before, after := byKind["limits0"], byKind["limits"]
 	if len(before) == 0 || len(after) == 0 {
 		return
 	}
-	old, cur := limitsOf(before[0].payload), limitsOf(after[0].payload)
+	old, cur := limitsOf(before[0].payload, line), limitsOf(after[0].payload, line)
 	for _, flag := range slices.Sorted(maps.Keys(cur)) {
 		l := cur[flag]
 		if old[flag] == l {
@@ -243,13 +243,13 @@ func limitSteps(p *restorePlan, byKind map[string][]record) {
 }
 
 // limitsOf reads "ulimit -S -a; echo --; ulimit -H -a": each resource's
-// option letter and its soft and hard values.
-func limitsOf(text string) map[string][2]string {
+// option letter and its soft and hard values, as line finds them.
+func limitsOf(text string, line *regexp.Regexp) map[string][2]string {
 	soft, hard, _ := strings.Cut(text, "\n--\n")
 	out := map[string][2]string{}
 	for i, part := range []string{soft, hard} {
-		for line := range strings.SplitSeq(part, "\n") {
-			if m := limitLine.FindStringSubmatch(line); m != nil {
+		for l := range strings.SplitSeq(part, "\n") {
+			if m := line.FindStringSubmatch(l); m != nil {
 				l := out[m[1]]
 				l[i] = m[2]
 				out[m[1]] = l

@@ -16,7 +16,7 @@ import (
 const restoreGrace = time.Minute
 
 // restoreFiles is the private directory (0700) of a Cache's restore files,
-// one file (0600) per snapshot, named at random. A file goes some time after
+// one file (0600) or directory (zsh's) per snapshot, named at random. A file goes some time after
 // its snapshot is no longer reachable (evicted, forgotten, replaced: no cache
 // entry and no command holds it), and the directory with all its files goes
 // at Close. Only the server's own user can read them, as it can read its
@@ -25,6 +25,10 @@ type restoreFiles struct {
 	once sync.Once
 	dir  string
 	err  error
+
+	zshOnce sync.Once
+	zshDir  string
+	zshErr  error
 
 	mu     sync.Mutex
 	closed bool
@@ -52,6 +56,35 @@ func (f *restoreFiles) write(text string) (string, error) {
 	return path, nil
 }
 
+// writeDir stores files (name to text) in a new directory and returns its
+// path.
+func (f *restoreFiles) writeDir(files map[string]string) (string, error) {
+	dir, err := f.directory()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, randomToken())
+	if err := os.Mkdir(path, 0o700); err != nil {
+		return "", err
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(path, name), []byte(text), 0o600); err != nil {
+			os.RemoveAll(path)
+			return "", err
+		}
+	}
+	return path, nil
+}
+
+// zshCaptureDir returns the directory whose .zshenv starts every zsh
+// capture, written on first use.
+func (f *restoreFiles) zshCaptureDir() (string, error) {
+	f.zshOnce.Do(func() {
+		f.zshDir, f.zshErr = f.writeDir(map[string]string{".zshenv": zshCaptureEnv})
+	})
+	return f.zshDir, f.zshErr
+}
+
 // own makes path go restoreGrace after snap is no longer reachable.
 func (f *restoreFiles) own(snap *Snapshot, path string) {
 	runtime.AddCleanup(snap, func(path string) {
@@ -62,7 +95,7 @@ func (f *restoreFiles) own(snap *Snapshot, path string) {
 		}
 		var t *time.Timer
 		t = time.AfterFunc(restoreGrace, func() {
-			os.Remove(path)
+			os.RemoveAll(path)
 			f.mu.Lock()
 			delete(f.timers, t)
 			f.mu.Unlock()
