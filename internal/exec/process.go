@@ -214,10 +214,8 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if spec.Dir != "" {
-		if fi, err := os.Stat(spec.Dir); err != nil || !fi.IsDir() {
-			return nil, nil, fmt.Errorf("%w: %s", ErrCwdNotFound, spec.Dir)
-		}
+	if err := CheckDir(spec.Dir); err != nil {
+		return nil, nil, err
 	}
 	maxOutput := cfg.maxOutput
 	switch {
@@ -321,6 +319,20 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 	}
 	go p.supervise(cmd, outR, errR)
 	return p, releaseW, nil
+}
+
+// CheckDir returns ErrCwdNotFound unless dir is empty (the server's working
+// directory) or an existing directory. It is the one check of a working
+// directory: every spawn makes it, and a caller that must refuse a directory
+// before it spawns anything (a prewarm) makes the same.
+func CheckDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%w: %s", ErrCwdNotFound, dir)
+	}
+	return nil
 }
 
 // arm sets the limits of spec and counts the process as started now. It is
