@@ -105,22 +105,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	svc, err := service.New(service.Options{
 		Procs: procs, Snapshots: snapshots, ServerEnv: serverEnv,
+		Limits: service.Limits{
+			DefaultTimeout: cfg.defaultTimeout,
+			MaxTimeout:     cfg.maxTimeout,
+			MaxArgs:        cfg.limits.args,
+			MaxArgBytes:    cfg.limits.argBytes,
+			MaxEnv:         cfg.limits.env,
+			MaxEnvBytes:    cfg.limits.envBytes,
+			MaxStdinBytes:  cfg.limits.stdinBytes,
+			MaxOutputBytes: cfg.maxOutputBytes,
+		},
 		Standby: service.StandbyOptions{Max: cfg.standbyShells, Idle: cfg.standbyIdle},
 		Meter:   tel.meter(), Tracer: tel.tracer(),
 	})
 	if err != nil {
 		return err
 	}
-	srv := handlers.New(handlers.Deps{Exec: svc, Processes: svc, Snapshots: svc, Stats: svc, Gate: svc}, handlers.Limits{
-		DefaultTimeout: cfg.defaultTimeout,
-		MaxTimeout:     cfg.maxTimeout,
-		MaxArgs:        cfg.limits.args,
-		MaxArgBytes:    cfg.limits.argBytes,
-		MaxEnv:         cfg.limits.env,
-		MaxEnvBytes:    cfg.limits.envBytes,
-		MaxStdinBytes:  cfg.limits.stdinBytes,
-		MaxOutputBytes: cfg.maxOutputBytes,
-	}, api.Spec, version)
+	srv := handlers.New(handlers.Deps{Exec: svc, Processes: svc, Snapshots: svc, Stats: svc, Gate: svc}, api.Spec, version)
 	router, err := handlers.NewRouter(srv, logger, handlers.RouterOptions{
 		MeterProvider:  tel.meterProvider,
 		TracerProvider: tel.tracerProvider,

@@ -29,7 +29,6 @@ type Process struct {
 	pid       int
 	argv      []string
 	dir       string
-	tag       any
 	pipeStdin bool
 	grace     time.Duration
 	drain     time.Duration
@@ -75,9 +74,6 @@ func (p *Process) ID() string { return p.id }
 
 // Pid returns the process id of the child, which is also its process group id.
 func (p *Process) Pid() int { return p.pid }
-
-// Tag returns the spec's Tag.
-func (p *Process) Tag() any { return p.tag }
 
 // Done is closed when the process and its group have ended and its output is complete.
 func (p *Process) Done() <-chan struct{} { return p.done }
@@ -281,7 +277,6 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 		pid:       cmd.Process.Pid,
 		argv:      append([]string(nil), spec.Argv...),
 		dir:       spec.Dir,
-		tag:       spec.Tag,
 		pipeStdin: spec.PipeStdin,
 		started:   time.Now(),
 		grace:     cfg.grace,

@@ -149,12 +149,7 @@ func (sb *standbys) startLaunch(ctx context.Context, key standbyKey, spec exec.S
 		if !exact {
 			result = "unfit"
 		} else if h := sb.take(key, spec.Dir); h != nil {
-			release := spec
-			if r, ok := spec.Tag.(shellsnap.Receipt); ok {
-				r.Standby = true
-				release.Tag = r
-			}
-			p, err := h.Release(release, shellsnap.StandbyMessage(in.Snapshot, script))
+			p, err := h.Release(spec, shellsnap.StandbyMessage(in.Snapshot, script))
 			if err == nil {
 				sb.count(ctx, "hit")
 				return p, true, nil
