@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,16 +44,20 @@ type testServer struct {
 
 var listenLine = regexp.MustCompile(`listening on (http://\S+)`)
 
-// startServer calls run with args (after the program name) and env, and waits
-// until /healthz answers.
+// startServer calls run with args (after the program name) and, as the
+// server's environment, the test's own less its SNAPEXEC_* variables with env
+// laid over it, and waits until /healthz answers.
 func startServer(t *testing.T, env map[string]string, args ...string) *testServer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout, logs := &syncBuffer{}, &syncBuffer{}
 	s := &testServer{cancel: cancel, done: make(chan error, 1), logs: logs}
-	getenv := func(k string) string { return env[k] }
+	environ := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "SNAPEXEC_") })
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
 	argv := append([]string{"snapexec", "--addr", "127.0.0.1:0", "--grace", "300ms"}, args...)
-	go func() { s.done <- run(ctx, argv, getenv, strings.NewReader(""), stdout, logs) }()
+	go func() { s.done <- run(ctx, argv, environ, strings.NewReader(""), stdout, logs) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for s.url == "" {
 		if m := listenLine.FindStringSubmatch(stdout.String()); m != nil {
