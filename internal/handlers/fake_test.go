@@ -256,8 +256,8 @@ func slicesEqual(a, b []string) bool {
 }
 
 // jsonHas reports how body differs from want: every field of want must be in
-// body with the same value (objects compared field by field, anything else
-// whole).
+// body with the same value (objects compared field by field, arrays element
+// by element, anything else whole).
 func jsonHas(body []byte, want string) error {
 	var got, w any
 	if err := json.Unmarshal(body, &got); err != nil {
@@ -270,6 +270,18 @@ func jsonHas(body []byte, want string) error {
 }
 
 func contains(path string, got, want any) error {
+	if wl, ok := want.([]any); ok {
+		gl, ok := got.([]any)
+		if !ok || len(gl) != len(wl) {
+			return fmt.Errorf("%s = %v, want %d elements", orRoot(path), jsonText(got), len(wl))
+		}
+		for i := range wl {
+			if err := contains(fmt.Sprintf("%s[%d]", path, i), gl[i], wl[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	wm, ok := want.(map[string]any)
 	if !ok {
 		if !reflect.DeepEqual(got, want) {

@@ -1,0 +1,108 @@
+package handlers
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestMalformedRequests sends requests a careless or hostile client might,
+// and checks each gets its documented 4xx problem and runs nothing (moved
+// from cmd/server: the contract validator, the JSON decoder and the
+// service's Validate, which the fake runs as the service does, answer all
+// of them). Of the rows that needed the real server, the refused snapshot
+// requests are the service's TestExecShellSnapshotProblems (and their
+// mapping TestExecAnswers), and a missing program, a program that is a
+// directory and a missing cwd exec's TestStartErrors (mapped in
+// TestProblemResponses, and end to end in cmd/server's TestRunProblems).
+func TestMalformedRequests(t *testing.T) {
+	tests := []struct {
+		name, contentType, body string
+		want                    int
+		code                    string
+	}{
+		{"empty body", "", "", 400, "invalid_request"},
+		{"open brace", "", `{`, 400, "invalid_request"},
+		{"close brace", "", `}`, 400, "invalid_request"},
+		{"array", "", `[]`, 400, "invalid_request"},
+		{"null", "", `null`, 400, "invalid_request"},
+		{"string", "", `"echo hi"`, 400, "invalid_request"},
+		{"number", "", `123`, 400, "invalid_request"},
+		{"trailing garbage", "", `{"argv":["true"]} x`, 400, "invalid_request"},
+		{"argv null", "", `{"argv":null}`, 400, "invalid_request"},
+		{"argv element null", "", `{"argv":[null]}`, 400, "invalid_request"},
+		{"empty argv", "", `{"argv":[]}`, 400, "invalid_request"},
+		{"empty program", "", `{"argv":[""]}`, 400, "invalid_request"},
+		{"argv string", "", `{"argv":"ls"}`, 400, "invalid_request"},
+		{"argv number", "", `{"argv":[1]}`, 400, "invalid_request"},
+		{"argv bool", "", `{"argv":[true]}`, 400, "invalid_request"},
+		{"argv object", "", `{"argv":[{}]}`, 400, "invalid_request"},
+		{"missing argv", "", `{"cwd":"/"}`, 400, "invalid_request"},
+		{"unknown field", "", `{"argv":["true"],"shell":true}`, 400, "invalid_request"},
+		{"relative cwd", "", `{"argv":["true"],"cwd":"tmp"}`, 400, "invalid_request"},
+		{"empty cwd", "", `{"argv":["true"],"cwd":""}`, 400, "invalid_request"},
+		{"cwd number", "", `{"argv":["true"],"cwd":1}`, 400, "invalid_request"},
+		{"env array", "", `{"argv":["true"],"env":["A=1"]}`, 400, "invalid_request"},
+		{"env number value", "", `{"argv":["true"],"env":{"A":1}}`, 400, "invalid_request"},
+		{"env null value", "", `{"argv":["true"],"env":{"A":null}}`, 400, "invalid_request"},
+		{"env name with =", "", `{"argv":["true"],"env":{"A=B":"1"}}`, 400, "invalid_request"},
+		{"env name with NUL", "", `{"argv":["true"],"env":{"A\u0000B":"1"}}`, 400, "invalid_request"},
+		{"env value with NUL", "", `{"argv":["true"],"env":{"A":"1\u00002"}}`, 400, "invalid_request"},
+		{"env empty name", "", `{"argv":["true"],"env":{"":"1"}}`, 400, "invalid_request"},
+		{"timeout string", "", `{"argv":["true"],"timeoutMs":"5"}`, 400, "invalid_request"},
+		{"timeout negative", "", `{"argv":["true"],"timeoutMs":-1}`, 400, "invalid_request"},
+		{"timeout zero", "", `{"argv":["true"],"timeoutMs":0}`, 400, "invalid_request"},
+		{"timeout huge", "", `{"argv":["true"],"timeoutMs":1e30}`, 400, "invalid_request"},
+		{"timeout past int64", "", `{"argv":["true"],"timeoutMs":9223372036854775808}`, 400, "invalid_request"},
+		{"timeout above max", "", `{"argv":["true"],"timeoutMs":60001}`, 400, "invalid_request"},
+		{"timeout fraction", "", `{"argv":["true"],"timeoutMs":1.5}`, 400, "invalid_request"},
+		{"idle timeout negative", "", `{"argv":["true"],"idleTimeoutMs":-5}`, 400, "invalid_request"},
+		{"max output negative", "", `{"argv":["true"],"maxOutputBytes":-1}`, 400, "invalid_request"},
+		{"max output absurd", "", `{"argv":["true"],"maxOutputBytes":1000000000000}`, 400, "invalid_request"},
+		{"stdin number", "", `{"argv":["true"],"stdin":5}`, 400, "invalid_request"},
+		{"policy inherit unknown", "", `{"argv":["true"],"envPolicy":{"inherit":"sometimes"}}`, 400, "invalid_request"},
+		{"policy string", "", `{"argv":["true"],"envPolicy":"all"}`, 400, "invalid_request"},
+		{"policy exclude number", "", `{"argv":["true"],"envPolicy":{"exclude":[1]}}`, 400, "invalid_request"},
+		{"policy set name with =", "", `{"argv":["true"],"envPolicy":{"set":{"A=B":"x"}}}`, 400, "invalid_request"},
+		{"policy unknown field", "", `{"argv":["true"],"envPolicy":{"inherits":"all"}}`, 400, "invalid_request"},
+		{"snapshot without shell", "", `{"argv":["true"],"shellSnapshot":{"scopeId":"s"}}`, 400, "invalid_request"},
+		{"snapshot shell name number", "", `{"argv":["true"],"shellSnapshot":{"scopeId":"s","shell":{"name":5,"path":"/bin/bash"}}}`, 400, "invalid_request"},
+		{"NUL in argv", "", `{"argv":["echo","a\u0000b"]}`, 400, "invalid_request"},
+		{"NUL in cwd", "", `{"argv":["true"],"cwd":"/tmp\u0000x"}`, 400, "invalid_request"},
+		{"invalid UTF-8 in argv", "", "{\"argv\":[\"echo\",\"\xff\xfe\"]}", 400, "invalid_request"},
+		{"invalid UTF-8 in env name", "", "{\"argv\":[\"true\"],\"env\":{\"\xc3\":\"1\"}}", 400, "invalid_request"},
+		{"text/plain", "text/plain", `{"argv":["true"]}`, 415, "unsupported_media_type"},
+		{"form", "application/x-www-form-urlencoded", `argv=true`, 415, "unsupported_media_type"},
+	}
+	f := okExecutor()
+	h := newTestRouter(t, f, io.Discard)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := localRequest("POST", "/exec", strings.NewReader(tt.body))
+			ct := tt.contentType
+			if ct == "" {
+				ct = "application/json"
+			}
+			req.Header.Set("Content-Type", ct)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tt.want || !strings.Contains(rec.Body.String(), `"code":"`+tt.code+`"`) {
+				t.Errorf("POST /exec %q = %d %s, want %d %s", tt.body, rec.Code, rec.Body, tt.want, tt.code)
+			}
+			if got := rec.Header().Get("Content-Type"); got != "application/problem+json" {
+				t.Errorf("POST /exec %q Content-Type = %q, want application/problem+json", tt.body, got)
+			}
+		})
+	}
+	if len(tests) < 40 {
+		t.Errorf("only %d malformed requests", len(tests))
+	}
+	req := localRequest("POST", "/exec", strings.NewReader(`{"argv":["echo","still serving"]}`))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	if h.ServeHTTP(rec, req); rec.Code != http.StatusOK {
+		t.Errorf("after the malformed requests, /exec = %d %s", rec.Code, rec.Body)
+	}
+}
