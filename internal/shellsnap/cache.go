@@ -14,8 +14,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	nooptrace "go.opentelemetry.io/otel/trace/noop"
-
-	"github.com/snapexec/snapexec/internal/envpolicy"
 )
 
 // The reference's cache constants (SHELL-SNAPSHOTS.md 1).
@@ -81,19 +79,6 @@ type Cache struct {
 
 	mu      sync.Mutex
 	entries *list.List // of *entry, front = least recently used
-}
-
-// entry is one key's snapshot generation and what the registry shows of it.
-// Its fields are guarded by the Cache's mutex; the cell guards its own.
-type entry struct {
-	key        key
-	req        Request
-	policy     *envpolicy.Policy
-	attempts   int
-	cell       *cell
-	hits       int64
-	lastUsedAt time.Time
-	lastError  *CaptureError
 }
 
 // New returns an empty Cache.
@@ -172,28 +157,6 @@ func (c *Cache) StartPrewarm(req Request, cmd *Command) (EntryInfo, error) {
 		info.State = EntryPending // the capture may not have begun yet
 	}
 	return info, nil
-}
-
-// check runs the checks of SHELL-SNAPSHOTS.md 2: the scope, then the shell
-// name, then the argv shape. The reference checks the shape before the name,
-// so that `fish` with another argv falls back silently; here an unsupported
-// shell is refused whatever the argv, since a client that names one has a
-// bug that a silent fallback would hide. A non-empty receipt outcome means
-// the request goes no further.
-func check(req *Request, cmd *Command) (Receipt, error) {
-	if req == nil {
-		return Receipt{Outcome: OutcomeNotRequested}, nil
-	}
-	if req.ScopeID == "" || len(req.ScopeID) > MaxScopeBytes {
-		return Receipt{}, ErrInvalidScope
-	}
-	if !supportedShell(req.Shell.Name) {
-		return Receipt{}, ErrUnsupportedShell
-	}
-	if ok, why := eligible(*req, cmd.Argv); !ok {
-		return Receipt{Outcome: OutcomeIneligible, Reason: why}, nil
-	}
-	return Receipt{}, nil
 }
 
 // await waits for (or starts) the capture of cell cl and applies the result.
