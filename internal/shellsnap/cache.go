@@ -30,12 +30,13 @@ const (
 const DefaultSlotWait = 500 * time.Millisecond
 
 // Capturer runs a capture command and returns its stdout; the real one is
-// RunCapture. Tests substitute fakes.
+// NewCapturer's, on the server's exec.Manager. Tests substitute fakes.
 type Capturer func(ctx context.Context, argv []string, cwd string, env map[string]string) ([]byte, error)
 
 // Options configures a Cache.
 type Options struct {
-	// Capture runs captures; nil means RunCapture.
+	// Capture runs captures; it is required, so that every capture is a
+	// process of a manager that the server's shutdown and keeper reach.
 	Capture Capturer
 	// Now is the clock of backoffs; nil means time.Now. Capture durations
 	// always use the real clock.
@@ -60,6 +61,9 @@ type Options struct {
 	SlotWait time.Duration
 }
 
+// errNoCapturer refuses a Cache without Options.Capture.
+var errNoCapturer = errors.New("shellsnap: Options.Capture is required")
+
 // Cache holds the shell snapshots of up to MaxCachedSnapshots keys, least
 // recently used first. Its mutex guards lookup, insert, reset and evict only:
 // it is never held during a capture.
@@ -81,8 +85,11 @@ type Cache struct {
 	entries *list.List // of *entry, front = least recently used
 }
 
-// New returns an empty Cache.
+// New returns an empty Cache; opts.Capture is required.
 func New(opts Options) (*Cache, error) {
+	if opts.Capture == nil {
+		return nil, errNoCapturer
+	}
 	c := &Cache{capture: opts.Capture, now: opts.Now, timeout: opts.Timeout, slotWait: opts.SlotWait, entries: list.New(), history: newCaptureHistory(), slots: newSlots(opts.MaxConcurrentCaptures)}
 	c.life, c.close = context.WithCancel(context.Background())
 	if c.timeout <= 0 {
@@ -90,9 +97,6 @@ func New(opts Options) (*Cache, error) {
 	}
 	if c.slotWait <= 0 {
 		c.slotWait = DefaultSlotWait
-	}
-	if c.capture == nil {
-		c.capture = RunCapture
 	}
 	c.tracer = opts.Tracer
 	if c.tracer == nil {

@@ -80,6 +80,14 @@ func mustPrepare(t *testing.T, c *Cache, req *Request, cmd *Command, purpose Pur
 	return r
 }
 
+// TestNewRequiresACapturer: a cache has no capture of its own, which no
+// shutdown or keeper would reach.
+func TestNewRequiresACapturer(t *testing.T) {
+	if c, err := New(Options{}); err == nil || c != nil {
+		t.Fatalf("New(Options{}) = %v, %v; want an error for the missing Capture", c, err)
+	}
+}
+
 func TestPrepareChecksInOrder(t *testing.T) {
 	f := &fakeCapturer{}
 	c := newTestCache(t, Options{Capture: f.capture})
@@ -343,7 +351,7 @@ func TestBackoffBoundary(t *testing.T) {
 // realCache is a cache with the real capture and a short timeout.
 func realCache(t *testing.T, timeout time.Duration) *Cache {
 	t.Helper()
-	return newTestCache(t, Options{Timeout: timeout})
+	return newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t)), Timeout: timeout})
 }
 
 // realBashCommand is bash -lc script with HOME=home.

@@ -53,7 +53,7 @@ func TestReplayMatchesLoginShell(t *testing.T) {
 
 	plain := runProbe(t, []string{"/bin/bash", "-lc", fidelityProbe}, home, env)
 
-	c := newTestCache(t, Options{})
+	c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
 	cmd := &Command{Argv: []string{"/bin/bash", "-lc", fidelityProbe}, Cwd: home, Env: cloneMap(env), RequestEnv: cloneMap(env)}
 	if r := mustPrepare(t, c, bashRequest("fidelity"), cmd, Execution); r.Outcome != OutcomeUsed {
 		t.Fatalf("Prepare() = %+v, want used", r)

@@ -78,12 +78,13 @@ func snapshotFailureRetries(t *testing.T, recoveryAttempt int, prewarmFailsFirst
 	// preparation starts only once the first holds the cell, as the
 	// reference's biased join polls the first one first.
 	started := make(chan struct{}, 16)
+	capture := NewCapturer(newTestProcs(t))
 	cache, err := New(Options{
 		Now:   clock.Now,
 		Meter: provider.Meter("test"),
 		Capture: func(ctx context.Context, argv []string, cwd string, env map[string]string) ([]byte, error) {
 			started <- struct{}{}
-			return RunCapture(ctx, argv, cwd, env)
+			return capture(ctx, argv, cwd, env)
 		},
 	})
 	if err != nil {

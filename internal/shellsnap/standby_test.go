@@ -44,7 +44,7 @@ func TestStandbyMatchesReplay(t *testing.T) {
 		home := t.TempDir()
 		writeFile(t, filepath.Join(home, ".bash_profile"), profile)
 		env := map[string]string{"HOME": home, "PATH": "/usr/bin:/bin", "DROP_ME": "x", "LANG": "C"}
-		c := newTestCache(t, Options{})
+		c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
 		for name, probe := range probes {
 			t.Run(pname+"/"+name, func(t *testing.T) {
 				cmd := &Command{Argv: []string{"/bin/bash", "-lc", probe}, Cwd: home, Env: cloneMap(env), RequestEnv: cloneMap(env)}
