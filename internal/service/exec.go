@@ -113,14 +113,13 @@ func (s *Service) Exec(ctx context.Context, in ExecInput) (ExecOutput, error) {
 // for the capture is a NotRunError. The wait counts against in.Timeout: the
 // process gets what remains of it.
 func (s *Service) prepare(ctx context.Context, in ExecInput) (exec.Spec, shellsnap.Receipt, *shellsnap.ReplayInput, error) {
-	cmd := shellsnap.Command{
-		Argv:       in.Argv,
-		Cwd:        in.Cwd,
-		Env:        s.childEnv(in),
-		RequestEnv: in.Env,
-		Policy:     in.EnvPolicy,
-	}
-	receipt, err := s.prepareSnapshot(ctx, in, &cmd)
+	l, err := s.prepareSnapshot(ctx, in, shellsnap.Launch{
+		Argv:   in.Argv,
+		Cwd:    in.Cwd,
+		Env:    s.childEnv(in),
+		Policy: in.EnvPolicy,
+	})
+	receipt := l.receipt
 	if err != nil {
 		return exec.Spec{}, receipt, nil, err
 	}
@@ -131,14 +130,14 @@ func (s *Service) prepare(ctx context.Context, in ExecInput) (exec.Spec, shellsn
 		}
 	}
 	return exec.Spec{
-		Argv:           cmd.Argv,
+		Argv:           l.argv,
 		Dir:            in.Cwd,
-		Env:            envpolicy.List(cmd.Env),
+		Env:            envpolicy.List(l.env),
 		Stdin:          in.Stdin,
 		Timeout:        timeout,
 		IdleTimeout:    in.IdleTimeout,
 		MaxOutputBytes: in.MaxOutputBytes,
-	}, receipt, cmd.Replayed, nil
+	}, receipt, l.replay, nil
 }
 
 // childEnv is the environment of in's child (SHELL-SNAPSHOTS.md 6.1): with a

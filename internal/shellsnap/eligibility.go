@@ -14,8 +14,9 @@ type Request struct {
 	Shell   Shell
 }
 
-// Command is a command being prepared: Prepare may rewrite Argv and Env.
-type Command struct {
+// Launch is a command that asks for a snapshot, as its caller will start it
+// unless a snapshot is replayed into it.
+type Launch struct {
 	// Argv is the command to run; a snapshot applies when it is
 	// [Shell.Path, "-lc", script, extra...].
 	Argv []string
@@ -23,14 +24,8 @@ type Command struct {
 	// Env is the child's environment (policy result with the request's env laid
 	// over it); the capture runs with exactly this environment.
 	Env map[string]string
-	// RequestEnv is the request's own env, which wins over snapshot values.
-	RequestEnv map[string]string
 	// Policy is the request's env policy, re-applied to captured exports.
 	Policy *envpolicy.Policy
-	// Replayed is set by Prepare when it replayed a snapshot into the
-	// command: the replay's input, from which Standby builds a standby shell
-	// that serves the same launch.
-	Replayed *ReplayInput
 }
 
 // check runs the checks of SHELL-SNAPSHOTS.md 2: the scope, then the shell
@@ -39,7 +34,7 @@ type Command struct {
 // shell is refused whatever the argv, since a client that names one has a
 // bug that a silent fallback would hide. A non-empty receipt outcome means
 // the request goes no further.
-func check(req *Request, cmd *Command) (Receipt, error) {
+func check(req *Request, l Launch) (Receipt, error) {
 	if req == nil {
 		return Receipt{Outcome: OutcomeNotRequested}, nil
 	}
@@ -49,7 +44,7 @@ func check(req *Request, cmd *Command) (Receipt, error) {
 	if !supportedShell(req.Shell.Name) {
 		return Receipt{}, ErrUnsupportedShell
 	}
-	if ok, why := eligible(*req, cmd.Argv); !ok {
+	if ok, why := eligible(*req, l.Argv); !ok {
 		return Receipt{Outcome: OutcomeIneligible, Reason: why}, nil
 	}
 	return Receipt{}, nil

@@ -57,6 +57,16 @@ type Receipt struct {
 	// Reason says why on fallback or ineligible.
 	Reason string
 	// Standby is set when the command ran in a standby shell, which had
-	// restored the snapshot before the command came (Standby).
+	// restored the snapshot before the command came (package standby).
 	Standby bool
+}
+
+// Prepared is what Prepare answers for a launch: the receipt and, when its
+// outcome is used, the snapshot to replay and the environment its capture
+// started with (ReplayInput's Snapshot and CaptureEnv). Both are shared with
+// every launch that uses the snapshot: read them, never change them.
+type Prepared struct {
+	Receipt    Receipt
+	Snapshot   *Snapshot
+	CaptureEnv map[string]string
 }

@@ -47,12 +47,15 @@ func TestStandbyMatchesReplay(t *testing.T) {
 		c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
 		for name, probe := range probes {
 			t.Run(pname+"/"+name, func(t *testing.T) {
-				cmd := &Command{Argv: []string{"/bin/bash", "-lc", probe}, Cwd: home, Env: cloneMap(env), RequestEnv: cloneMap(env)}
-				if r := mustPrepare(t, c, bashRequest("standby"), cmd, Execution); r.Outcome != OutcomeUsed || cmd.Replayed == nil {
-					t.Fatalf("Prepare() = %+v, Replayed %v; want used, with its replay input", r, cmd.Replayed)
+				l := Launch{Argv: []string{"/bin/bash", "-lc", probe}, Cwd: home, Env: cloneMap(env)}
+				p, err := c.Prepare(context.Background(), bashRequest("standby"), l)
+				if err != nil || p.Receipt.Outcome != OutcomeUsed {
+					t.Fatalf("Prepare() = %+v, %v; want used", p.Receipt, err)
 				}
-				fresh, freshErr, freshCode := runCode(t, cmd.Argv, home, cmd.Env)
-				stdout, stderr, code := standbyCode(t, *cmd.Replayed, home, probe)
+				in := ReplayInput{Snapshot: p.Snapshot, Shell: "bash", Command: l.Argv, Env: l.Env, RequestEnv: cloneMap(env), CaptureEnv: p.CaptureEnv}
+				argv, replayEnv := Replay(in)
+				fresh, freshErr, freshCode := runCode(t, argv, home, replayEnv)
+				stdout, stderr, code := standbyCode(t, in, home, probe)
 				if missing, extra := lineDiff(fresh, stdout); len(missing)+len(extra) > 0 || code != freshCode {
 					t.Errorf("standby stdout differs from the replay's (exit %d vs %d):\nonly in the replay: %q\nonly in the standby: %q", code, freshCode, missing, extra)
 				}
