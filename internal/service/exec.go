@@ -13,6 +13,7 @@ import (
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/shellsnap"
+	"github.com/snapexec/snapexec/internal/shellsnap/standby"
 )
 
 // ExecInput is one command to run, as a client asked for it.
@@ -47,7 +48,7 @@ type Service struct {
 	procs     *exec.Manager
 	snapshots *shellsnap.Cache
 	serverEnv map[string]string
-	standbys  *standbys
+	standbys  *standby.Pool
 	pm        *processMetrics
 	tracer    trace.Tracer
 	startedAt time.Time
@@ -64,8 +65,9 @@ type Options struct {
 	// ServerEnv is the server's own environment (NAME=VALUE pairs), which an
 	// envPolicy inherits from.
 	ServerEnv []string
-	// Standby bounds the standby shells of warm snapshot commands.
-	Standby StandbyOptions
+	// Standby bounds the standby shells of warm snapshot commands; its
+	// Meter is Meter.
+	Standby standby.Options
 	// Meter records the process metrics and Tracer the process spans; nil
 	// records nothing.
 	Meter  metric.Meter
@@ -78,7 +80,9 @@ func New(opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	sb, err := newStandbys(opts.Procs, opts.Standby, opts.Meter, opts.Snapshots.Holds)
+	sbOpts := opts.Standby
+	sbOpts.Meter = opts.Meter
+	sb, err := standby.New(opts.Procs, opts.Snapshots.Holds, sbOpts)
 	if err != nil {
 		return nil, err
 	}

@@ -80,5 +80,5 @@ func (s *Service) ScopeSnapshots(scopeID string) ([]shellsnap.EntryInfo, error) 
 // ForgetSnapshots drops the scope's entries and ends its standby shells.
 func (s *Service) ForgetSnapshots(scopeID string) {
 	s.snapshots.Forget(scopeID)
-	s.standbys.prune()
+	s.standbys.Prune()
 }

@@ -1,4 +1,4 @@
-package service
+package standby
 
 import (
 	"testing"
@@ -10,12 +10,12 @@ import (
 func TestStandbyKeyIsTheWholeLaunch(t *testing.T) {
 	snap, other := &shellsnap.Snapshot{}, &shellsnap.Snapshot{}
 	base := exec.Spec{Argv: []string{"/bin/bash", "-pc", "x"}, Dir: "/tmp", Env: []string{"A=1", "B=2", shellsnap.StateEnvPrefix + "0=state"}}
-	key := standbyKeyOf(snap, base)
+	key := keyOf(snap, base)
 
 	same := base
 	same.Argv = []string{"/bin/bash", "-pc", "another script"}
 	same.Env = []string{"A=1", "B=2", shellsnap.StateEnvPrefix + "0=other state text"}
-	if standbyKeyOf(snap, same) != key {
+	if keyOf(snap, same) != key {
 		t.Errorf("a launch that differs only in its script and state chunks has another key")
 	}
 	differ := map[string]exec.Spec{
@@ -27,17 +27,17 @@ func TestStandbyKeyIsTheWholeLaunch(t *testing.T) {
 		"output size": {Argv: base.Argv, Dir: base.Dir, Env: base.Env, MaxOutputBytes: 10},
 	}
 	for name, spec := range differ {
-		if standbyKeyOf(snap, spec) == key {
+		if keyOf(snap, spec) == key {
 			t.Errorf("launches that differ in %s share a key", name)
 		}
 	}
-	if standbyKeyOf(other, base) == key {
+	if keyOf(other, base) == key {
 		t.Errorf("launches of two snapshots share a key")
 	}
 }
 
 func TestSeenLaunchesAreBounded(t *testing.T) {
-	sb, err := newStandbys(nil, StandbyOptions{Max: 1}, nil, func(*shellsnap.Snapshot) bool { return true })
+	sb, err := New(nil, func(*shellsnap.Snapshot) bool { return true }, Options{Max: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
