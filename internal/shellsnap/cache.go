@@ -16,7 +16,8 @@ import (
 	nooptrace "go.opentelemetry.io/otel/trace/noop"
 )
 
-// The reference's cache constants (SHELL-SNAPSHOTS.md 1).
+// The reference's cache constants (docs/design/snapshots.md#cache-key,
+// #retries-and-backoff, #capture).
 const (
 	MaxCachedSnapshots   = 16
 	SnapshotRetryBackoff = time.Second
@@ -211,9 +212,10 @@ func (c *Cache) await(ctx context.Context, req Request, l Launch, purpose Purpos
 }
 
 // lookup finds or inserts the launch's entry, starting a new retry
-// generation when the rules of docs/design/snapshots.md#retries allow one, and a new
-// entry when a ready snapshot's startup files changed since its capture. It
-// returns the entry, the cell to wait on and the attempt it belongs to.
+// generation when the rules of docs/design/snapshots.md#retries-and-backoff
+// allow one, and a new entry when a ready snapshot's startup files changed
+// since its capture. It returns the entry, the cell to wait on and the
+// attempt it belongs to.
 func (c *Cache) lookup(req Request, l Launch, purpose Purpose) (*entry, *cell, int) {
 	k := keyOf(req, l.Cwd, l.Policy)
 	e, cl, attempt := c.find(k, req, l, purpose)

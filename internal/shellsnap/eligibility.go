@@ -28,12 +28,12 @@ type Launch struct {
 	Policy *envpolicy.Policy
 }
 
-// check runs the checks of SHELL-SNAPSHOTS.md 2: the scope, then the shell
-// name, then the argv shape. The reference checks the shape before the name,
-// so that `fish` with another argv falls back silently; here an unsupported
-// shell is refused whatever the argv, since a client that names one has a
-// bug that a silent fallback would hide. A non-empty receipt outcome means
-// the request goes no further.
+// check runs the checks of docs/design/snapshots.md#eligibility-and-check-order:
+// the scope, then the shell name, then the argv shape. The reference checks
+// the shape before the name, so that `fish` with another argv falls back
+// silently; here an unsupported shell is refused whatever the argv, since a
+// client that names one has a bug that a silent fallback would hide. A
+// non-empty receipt outcome means the request goes no further.
 func check(req *Request, l Launch) (Receipt, error) {
 	if req == nil {
 		return Receipt{Outcome: OutcomeNotRequested}, nil
@@ -51,7 +51,7 @@ func check(req *Request, l Launch) (Receipt, error) {
 }
 
 // eligible reports whether argv has the shape a snapshot can replace
-// (SHELL-SNAPSHOTS.md 2, step 3), and why not.
+// (docs/design/snapshots.md#eligibility-and-check-order), and why not.
 func eligible(req Request, argv []string) (bool, string) {
 	switch {
 	case len(argv) < 3:

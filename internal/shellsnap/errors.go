@@ -6,8 +6,8 @@ import (
 )
 
 // Reason is the bounded enumeration of capture failure causes, used as the
-// failure_reason metric tag (SHELL-SNAPSHOTS.md section 8.2). It never carries
-// free text.
+// failure_reason span attribute (docs/design/snapshots.md#capture). It never
+// carries free text.
 type Reason string
 
 // The failure reasons. Parse reports the last four of the reference's list; the

@@ -9,7 +9,7 @@ import (
 )
 
 // key identifies a cache entry: the whole request, the cwd and the policy
-// (SHELL-SNAPSHOTS.md 3.1). The env is deliberately not part of it.
+// (docs/design/snapshots.md#cache-key). The env is deliberately not part of it.
 type key struct {
 	scopeID   string
 	shellName string

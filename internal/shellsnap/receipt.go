@@ -36,7 +36,8 @@ const (
 	OutcomeNotRun Outcome = "not_run"
 )
 
-// State is the snapshot's availability as a command found it (SHELL-SNAPSHOTS.md 8.2).
+// State is the snapshot's availability as a command found it
+// (docs/design/snapshots.md#receipts).
 type State string
 
 // The availability states.
