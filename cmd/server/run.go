@@ -19,6 +19,7 @@ import (
 	"github.com/snapexec/snapexec/internal/handlers"
 	"github.com/snapexec/snapexec/internal/service"
 	"github.com/snapexec/snapexec/internal/shellsnap"
+	"github.com/snapexec/snapexec/internal/shellsnap/standby"
 	"github.com/snapexec/snapexec/web"
 )
 
@@ -105,7 +106,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	svc, err := service.New(service.Options{
 		Procs: procs, Snapshots: snapshots, ServerEnv: serverEnv,
-		Standby: service.StandbyOptions{Max: cfg.standbyShells, Idle: cfg.standbyIdle},
+		Standby: standby.Options{Max: cfg.standbyShells, Idle: cfg.standbyIdle},
 		Meter:   tel.meter(), Tracer: tel.tracer(),
 	})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/shellsnap"
+	"github.com/snapexec/snapexec/internal/shellsnap/standby"
 )
 
 // ExecInput is one command to run, as a client asked for it.
@@ -47,7 +48,7 @@ type Service struct {
 	procs     *exec.Manager
 	snapshots *shellsnap.Cache
 	serverEnv map[string]string
-	standbys  *standbys
+	standbys  *standby.Pool
 	pm        *processMetrics
 	tracer    trace.Tracer
 	startedAt time.Time
@@ -64,8 +65,9 @@ type Options struct {
 	// ServerEnv is the server's own environment (NAME=VALUE pairs), which an
 	// envPolicy inherits from.
 	ServerEnv []string
-	// Standby bounds the standby shells of warm snapshot commands.
-	Standby StandbyOptions
+	// Standby bounds the standby shells of warm snapshot commands; its
+	// Meter is Meter.
+	Standby standby.Options
 	// Meter records the process metrics and Tracer the process spans; nil
 	// records nothing.
 	Meter  metric.Meter
@@ -78,7 +80,9 @@ func New(opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	sb, err := newStandbys(opts.Procs, opts.Standby, opts.Meter, opts.Snapshots.Holds)
+	sbOpts := opts.Standby
+	sbOpts.Meter = opts.Meter
+	sb, err := standby.New(opts.Procs, opts.Snapshots.Holds, sbOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -113,14 +117,13 @@ func (s *Service) Exec(ctx context.Context, in ExecInput) (ExecOutput, error) {
 // for the capture is a NotRunError. The wait counts against in.Timeout: the
 // process gets what remains of it.
 func (s *Service) prepare(ctx context.Context, in ExecInput) (exec.Spec, shellsnap.Receipt, *shellsnap.ReplayInput, error) {
-	cmd := shellsnap.Command{
-		Argv:       in.Argv,
-		Cwd:        in.Cwd,
-		Env:        s.childEnv(in),
-		RequestEnv: in.Env,
-		Policy:     in.EnvPolicy,
-	}
-	receipt, err := s.prepareSnapshot(ctx, in, &cmd)
+	l, err := s.prepareSnapshot(ctx, in, shellsnap.Launch{
+		Argv:   in.Argv,
+		Cwd:    in.Cwd,
+		Env:    s.childEnv(in),
+		Policy: in.EnvPolicy,
+	})
+	receipt := l.receipt
 	if err != nil {
 		return exec.Spec{}, receipt, nil, err
 	}
@@ -131,14 +134,14 @@ func (s *Service) prepare(ctx context.Context, in ExecInput) (exec.Spec, shellsn
 		}
 	}
 	return exec.Spec{
-		Argv:           cmd.Argv,
+		Argv:           l.argv,
 		Dir:            in.Cwd,
-		Env:            envpolicy.List(cmd.Env),
+		Env:            envpolicy.List(l.env),
 		Stdin:          in.Stdin,
 		Timeout:        timeout,
 		IdleTimeout:    in.IdleTimeout,
 		MaxOutputBytes: in.MaxOutputBytes,
-	}, receipt, cmd.Replayed, nil
+	}, receipt, l.replay, nil
 }
 
 // childEnv is the environment of in's child (SHELL-SNAPSHOTS.md 6.1): with a

@@ -34,7 +34,12 @@ func (s *Service) Start(ctx context.Context, in StartInput) (*exec.Process, erro
 	}
 	spec.ID, spec.PipeStdin, spec.Tag = in.ProcessID, in.PipeStdin, receipt
 	_, spawn := s.tracer.Start(ctx, "process.spawn")
-	p, standby, err := s.standbys.start(ctx, spec, replayed)
+	p, standby, err := s.standbys.Start(ctx, spec, replayed, func(spec exec.Spec) exec.Spec {
+		r := receipt
+		r.Standby = true
+		spec.Tag = r
+		return spec
+	})
 	spawn.SetAttributes(attribute.Bool("process.standby", standby))
 	if err != nil {
 		spawn.RecordError(err)
