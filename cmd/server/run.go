@@ -127,7 +127,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		TracerProvider: tel.tracerProvider,
 		Propagator:     tel.propagator,
 		Metrics:        tel.metrics,
-		Dashboard:      web.Handler(),
+		Dashboard:      web.Handler,
 		Security: handlers.Security{
 			Token:        cfg.token,
 			AllowedHosts: cfg.allowedHosts,
