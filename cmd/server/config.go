@@ -16,6 +16,7 @@ import (
 	"github.com/snapexec/snapexec/internal/handlers"
 	"github.com/snapexec/snapexec/internal/service"
 	"github.com/snapexec/snapexec/internal/shellsnap"
+	"github.com/snapexec/snapexec/internal/shellsnap/standby"
 )
 
 // config is everything the server can be told at start.
@@ -93,7 +94,7 @@ func (c config) options() options {
 				MaxStdinBytes:  c.limits.stdinBytes,
 				MaxOutputBytes: c.maxOutputBytes,
 			},
-			Standby: service.StandbyOptions{Max: c.standbyShells, Idle: c.standbyIdle},
+			Standby: standby.Options{Max: c.standbyShells, Idle: c.standbyIdle},
 		},
 		router: handlers.RouterOptions{
 			Security:    handlers.Security{Token: c.token, AllowedHosts: c.allowedHosts, MaxBodyBytes: c.limits.bodyBytes},

@@ -10,6 +10,7 @@ import (
 	"github.com/snapexec/snapexec/internal/handlers"
 	"github.com/snapexec/snapexec/internal/service"
 	"github.com/snapexec/snapexec/internal/shellsnap"
+	"github.com/snapexec/snapexec/internal/shellsnap/standby"
 )
 
 // TestConfigOptions: every setting reaches the option of the package it is
@@ -38,7 +39,7 @@ func TestConfigOptions(t *testing.T) {
 			DefaultTimeout: 4 * time.Minute, MaxTimeout: 5 * time.Hour, MaxArgs: 13, MaxArgBytes: 14,
 			MaxEnv: 15, MaxEnvBytes: 16, MaxStdinBytes: 17, MaxOutputBytes: 12,
 		}},
-		{"standby", got.service.Standby, service.StandbyOptions{Max: 22, Idle: 7 * time.Second}},
+		{"standby", got.service.Standby, standby.Options{Max: 22, Idle: 7 * time.Second}},
 		{"router", got.router, handlers.RouterOptions{
 			Security:    handlers.Security{Token: "tok-0123456789abcdef", AllowedHosts: []string{"a.example", "b.example"}, MaxBodyBytes: 2300},
 			BodyTimeout: 8 * time.Second,

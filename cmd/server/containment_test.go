@@ -147,6 +147,27 @@ func startServerProcess(t *testing.T, wrapper []string, args ...string) *serverP
 	return s
 }
 
+// terminate stops the server process as a supervisor does, with SIGTERM, and
+// checks that it exits with status 0 within 15 s (it is killed after that).
+func (s *serverProcess) terminate(t *testing.T) {
+	t.Helper()
+	exited := make(chan error, 1)
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Errorf("SIGTERM to the server process: %v", err)
+	}
+	go func() { exited <- s.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("the server process after SIGTERM: %v, want exit status 0; logs:\n%s", err, s.logs)
+		}
+	case <-time.After(15 * time.Second):
+		t.Errorf("the server process did not exit within 15 s of SIGTERM; logs:\n%s", s.logs)
+		_ = s.cmd.Process.Kill()
+		<-exited
+	}
+}
+
 // descendantsOf returns the live processes below root, by their parent links,
 // with their command lines.
 func descendantsOf(root int) map[int]string {

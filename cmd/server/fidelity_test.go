@@ -62,7 +62,10 @@ const (
 var fidelityModes = []string{modeCapture, modeReplay, modeStandby}
 
 // fidelityWorkers is how many cells run at once, each on a server of its own
-// (so that a server's standby counters describe one cell).
+// (so that a server's standby counters describe one cell). The servers are
+// processes of their own, as in production: three in this process would
+// reap each other's commands, and one would reap the login shells that
+// runLogin starts in groups of their own (inProcessServers).
 const fidelityWorkers = 3
 
 // fidelityOutputBytes is the maxOutputBytes of the standby launch. Every
@@ -115,7 +118,9 @@ func TestFidelity(t *testing.T) {
 		wg    sync.WaitGroup
 	)
 	for range fidelityWorkers {
-		srv := startServer(t, nil)
+		proc := startServerProcess(t, nil)
+		t.Cleanup(func() { proc.terminate(t) }) // before startServerProcess's own cleanup kills what is left
+		srv := proc.testServer
 		wg.Go(func() {
 			for j := range jobs {
 				t.Run(j.p.name+"/"+j.sh.name, func(t *testing.T) {

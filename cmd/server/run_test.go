@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -44,11 +45,27 @@ type testServer struct {
 
 var listenLine = regexp.MustCompile(`listening on (http://\S+)`)
 
+// inProcessServers counts the servers startServer runs in this process whose
+// run has not returned. A server's exec.Reaper is its process's one: it
+// reaps, as an orphan, every exited child of the process that it did not
+// start itself, and reports every live one in a group of its own as escaped.
+// Two in one process reap each other's commands before their own waits
+// (whose requests then never answer), and so does one while the test starts
+// children in process groups of their own. A test that needs several servers
+// at once, or such children, runs its servers as processes of their own
+// (startServerProcess).
+var inProcessServers atomic.Int32
+
 // startServer calls run with args (after the program name) and, as the
 // server's environment, the test's own less its SNAPEXEC_* variables with env
-// laid over it, and waits until /healthz answers.
+// laid over it, and waits until /healthz answers. Only one may run at a time
+// (inProcessServers).
 func startServer(t *testing.T, env map[string]string, args ...string) *testServer {
 	t.Helper()
+	if inProcessServers.Add(1) > 1 {
+		inProcessServers.Add(-1)
+		t.Fatal("startServer: a server already runs in this process, and its reaper would reap this one's children; use startServerProcess")
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout, logs := &syncBuffer{}, &syncBuffer{}
 	s := &testServer{cancel: cancel, done: make(chan error, 1), logs: logs}
@@ -57,7 +74,11 @@ func startServer(t *testing.T, env map[string]string, args ...string) *testServe
 		environ = append(environ, k+"="+v)
 	}
 	argv := append([]string{"snapexec", "--addr", "127.0.0.1:0", "--grace", "300ms"}, args...)
-	go func() { s.done <- run(ctx, argv, environ, strings.NewReader(""), stdout, logs) }()
+	go func() {
+		err := run(ctx, argv, environ, strings.NewReader(""), stdout, logs)
+		inProcessServers.Add(-1) // its reaper's context has ended
+		s.done <- err
+	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for s.url == "" {
 		if m := listenLine.FindStringSubmatch(stdout.String()); m != nil {

@@ -2,8 +2,11 @@ package exec
 
 import (
 	"errors"
+	"os"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // killer ends a process group in two steps: SIGTERM to the whole group, then,
@@ -45,10 +48,11 @@ func (k *killer) escalate() {
 // hold the pipes: it gives them drain (or the rest of the grace, once a kill has
 // started) to finish, then ends whatever is left of the group, so that no
 // request ever leaves a process behind. It returns once the group is empty and
-// the pipes are closed, once the group is empty after the drain (whatever
-// holds the pipes then left the group), or once a process has outlived
-// SIGKILL's grace.
-func (k *killer) reap(pipesClosed <-chan struct{}, drain time.Duration) {
+// the pipes are closed (pipesClosed: the readers have read them to the end),
+// once the group is empty after the drain and a write end is still open
+// (whatever holds it then left the group), or once a process has outlived
+// SIGKILL's grace. writersGone reports whether every write end is closed.
+func (k *killer) reap(pipesClosed <-chan struct{}, writersGone func() bool, drain time.Duration) {
 	if k.step == 0 {
 		k.next = time.After(drain)
 	}
@@ -60,10 +64,17 @@ func (k *killer) reap(pipesClosed <-chan struct{}, drain time.Duration) {
 			closed, pipesClosed = true, nil
 		}
 		alive := groupAlive(k.pgid)
+		if !alive && !closed && writersGone() {
+			// Empty group and no writer left: the readers are only behind
+			// (a burst, a busy machine) and end once they have read what
+			// the pipes still buffer. Closing the pipes now would lose it.
+			<-pipesClosed
+			return
+		}
 		if !alive && (closed || k.step > 0) {
-			// Empty group; with the pipes still open once the drain is over,
-			// only a process that left the group holds them, and it is not
-			// ours to wait on (the reaper ends it at shutdown).
+			// Empty group; with a pipe still open for writing once the drain
+			// is over, only a process that left the group holds it, and it
+			// is not ours to wait on (the reaper ends it at shutdown).
 			return
 		}
 		if alive {
@@ -78,6 +89,25 @@ func (k *killer) reap(pipesClosed <-chan struct{}, drain time.Duration) {
 			k.escalate()
 		}
 	}
+}
+
+// pipeWritersGone reports whether every write end of the pipe r reads is
+// closed: poll reports POLLHUP then, even while data is still buffered.
+func pipeWritersGone(r *os.File) bool {
+	rc, err := r.SyscallConn()
+	if err != nil {
+		return false
+	}
+	hup := false
+	err = rc.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 0)
+		for errors.Is(err, unix.EINTR) {
+			n, err = unix.Poll(fds, 0)
+		}
+		hup = err == nil && n > 0 && fds[0].Revents&unix.POLLHUP != 0
+	})
+	return err == nil && hup
 }
 
 func isClosed(c <-chan struct{}) bool {

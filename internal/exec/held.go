@@ -11,7 +11,7 @@ var ErrNotHeld = errors.New("held process is gone")
 
 // Held is a process spawned ahead of need: an unlisted process (Spawn) whose
 // limits wait, and which waits on its fd 3 for the go-ahead that Release
-// sends. A standby shell (shellsnap) is one.
+// sends. A standby shell (package shellsnap/standby) is one.
 type Held struct {
 	m       *Manager
 	p       *Process

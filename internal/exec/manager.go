@@ -43,7 +43,7 @@ type Options struct {
 	MaxOutputBytes int
 	// OutputRingBytes bounds the output data a process's ring retains for Read,
 	// both streams together; the oldest chunks are evicted first. Default 1 MiB,
-	// as the reference keeps.
+	// as the reference keeps (docs/design/processes.md#output).
 	OutputRingBytes int
 	// OutputRingChunks bounds the number of chunks a ring retains. Default 50,000.
 	OutputRingChunks int

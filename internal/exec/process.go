@@ -427,7 +427,9 @@ func (p *Process) supervise(cmd *exec.Cmd, outR, errR *os.File) {
 	// them a short drain (or the rest of the grace, when we are already ending
 	// the group), then end whatever is left of the group, so that no request
 	// ever leaves a process behind.
-	k.reap(readersDone, p.drain)
+	k.reap(readersDone, func() bool {
+		return pipeWritersGone(outR) && (errR == nil || pipeWritersGone(errR))
+	}, p.drain)
 	p.reaper.ended(p.pid)
 	closeAll(outR, errR) // unblocks readers if a process outside the group holds the pipes
 	<-readersDone

@@ -266,3 +266,47 @@ func TestEscapeHoldingOutputDoesNotHoldTheEnd(t *testing.T) {
 		t.Errorf("Result() = %s, want exited", r.Status)
 	}
 }
+
+// TestOutputWrittenBeforeTheEndIsKept: whatever the group wrote before it
+// ended is in the result, however far behind the readers are when the
+// leader's end is seen: a burst larger than the pipe's buffer leaves up to a
+// buffer's worth unread at the exit. With a drain of 1 ns the drain is over
+// at once, and a process ended by SIGTERM writes its burst on its way out
+// after the kill has started: neither may close the pipes on unread output.
+func TestOutputWrittenBeforeTheEndIsKept(t *testing.T) {
+	const burst = 1 << 20
+	tests := []struct {
+		name      string
+		opts      Options
+		script    string
+		terminate bool
+		want      Status
+	}{
+		{"exits with the drain over at once", Options{Drain: time.Nanosecond}, "head -c 1048576 /dev/zero", false, StatusExited},
+		{"writes on SIGTERM", Options{Grace: time.Hour}, `trap 'head -c 1048576 /dev/zero; exit 0' TERM; echo ready; while :; do sleep 0.01; done`, true, StatusTerminated},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.Reaper = testReaper
+			m := NewManager(tt.opts)
+			for i := range 100 {
+				p, err := m.Start(Spec{Argv: []string{"/bin/sh", "-c", tt.script}, MaxOutputBytes: KeepNoOutput})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tt.terminate {
+					readUntil(t, p, "ready\n")
+					p.Terminate(StatusTerminated)
+				}
+				got := p.Result()
+				want := int64(burst)
+				if tt.terminate {
+					want += int64(len("ready\n"))
+				}
+				if got.Status != tt.want || got.Stdout.Total != want {
+					t.Fatalf("run %d: Result() = %s with %d stdout bytes, want %s with %d", i, got.Status, got.Stdout.Total, tt.want, want)
+				}
+			}
+		})
+	}
+}

@@ -208,7 +208,11 @@ func (r *Reaper) ended(pgid int) {
 // from, so that one that escapes and is adopted later is reported with the
 // group it left.
 func (r *Reaper) look() {
-	procs := readProcTable()
+	r.judge(readProcTable())
+}
+
+// judge is look's work on procs, a table read before it takes the locks.
+func (r *Reaper) judge(procs map[int]procEntry) {
 	var found []Escape
 	r.spawning.Lock()
 	r.mu.Lock()
@@ -244,9 +248,18 @@ func (r *Reaper) look() {
 		if _, ok := r.escaped[pid]; ok || inGroup {
 			continue // known, or an orphan still in its group, which the group kill ends
 		}
-		r.escaped[pid] = p.pgrp
+		// The table was read before the locks were taken: a leader may have
+		// ended since, waited for and its group recorded ended, and its pid
+		// may be free. Only what is still our child outside the groups now
+		// is an escape (no leader can start meanwhile: spawning is held).
+		now, ok := readProc(pid)
+		_, grouped := r.groups[now.pgrp]
+		if !ok || now.ppid != r.self || now.state == 'Z' || grouped {
+			continue
+		}
+		r.escaped[pid] = now.pgrp
 		r.keeper.send(recordEscape, pid)
-		found = append(found, Escape{Pid: pid, Program: p.comm, Group: r.origins[pid]})
+		found = append(found, Escape{Pid: pid, Program: now.comm, Group: r.origins[pid]})
 	}
 	for pid := range r.escaped {
 		if _, ok := procs[pid]; !ok {
@@ -287,22 +300,29 @@ func readProcTable() map[int]procEntry {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile("/proc/" + name + "/stat")
-		if err != nil {
-			continue
+		if e, ok := readProc(pid); ok {
+			procs[pid] = e
 		}
-		// The command name is in parentheses and may hold spaces: parse after it.
-		open, close := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
-		if open < 0 || close < open {
-			continue
-		}
-		f := bytes.Fields(stat[close+1:]) // state ppid pgrp ...
-		if len(f) < 3 || len(f[0]) != 1 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(string(f[1]))
-		pgrp, _ := strconv.Atoi(string(f[2]))
-		procs[pid] = procEntry{state: f[0][0], ppid: ppid, pgrp: pgrp, comm: string(stat[open+1 : close])}
 	}
 	return procs
+}
+
+// readProc reads one process's entry; false when it is gone.
+func readProc(pid int) (procEntry, bool) {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procEntry{}, false
+	}
+	// The command name is in parentheses and may hold spaces: parse after it.
+	open, close := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+	if open < 0 || close < open {
+		return procEntry{}, false
+	}
+	f := bytes.Fields(stat[close+1:]) // state ppid pgrp ...
+	if len(f) < 3 || len(f[0]) != 1 {
+		return procEntry{}, false
+	}
+	ppid, _ := strconv.Atoi(string(f[1]))
+	pgrp, _ := strconv.Atoi(string(f[2]))
+	return procEntry{state: f[0][0], ppid: ppid, pgrp: pgrp, comm: string(stat[open+1 : close])}, true
 }

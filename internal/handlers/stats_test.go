@@ -9,6 +9,7 @@ import (
 	"github.com/snapexec/snapexec/api"
 	"github.com/snapexec/snapexec/internal/service"
 	"github.com/snapexec/snapexec/internal/shellsnap"
+	"github.com/snapexec/snapexec/internal/shellsnap/standby"
 )
 
 // TestStatsAndProbes: /stats as the dashboard reads it, the probes, and the
@@ -24,7 +25,7 @@ func TestStatsAndProbes(t *testing.T) {
 				sn.P50, sn.P90, sn.P99 = 20*time.Millisecond, 30*time.Millisecond, 40*time.Millisecond
 			}
 			return &fakeService{StatsFn: func() service.Stats {
-				return service.Stats{StartedAt: started, Snapshots: sn, Standby: service.StandbyStats{Max: 4, Idle: 1, Hit: 2, Miss: 3, Unfit: 1},
+				return service.Stats{StartedAt: started, Snapshots: sn, Standby: standby.Stats{Max: 4, Idle: 1, Hit: 2, Miss: 3, Unfit: 1},
 					Running: 2, Success: 7, Error: 1, Terminated: 3, Escaped: 1}
 			}}
 		}

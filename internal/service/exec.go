@@ -87,14 +87,13 @@ func ending(p *exec.Process, rec record) ExecOutput {
 // for the capture is a NotRunError. The wait counts against in.Timeout: the
 // process gets what remains of it.
 func (s *Service) prepare(ctx context.Context, in ExecInput) (exec.Spec, shellsnap.Receipt, *shellsnap.ReplayInput, error) {
-	cmd := shellsnap.Command{
-		Argv:       in.Argv,
-		Cwd:        orZero(in.Cwd),
-		Env:        s.childEnv(in.Env, in.EnvPolicy),
-		RequestEnv: in.Env,
-		Policy:     in.EnvPolicy,
-	}
-	receipt, err := s.prepareSnapshot(ctx, in, &cmd)
+	l, err := s.prepareSnapshot(ctx, in, shellsnap.Launch{
+		Argv:   in.Argv,
+		Cwd:    orZero(in.Cwd),
+		Env:    s.childEnv(in.Env, in.EnvPolicy),
+		Policy: in.EnvPolicy,
+	})
+	receipt := l.receipt
 	if err != nil {
 		return exec.Spec{}, receipt, nil, err
 	}
@@ -105,14 +104,14 @@ func (s *Service) prepare(ctx context.Context, in ExecInput) (exec.Spec, shellsn
 		}
 	}
 	return exec.Spec{
-		Argv:           cmd.Argv,
-		Dir:            cmd.Cwd,
-		Env:            envpolicy.List(cmd.Env),
+		Argv:           l.argv,
+		Dir:            orZero(in.Cwd),
+		Env:            envpolicy.List(l.env),
 		Stdin:          in.Stdin,
 		Timeout:        timeout,
 		IdleTimeout:    in.IdleTimeout,
 		MaxOutputBytes: in.MaxOutputBytes,
-	}, receipt, cmd.Replayed, nil
+	}, receipt, l.replay, nil
 }
 
 // childEnv is the environment of a child whose request gave env and policy

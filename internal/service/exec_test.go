@@ -14,6 +14,7 @@ import (
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/shellsnap"
+	"github.com/snapexec/snapexec/internal/shellsnap/standby"
 )
 
 // TestExecEnvPolicy runs `env` under several policies and checks the exact
@@ -156,7 +157,7 @@ func TestExecShellSnapshotProblems(t *testing.T) {
 // fresh replay and through a standby shell (Release hands the process over:
 // its record follows it, standby: true).
 func TestProcessShowsTheClientsArgv(t *testing.T) {
-	s := newRealService(t, exec.Options{}, Options{Standby: StandbyOptions{Max: 1}})
+	s := newRealService(t, exec.Options{}, Options{Standby: standby.Options{Max: 1}})
 	home := bashHome(t, ".bash_profile", "greet() { echo \"hello $1\"; }\n")
 	in := snapshotExec(home, "greet world", "argv", "bash", "/bin/bash")
 	run := func(i int) ExecOutput {

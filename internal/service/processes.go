@@ -117,7 +117,7 @@ func (s *Service) start(ctx context.Context, in StartInput, def time.Duration) (
 func (s *Service) spawn(ctx context.Context, spec exec.Spec, in *shellsnap.ReplayInput) (*exec.Process, bool, error) {
 	_, span := s.tracer.Start(ctx, "process.spawn")
 	defer span.End()
-	p, standby, err := s.standbys.start(ctx, spec, in)
+	p, standby, err := s.standbys.Start(ctx, spec, in)
 	span.SetAttributes(attribute.Bool("process.standby", standby))
 	if err != nil {
 		span.RecordError(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/shellsnap"
+	"github.com/snapexec/snapexec/internal/shellsnap/standby"
 )
 
 // Service runs commands and keeps what their processes need beside exec's
@@ -21,7 +22,7 @@ type Service struct {
 	snapshots *shellsnap.Cache
 	serverEnv map[string]string
 	limits    Limits
-	standbys  *standbys
+	standbys  *standby.Pool
 	pm        *processMetrics
 	tracer    trace.Tracer
 	startedAt time.Time
@@ -45,8 +46,9 @@ type Options struct {
 	ServerEnv []string
 	// Limits bounds what one request may ask for.
 	Limits Limits
-	// Standby bounds the standby shells of warm snapshot commands.
-	Standby StandbyOptions
+	// Standby bounds the standby shells of warm snapshot commands; its
+	// Meter is Meter.
+	Standby standby.Options
 	// Meter records the process metrics and Tracer the process spans; nil
 	// records nothing.
 	Meter  metric.Meter
@@ -59,7 +61,9 @@ func New(opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	sb, err := newStandbys(opts.Procs, opts.Standby, opts.Meter, opts.Snapshots.Holds)
+	sbOpts := opts.Standby
+	sbOpts.Meter = opts.Meter
+	sb, err := standby.New(opts.Procs, opts.Snapshots.Holds, sbOpts)
 	if err != nil {
 		return nil, err
 	}

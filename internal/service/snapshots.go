@@ -45,25 +45,27 @@ func (s *Service) Prewarm(ctx context.Context, in PrewarmInput) (shellsnap.Entry
 // prewarm asks the cache for in's capture.
 func (s *Service) prewarm(ctx context.Context, in PrewarmInput) (shellsnap.EntryInfo, error) {
 	req := shellsnap.Request{ScopeID: in.ScopeID, Shell: in.Shell}
-	cmd := &shellsnap.Command{
-		Argv:       []string{in.Shell.Path, "-lc", "true"},
-		Cwd:        orZero(in.Cwd),
-		Env:        s.childEnv(in.Env, in.EnvPolicy),
-		RequestEnv: in.Env,
-		Policy:     in.EnvPolicy,
+	l := shellsnap.Launch{
+		Argv:   []string{in.Shell.Path, "-lc", "true"},
+		Cwd:    orZero(in.Cwd),
+		Env:    s.childEnv(in.Env, in.EnvPolicy),
+		Policy: in.EnvPolicy,
 	}
 	if !in.Wait {
-		return s.snapshots.StartPrewarm(req, cmd)
+		return s.snapshots.StartPrewarm(req, l)
 	}
 	ctx, cancel := s.waitContext(ctx, 0)
 	defer cancel()
-	if _, err := s.snapshots.Prepare(ctx, &req, cmd, shellsnap.Prewarm); err != nil {
+	ctx, end := s.snapshotSpan(ctx, req, shellsnap.Prewarm)
+	r, err := s.snapshots.Prewarm(ctx, req, l)
+	end(r, err)
+	if err != nil {
 		if s.ShuttingDown() {
 			return shellsnap.EntryInfo{}, exec.ErrShuttingDown
 		}
 		return shellsnap.EntryInfo{}, err
 	}
-	info, ok := s.snapshots.Entry(req, cmd.Cwd, in.EnvPolicy)
+	info, ok := s.snapshots.Entry(req, l.Cwd, in.EnvPolicy)
 	if !ok {
 		// Forgotten or evicted while it captured.
 		return shellsnap.EntryInfo{}, ErrNotFound
@@ -86,5 +88,5 @@ func (s *Service) ScopeSnapshots(scopeID string) ([]shellsnap.EntryInfo, error) 
 // ForgetSnapshots drops the scope's entries and ends its standby shells.
 func (s *Service) ForgetSnapshots(scopeID string) {
 	s.snapshots.Forget(scopeID)
-	s.standbys.prune()
+	s.standbys.Prune()
 }
