@@ -15,7 +15,7 @@ import (
 	"github.com/snapexec/snapexec/internal/shellsnap/standby"
 )
 
-// Process results, the reference's bounded label (SHELL-SNAPSHOTS.md 8.3).
+// Process results, the reference's bounded label (docs/design/snapshots.md#telemetry).
 const (
 	resultSuccess    = "success"
 	resultError      = "error"
