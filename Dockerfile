@@ -10,7 +10,7 @@
 #
 # Every base image is pinned to a version tag and that tag's digest (its
 # multi-platform index), so a rebuild gets the same base until both are
-# changed together; cmd/server/deploy_test.go fails on an unpinned FROM.
+# changed together; deploy/compose_test.go fails on an unpinned FROM.
 
 FROM golang:1.26.8-bookworm@sha256:f4191582e1522dfc5980a6bdc0309a756f9697f3e7d0f199c7e26fc82ab324fd AS build
 WORKDIR /src

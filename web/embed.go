@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
-	"encoding/json"
 	"io/fs"
 	"net/http"
 	"path"
@@ -46,7 +45,8 @@ type asset struct {
 }
 
 type handler struct {
-	assets map[string]asset // by URL path: "/" and "/ui/<name>"
+	assets                     map[string]asset // by URL path: "/" and "/ui/<name>"
+	notFound, methodNotAllowed http.Handler
 }
 
 // loadAssets reads every embedded file once, with its type and ETag (a hash
@@ -83,11 +83,14 @@ var loadAssets = sync.OnceValue(func() map[string]asset {
 // Handler serves static/index.html at / and every other file of static/ at
 // /ui/<path> (index.html too). Responses carry an explicit Content-Type,
 // nosniff, the CSP, Cache-Control: no-cache and a strong ETag computed once;
-// a matching If-None-Match answers 304. Any other path is a 404 problem;
-// methods other than GET and HEAD are 405. Mount it at GET / and GET /ui/*;
-// it reads the full r.URL.Path, so mount it without stripping a prefix.
-func Handler() http.Handler {
-	return &handler{assets: loadAssets()}
+// a matching If-None-Match answers 304. Any other path is notFound's to
+// answer, and any method other than GET and HEAD methodNotAllowed's (with
+// Allow: GET, HEAD set): the server passes its own, so that the dashboard
+// refuses in the API's problem+json, and this package writes none. Mount it
+// at GET / and GET /ui/*; it reads the full r.URL.Path, so mount it without
+// stripping a prefix.
+func Handler(notFound, methodNotAllowed http.Handler) http.Handler {
+	return &handler{assets: loadAssets(), notFound: notFound, methodNotAllowed: methodNotAllowed}
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -95,12 +98,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	a, ok := h.assets[r.URL.Path]
 	if !ok {
-		problem(w, http.StatusNotFound, "not_found", "no such dashboard file")
+		h.notFound.ServeHTTP(w, r)
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		hdr.Set("Allow", "GET, HEAD")
-		problem(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed here")
+		h.methodNotAllowed.ServeHTTP(w, r)
 		return
 	}
 	hdr.Set("Content-Security-Policy", CSP)
@@ -118,24 +121,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(a.body)
 	}
-}
-
-// problem writes an RFC 9457 problem in the server's shape; the request id is
-// the one the server's middleware already put on the response, if any.
-func problem(w http.ResponseWriter, status int, code, detail string) {
-	hdr := w.Header()
-	hdr.Set("Content-Type", "application/problem+json")
-	hdr.Set("Cache-Control", "no-store")
-	body, _ := json.Marshal(map[string]any{
-		"type":      "about:blank",
-		"title":     http.StatusText(status),
-		"status":    status,
-		"detail":    detail,
-		"code":      code,
-		"requestId": hdr.Get("X-Request-Id"),
-	})
-	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
 }
 
 // etagMatches implements If-None-Match's weak comparison over a list of tags

@@ -5,13 +5,18 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/handlers"
+	"github.com/snapexec/snapexec/internal/service"
+	"github.com/snapexec/snapexec/internal/shellsnap"
+	"github.com/snapexec/snapexec/internal/shellsnap/standby"
 )
 
 // config is everything the server can be told at start.
@@ -47,6 +52,64 @@ type limitsConfig struct {
 	retained      int
 	retainedBytes int64
 	captures      int
+}
+
+// maxHeaderBytes bounds a request's headers (net/http's default is 1 MiB): a
+// connection that has not yet sent its token may hold that much, at most
+// --max-connections of them.
+const maxHeaderBytes = 32 << 10
+
+// options is the configuration as each package takes it. What exists only
+// once the server runs (the reaper, telemetry, the capturer, the process
+// manager, the server's environment) run adds.
+type options struct {
+	exec      exec.Options
+	snapshots shellsnap.Options
+	service   service.Options
+	router    handlers.RouterOptions
+	http      *http.Server
+	maxConns  int
+}
+
+// options maps c onto every package's options: the one place that does.
+func (c config) options() options {
+	return options{
+		exec: exec.Options{
+			Grace:                  c.grace,
+			MaxOutputBytes:         c.maxOutputBytes,
+			Retention:              c.retention,
+			MaxRunning:             c.limits.running,
+			MaxRetained:            c.limits.retained,
+			MaxRetainedOutputBytes: c.limits.retainedBytes,
+		},
+		snapshots: shellsnap.Options{Timeout: c.captureTimeout, MaxConcurrentCaptures: c.limits.captures},
+		service: service.Options{
+			Limits: service.Limits{
+				DefaultTimeout: c.defaultTimeout,
+				MaxTimeout:     c.maxTimeout,
+				MaxArgs:        c.limits.args,
+				MaxArgBytes:    c.limits.argBytes,
+				MaxEnv:         c.limits.env,
+				MaxEnvBytes:    c.limits.envBytes,
+				MaxStdinBytes:  c.limits.stdinBytes,
+				MaxOutputBytes: c.maxOutputBytes,
+			},
+			Standby: standby.Options{Max: c.standbyShells, Idle: c.standbyIdle},
+		},
+		router: handlers.RouterOptions{
+			Security:    handlers.Security{Token: c.token, AllowedHosts: c.allowedHosts, MaxBodyBytes: c.limits.bodyBytes},
+			BodyTimeout: c.bodyTimeout,
+		},
+		// No ReadTimeout or WriteTimeout: they would cut event streams, long
+		// polls and long commands. A body's deadline is per request
+		// (BodyTimeout); headers have theirs, and idle connections are closed.
+		http: &http.Server{
+			ReadHeaderTimeout: 10 * time.Second,
+			MaxHeaderBytes:    maxHeaderBytes,
+			IdleTimeout:       c.idleTimeout,
+		},
+		maxConns: c.maxConns,
+	}
 }
 
 // parseConfig reads flags, each falling back to an environment variable and

@@ -47,6 +47,15 @@ func (s *testServer) scopeEntry(t *testing.T, scope string) map[string]any {
 	return got.Entries[0]
 }
 
+func snapshotBody(home, script, scope, shellName, shellPath string) map[string]any {
+	return map[string]any{
+		"argv":          []string{shellPath, "-lc", script},
+		"cwd":           home,
+		"env":           map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"},
+		"shellSnapshot": map[string]any{"scopeId": scope, "shell": map[string]string{"name": shellName, "path": shellPath}},
+	}
+}
+
 func prewarmBody(home string) map[string]any {
 	return map[string]any{
 		"shell": map[string]string{"name": "bash", "path": "/bin/bash"},
@@ -181,52 +190,6 @@ func TestRegistryNeverShowsValues(t *testing.T) {
 	}
 	if strings.Contains(s.logs.String(), "s3cret") || strings.Contains(s.logs.String(), "visible-value") {
 		t.Errorf("a value reached the log")
-	}
-}
-
-func TestScopeIDsRoundTrip(t *testing.T) {
-	s := startServer(t, nil)
-	home := t.TempDir()
-	for _, scope := range []string{"a/b", "sp ace", "per%cent", "q?uery#frag", "ünï", "\x01\x7f", strings.Repeat("z", 256)} {
-		code, got, _ := s.post(t, "/snapshots/"+url.PathEscape(scope)+"/prewarm", prewarmBody(home))
-		if code != 200 || got["scopeId"] != scope {
-			t.Errorf("prewarm of scope %q = %d scopeId %q", scope, code, got["scopeId"])
-			continue
-		}
-		if e := s.scopeEntry(t, scope); e["scopeId"] != scope {
-			t.Errorf("GET of scope %q = %q", scope, e["scopeId"])
-		}
-	}
-	code, got, _ := s.post(t, "/snapshots/"+strings.Repeat("z", 257)+"/prewarm", prewarmBody(home))
-	if code != 422 || got["code"] != "invalid_scope" {
-		t.Errorf("257-byte scope = %d %v, want 422 invalid_scope", code, got["code"])
-	}
-	if code, _ := s.get(t, "/snapshots/none-such"); code != 404 {
-		t.Errorf("GET of an unknown scope = %d, want 404", code)
-	}
-}
-
-func TestPrewarmWithoutWait(t *testing.T) {
-	s := startServer(t, nil)
-	home := t.TempDir()
-	writeTestFile(t, filepath.Join(home, ".bashrc"), "sleep 0.3\n")
-	resp, err := http.Post(s.url+"/snapshots/nowait/prewarm?wait=false", "application/json", strings.NewReader(mustJSON(t, prewarmBody(home))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var e map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&e)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted || e["state"] != "pending" {
-		t.Errorf("prewarm?wait=false = %d %v, want 202 pending", resp.StatusCode, e["state"])
-	}
-	_, got, _ := s.post(t, "/exec", snapshotBody(home, "true", "nowait", "bash", "/bin/bash"))
-	if r := got["snapshot"].(map[string]any); r["state"] != "prewarm_pending" || r["outcome"] != "used" {
-		t.Errorf("command during a prewarm = %v, want prewarm_pending used", r)
-	}
-	_, got, _ = s.post(t, "/exec", snapshotBody(home, "true", "nowait", "bash", "/bin/bash"))
-	if r := got["snapshot"].(map[string]any); r["state"] != "prewarm_ready" {
-		t.Errorf("command after a prewarm = %v, want prewarm_ready", r)
 	}
 }
 

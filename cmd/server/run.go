@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/signal"
 	"syscall"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/snapexec/snapexec/api"
+	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/handlers"
 	"github.com/snapexec/snapexec/internal/service"
@@ -25,14 +25,13 @@ import (
 // version is the server's version, reported by /stats and the dashboard.
 const version = "0.1.0"
 
-// maxHeaderBytes bounds a request's headers (net/http's default is 1 MiB): a
-// connection that has not yet sent its token may hold that much, at most
-// --max-connections of them.
-const maxHeaderBytes = 32 << 10
-
-// run is the whole server: it parses its configuration, serves until ctx ends
-// or SIGINT/SIGTERM arrives, then drains and returns.
-func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+// run is the whole server: it parses its configuration from args and
+// environ (the server's whole environment, NAME=VALUE, which an envPolicy
+// also inherits from), serves until ctx ends or SIGINT/SIGTERM arrives,
+// then drains and returns.
+func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	env := envpolicy.FromList(environ)
+	getenv := func(name string) string { return env[name] }
 	if getenv(exec.KeeperEnv) != "" {
 		// This binary, re-run by a server as its keeper (exec.StartKeeper).
 		return exec.RunKeeper(stdin)
@@ -43,22 +42,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-
-	// getenv cannot list variables, and an envPolicy inherits from all of them:
-	// the server's environment is read whole, once, here.
-	serverEnv := os.Environ()
 	logger, err := newLogger(cfg, stderr)
 	if err != nil {
 		return err
 	}
 	// The keeper kills what the server started if the server dies without
 	// ending it (SIGKILL, a crash); closed last, once everything has ended.
-	keeper, err := exec.StartKeeper(func(err error) {
-		logger.Error().Err(err).Msg("the keeper is gone: processes may outlive a crash of the server")
-	})
-	if err != nil {
-		logger.Warn().Err(err).Msg("cannot start the keeper: processes may outlive a crash of the server")
-	}
+	keeper := startKeeper(logger)
 	defer func() {
 		if err := keeper.Close(); err != nil {
 			logger.Warn().Err(err).Msg("the keeper did not stop")
@@ -66,17 +56,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}()
 	reapCtx, stopReaping := context.WithCancel(context.Background())
 	defer stopReaping()
-	reaper, err := exec.NewReaper(reapCtx, exec.ReaperOptions{Keeper: keeper, OnEscape: func(e exec.Escape) {
-		ev := logger.Warn().Int("pid", e.Pid).Str("program", e.Program)
-		if e.Group != 0 {
-			ev = ev.Int("processGroup", e.Group)
-		}
-		ev.Msg("a process left its process group; it is ended at shutdown at the latest")
-	}})
-	if err != nil {
-		logger.Warn().Err(err).Msg("cannot become a child subreaper; orphaned grandchildren are left to PID 1")
-	}
-
+	reaper := newReaper(reapCtx, keeper, logger)
 	tel, err := setupTelemetry(ctx, getenv)
 	if err != nil {
 		return err
@@ -90,77 +70,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		}
 	}()
 
-	procs := exec.NewManager(exec.Options{
-		Reaper:                 reaper,
-		Grace:                  cfg.grace,
-		MaxOutputBytes:         cfg.maxOutputBytes,
-		Retention:              cfg.retention,
-		MaxRunning:             cfg.limits.running,
-		MaxRetained:            cfg.limits.retained,
-		MaxRetainedOutputBytes: cfg.limits.retainedBytes,
-	})
-	snapshots, err := shellsnap.New(shellsnap.Options{Capture: shellsnap.NewCapturer(procs), Meter: tel.meter(), Tracer: tel.tracer(), Timeout: cfg.captureTimeout, MaxConcurrentCaptures: cfg.limits.captures})
+	opts := cfg.options()
+	opts.exec.Reaper = reaper
+	opts.service.ServerEnv = environ
+	svc, httpServer, err := wire(opts, tel, logger)
 	if err != nil {
 		return err
 	}
-	svc, err := service.New(service.Options{
-		Procs: procs, Snapshots: snapshots, ServerEnv: serverEnv,
-		Standby: service.StandbyOptions{Max: cfg.standbyShells, Idle: cfg.standbyIdle},
-		Meter:   tel.meter(), Tracer: tel.tracer(),
-	})
-	if err != nil {
-		return err
-	}
-	srv := handlers.New(handlers.Deps{Exec: svc, Processes: svc, Snapshots: svc, Stats: svc, Gate: svc}, handlers.Limits{
-		DefaultTimeout: cfg.defaultTimeout,
-		MaxTimeout:     cfg.maxTimeout,
-		MaxArgs:        cfg.limits.args,
-		MaxArgBytes:    cfg.limits.argBytes,
-		MaxEnv:         cfg.limits.env,
-		MaxEnvBytes:    cfg.limits.envBytes,
-		MaxStdinBytes:  cfg.limits.stdinBytes,
-		MaxOutputBytes: cfg.maxOutputBytes,
-	}, api.Spec, version)
-	router, err := handlers.NewRouter(srv, logger, handlers.RouterOptions{
-		MeterProvider:  tel.meterProvider,
-		TracerProvider: tel.tracerProvider,
-		Propagator:     tel.propagator,
-		Metrics:        tel.metrics,
-		Dashboard:      web.Handler(),
-		Security: handlers.Security{
-			Token:        cfg.token,
-			AllowedHosts: cfg.allowedHosts,
-			MaxBodyBytes: cfg.limits.bodyBytes,
-		},
-		BodyTimeout: cfg.bodyTimeout,
-	})
-	if err != nil {
-		return err
-	}
-	conns, err := handlers.NewConnLimit(cfg.maxConns, tel.meter())
-	if err != nil {
-		return err
-	}
-
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return err
 	}
-	// No ReadTimeout or WriteTimeout: they would cut event streams, long
-	// polls and long commands. A body's deadline is per request (BodyTimeout);
-	// headers have theirs, and idle connections are closed.
-	httpServer := &http.Server{
-		Handler:           router,
-		ReadHeaderTimeout: 10 * time.Second,
-		MaxHeaderBytes:    maxHeaderBytes,
-		IdleTimeout:       cfg.idleTimeout,
-		ConnContext:       conns.ConnContext,
-		ConnState:         conns.ConnState,
-		BaseContext:       func(net.Listener) context.Context { return logger.WithContext(context.Background()) },
-	}
 	fmt.Fprintf(stdout, "snapexec listening on http://%s\n", ln.Addr())
 	logger.Info().Str("addr", ln.Addr().String()).Bool("tokenRequired", cfg.token != "").Msg("listening")
-
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpServer.Serve(ln) }()
 	select {
@@ -168,13 +90,50 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return err
 	case <-ctx.Done():
 	}
+	return drain(svc, reaper, httpServer, 2*cfg.grace+time.Second, logger)
+}
 
-	// Shutdown: readiness turns 503 and new commands are refused; requests
-	// waiting on a capture and running process groups end (their requests
-	// answer status shutdown); then in-flight requests drain and the
-	// listener closes.
+// wire builds the server from opts: the process manager, the snapshot
+// cache, the service, and the HTTP surface over them.
+func wire(opts options, tel *telemetry, logger zerolog.Logger) (*service.Service, *http.Server, error) {
+	procs := exec.NewManager(opts.exec)
+	opts.snapshots.Capture = shellsnap.NewCapturer(procs)
+	opts.snapshots.Meter, opts.snapshots.Tracer = tel.meter(), tel.tracer()
+	snapshots, err := shellsnap.New(opts.snapshots)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.service.Procs, opts.service.Snapshots = procs, snapshots
+	opts.service.Meter, opts.service.Tracer = tel.meter(), tel.tracer()
+	svc, err := service.New(opts.service)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.router.MeterProvider, opts.router.TracerProvider, opts.router.Propagator = tel.meterProvider, tel.tracerProvider, tel.propagator
+	opts.router.Metrics, opts.router.Dashboard = tel.metrics, web.Handler
+	srv := handlers.New(handlers.Deps{Exec: svc, Processes: svc, Snapshots: svc, Stats: svc, Gate: svc}, api.Spec, version)
+	router, err := handlers.NewRouter(srv, logger, opts.router)
+	if err != nil {
+		return nil, nil, err
+	}
+	conns, err := handlers.NewConnLimit(opts.maxConns, tel.meter())
+	if err != nil {
+		return nil, nil, err
+	}
+	httpServer := opts.http
+	httpServer.Handler = router
+	httpServer.ConnContext, httpServer.ConnState = conns.ConnContext, conns.ConnState
+	httpServer.BaseContext = func(net.Listener) context.Context { return logger.WithContext(context.Background()) }
+	return svc, httpServer, nil
+}
+
+// drain shuts the server down: readiness turns 503 and new commands are
+// refused; requests waiting on a capture and running process groups end
+// (their requests answer status shutdown), within grace; then in-flight
+// requests drain and the listener closes.
+func drain(svc *service.Service, reaper *exec.Reaper, httpServer *http.Server, grace time.Duration, logger zerolog.Logger) error {
 	logger.Info().Msg("shutting down")
-	procCtx, cancel := context.WithTimeout(context.Background(), 2*cfg.grace+time.Second)
+	procCtx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := svc.Shutdown(procCtx); err != nil {
 		logger.Error().Err(err).Msg("processes outlived the shutdown grace")
@@ -195,6 +154,34 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	logger.Info().Msg("stopped")
 	return nil
+}
+
+// startKeeper starts the keeper, or logs why there is none (a nil Keeper
+// does nothing).
+func startKeeper(logger zerolog.Logger) *exec.Keeper {
+	keeper, err := exec.StartKeeper(func(err error) {
+		logger.Error().Err(err).Msg("the keeper is gone: processes may outlive a crash of the server")
+	})
+	if err != nil {
+		logger.Warn().Err(err).Msg("cannot start the keeper: processes may outlive a crash of the server")
+	}
+	return keeper
+}
+
+// newReaper makes the server the child subreaper, or logs why it is not (a
+// nil Reaper does nothing).
+func newReaper(ctx context.Context, keeper *exec.Keeper, logger zerolog.Logger) *exec.Reaper {
+	reaper, err := exec.NewReaper(ctx, exec.ReaperOptions{Keeper: keeper, OnEscape: func(e exec.Escape) {
+		ev := logger.Warn().Int("pid", e.Pid).Str("program", e.Program)
+		if e.Group != 0 {
+			ev = ev.Int("processGroup", e.Group)
+		}
+		ev.Msg("a process left its process group; it is ended at shutdown at the latest")
+	}})
+	if err != nil {
+		logger.Warn().Err(err).Msg("cannot become a child subreaper; orphaned grandchildren are left to PID 1")
+	}
+	return reaper
 }
 
 func newLogger(cfg config, stderr io.Writer) (zerolog.Logger, error) {

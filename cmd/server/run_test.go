@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,8 +56,10 @@ var listenLine = regexp.MustCompile(`listening on (http://\S+)`)
 // (startServerProcess).
 var inProcessServers atomic.Int32
 
-// startServer calls run with args (after the program name) and env, and waits
-// until /healthz answers. Only one may run at a time (inProcessServers).
+// startServer calls run with args (after the program name) and, as the
+// server's environment, the test's own less its SNAPEXEC_* variables with env
+// laid over it, and waits until /healthz answers. Only one may run at a time
+// (inProcessServers).
 func startServer(t *testing.T, env map[string]string, args ...string) *testServer {
 	t.Helper()
 	if inProcessServers.Add(1) > 1 {
@@ -66,10 +69,13 @@ func startServer(t *testing.T, env map[string]string, args ...string) *testServe
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout, logs := &syncBuffer{}, &syncBuffer{}
 	s := &testServer{cancel: cancel, done: make(chan error, 1), logs: logs}
-	getenv := func(k string) string { return env[k] }
+	environ := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "SNAPEXEC_") })
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
 	argv := append([]string{"snapexec", "--addr", "127.0.0.1:0", "--grace", "300ms"}, args...)
 	go func() {
-		err := run(ctx, argv, getenv, strings.NewReader(""), stdout, logs)
+		err := run(ctx, argv, environ, strings.NewReader(""), stdout, logs)
 		inProcessServers.Add(-1) // its reaper's context has ended
 		s.done <- err
 	}()

@@ -95,8 +95,7 @@ func TestTokenAuth(t *testing.T) {
 }
 
 func TestTokenFromEnvironmentNeverReachesChild(t *testing.T) {
-	t.Setenv("SNAPEXEC_TOKEN", testToken) // the server's own environment
-	s := startServer(t, map[string]string{"SNAPEXEC_TOKEN": testToken})
+	s := startServer(t, map[string]string{"SNAPEXEC_TOKEN": testToken}) // the server's own environment
 	code, body, _ := s.do(t, "POST", "/exec", `{"argv":["/usr/bin/env"],"envPolicy":{"ignoreDefaultExcludes":true}}`,
 		map[string]string{"Authorization": "Bearer " + testToken})
 	if code != 200 || strings.Contains(body, testToken) {

@@ -2,7 +2,8 @@ package envpolicy
 
 import "maps"
 
-// Apply returns a new map holding vars filtered by p, in the reference's order:
+// Apply returns a new map holding vars filtered by p, in the reference's order
+// (docs/design/envpolicy.md#the-steps):
 //
 //  1. inherit: all of vars, only the core names (see InheritCore), or none;
 //  2. unless IgnoreDefaultExcludes, drop the names matching *KEY*, *SECRET* or

@@ -6,7 +6,8 @@ import "unicode/utf8"
 // any run of characters, including an empty one, and '?' matches exactly one
 // character (a rune, not a byte). There are no escapes and no character classes.
 // Letters are compared ASCII case-insensitively, as the reference's
-// to_ascii_lowercase does, so 'é' does not match 'É'.
+// to_ascii_lowercase does, so 'é' does not match 'É'
+// (docs/design/envpolicy.md#patterns).
 //
 // The greedy two-pointer algorithm backtracks only to the last '*', so the cost is
 // at most len(pattern)*len(name), never exponential.

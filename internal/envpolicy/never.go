@@ -3,7 +3,8 @@ package envpolicy
 import "maps"
 
 // IsNeverInherited reports whether name is one that no child may ever see,
-// compared ASCII case-insensitively: the reference's non-inheritable names
+// compared ASCII case-insensitively (docs/design/envpolicy.md#never-inherited):
+// the reference's non-inheritable names
 // CODEX_EXEC_SERVER_NOISE_AUTH_TOKEN, NODE_REPL_AUTH_TOKEN,
 // OPENAI_FEDERATION_RULE_ID, OPENAI_IDENTITY_TOKEN_FILE and
 // OPENAI_WORKLOAD_IDENTITY_CONTEXT, the exec-server's internal

@@ -11,7 +11,7 @@ var ErrNotHeld = errors.New("held process is gone")
 
 // Held is a process spawned ahead of need: an unlisted process (Spawn) whose
 // limits wait, and which waits on its fd 3 for the go-ahead that Release
-// sends. A standby shell (shellsnap) is one.
+// sends. A standby shell (package shellsnap/standby) is one.
 type Held struct {
 	m       *Manager
 	p       *Process
@@ -22,7 +22,7 @@ type Held struct {
 
 // Hold spawns spec's program now, unlisted like Spawn, with the read end of a
 // pipe as its fd 3. It does not count as running until Release, and no limit
-// of its own applies: spec's ID, Tag, Timeout and IdleTimeout are ignored
+// of its own applies: spec's ID, Timeout and IdleTimeout are ignored
 // (Release gives them). Shutdown ends held processes too.
 func (m *Manager) Hold(spec Spec) (*Held, error) {
 	spec.Timeout, spec.IdleTimeout = 0, 0
@@ -37,7 +37,7 @@ func (m *Manager) Hold(spec Spec) (*Held, error) {
 func (h *Held) Done() <-chan struct{} { return h.p.done }
 
 // Release makes the held process an ordinary one: it enters the table as
-// spec.ID (or a generated id) with spec's Tag, Argv (what Info reports),
+// spec.ID (or a generated id) with spec's Argv (what Info reports),
 // Timeout and IdleTimeout, its run time starts now, and message is written to
 // its fd 3, which is then closed. The rest of spec is the held one's. It
 // returns ErrNotHeld when the process has ended or was released or
@@ -67,7 +67,7 @@ func (h *Held) Release(spec Spec, message []byte) (*Process, error) {
 		return nil, err
 	}
 	delete(m.unlisted, p)
-	p.id, p.tag = id, spec.Tag
+	p.id = id
 	if spec.Argv != nil {
 		p.argv = append([]string(nil), spec.Argv...)
 	}

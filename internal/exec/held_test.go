@@ -27,7 +27,7 @@ func TestHeldReleaseRunsTheMessageAsAnOrdinaryProcess(t *testing.T) {
 		t.Fatalf("with one held process: List() has %d, Running() = %d, want 0 and 0", n, m.Running())
 	}
 	released := time.Now()
-	p, err := h.Release(Spec{ID: "p1", Tag: "tag", Argv: []string{"shown"}, Timeout: time.Minute}, []byte("echo released; if { true <&3; } 2>/dev/null; then echo fd3 open; else echo fd3 closed; fi"))
+	p, err := h.Release(Spec{ID: "p1", Argv: []string{"shown"}, Timeout: time.Minute}, []byte("echo released; if { true <&3; } 2>/dev/null; then echo fd3 open; else echo fd3 closed; fi"))
 	if err != nil {
 		t.Fatalf("Release() error %v", err)
 	}
@@ -37,8 +37,8 @@ func TestHeldReleaseRunsTheMessageAsAnOrdinaryProcess(t *testing.T) {
 		t.Fatalf("released process: status %q, stdout %q; want exited, %q", r.Status, r.Stdout.Data, want)
 	}
 	got, ok := m.Get("p1")
-	if !ok || got != p || p.Tag() != "tag" || p.Info().Argv[0] != "shown" {
-		t.Fatalf("after Release: Get(p1) = %v, %v; Tag %v; want the process, tag and argv it was released with", got, ok, p.Tag())
+	if !ok || got != p || p.Info().Argv[0] != "shown" {
+		t.Fatalf("after Release: Get(p1) = %v, %v; argv %q; want the process and the argv it was released with", got, ok, p.Info().Argv)
 	}
 	if in := p.Info(); in.StartedAt.Before(released) || r.Duration != in.EndedAt.Sub(in.StartedAt) {
 		t.Errorf("released process started at %v, %v after Release was called, duration %v; want its run time counted from Release, not from Hold", in.StartedAt, in.StartedAt.Sub(released), r.Duration)

@@ -43,7 +43,7 @@ type Options struct {
 	MaxOutputBytes int
 	// OutputRingBytes bounds the output data a process's ring retains for Read,
 	// both streams together; the oldest chunks are evicted first. Default 1 MiB,
-	// as the reference keeps.
+	// as the reference keeps (docs/design/processes.md#output).
 	OutputRingBytes int
 	// OutputRingChunks bounds the number of chunks a ring retains. Default 50,000.
 	OutputRingChunks int
@@ -77,6 +77,7 @@ type Manager struct {
 	sweep     *time.Timer // fires when the oldest retained process expires
 	sweepAt   time.Time
 	stopping  bool
+	forget    func(*Process) // OnForget's
 }
 
 // NewManager returns a Manager with opts; zero fields get defaults.
@@ -283,6 +284,9 @@ func (m *Manager) trimLocked(now time.Time) {
 			break
 		}
 		delete(m.procs, p.id)
+		if m.forget != nil {
+			m.forget(p)
+		}
 		m.retained -= p.footprint
 		m.finished[m.head] = nil
 		m.head++
@@ -317,6 +321,19 @@ func (m *Manager) sweepExpired() {
 	defer m.mu.Unlock()
 	m.sweepAt = time.Time{} // fired: whatever is due next needs the timer again
 	m.trimLocked(time.Now())
+}
+
+// OnForget makes the manager call f with every process it forgets from its
+// table (its retention ran out, or the retained bounds dropped it): for a
+// caller that keeps a record of each process beside the table, so that the
+// record lives exactly as long as the process is listed. f runs with the
+// manager's lock held, so it must be quick and must not call the manager.
+// Unlisted processes are never in the table, so never forgotten. Set it
+// before the first Start; a later call replaces f.
+func (m *Manager) OnForget(f func(*Process)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.forget = f
 }
 
 // Get returns the running or retained process with the given id.

@@ -29,7 +29,6 @@ type Process struct {
 	pid       int
 	argv      []string
 	dir       string
-	tag       any
 	pipeStdin bool
 	grace     time.Duration
 	drain     time.Duration
@@ -75,9 +74,6 @@ func (p *Process) ID() string { return p.id }
 
 // Pid returns the process id of the child, which is also its process group id.
 func (p *Process) Pid() int { return p.pid }
-
-// Tag returns the spec's Tag.
-func (p *Process) Tag() any { return p.tag }
 
 // Done is closed when the process and its group have ended and its output is complete.
 func (p *Process) Done() <-chan struct{} { return p.done }
@@ -214,10 +210,8 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if spec.Dir != "" {
-		if fi, err := os.Stat(spec.Dir); err != nil || !fi.IsDir() {
-			return nil, nil, fmt.Errorf("%w: %s", ErrCwdNotFound, spec.Dir)
-		}
+	if err := CheckDir(spec.Dir); err != nil {
+		return nil, nil, err
 	}
 	maxOutput := cfg.maxOutput
 	switch {
@@ -283,7 +277,6 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 		pid:       cmd.Process.Pid,
 		argv:      append([]string(nil), spec.Argv...),
 		dir:       spec.Dir,
-		tag:       spec.Tag,
 		pipeStdin: spec.PipeStdin,
 		started:   time.Now(),
 		grace:     cfg.grace,
@@ -321,6 +314,20 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 	}
 	go p.supervise(cmd, outR, errR)
 	return p, releaseW, nil
+}
+
+// CheckDir returns ErrCwdNotFound unless dir is empty (the server's working
+// directory) or an existing directory. It is the one check of a working
+// directory: every spawn makes it, and a caller that must refuse a directory
+// before it spawns anything (a prewarm) makes the same.
+func CheckDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%w: %s", ErrCwdNotFound, dir)
+	}
+	return nil
 }
 
 // arm sets the limits of spec and counts the process as started now. It is

@@ -85,6 +85,7 @@ func TestStartErrors(t *testing.T) {
 		{"missing program", Spec{Argv: []string{"no-such-program-here"}}, ErrSpawn},
 		{"missing path", Spec{Argv: []string{"/no/such/program"}}, ErrSpawn},
 		{"not executable", Spec{Argv: []string{"/etc/passwd"}}, ErrSpawn},
+		{"program is a directory", Spec{Argv: []string{"/tmp"}}, ErrSpawn},
 		{"missing cwd", Spec{Argv: []string{"true"}, Dir: "/no/such/dir"}, ErrCwdNotFound},
 		{"cwd is a file", Spec{Argv: []string{"true"}, Dir: "/etc/passwd"}, ErrCwdNotFound},
 	}

@@ -117,9 +117,9 @@ type ringRead struct {
 }
 
 // read returns the retained chunks with seq > after, within maxBytes when it
-// is positive (SHELL-SNAPSHOTS.md 9, process/read): at least one chunk, and it
-// stops before a chunk that would exceed the budget or once the budget is
-// reached. changed is closed on the next append or close.
+// is positive (docs/design/processes.md#reading-output): at least one chunk,
+// and it stops before a chunk that would exceed the budget or once the
+// budget is reached. changed is closed on the next append or close.
 func (r *ring) read(after int64, maxBytes int) ringRead {
 	after = max(after, 0)
 	r.mu.Lock()

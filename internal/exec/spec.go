@@ -38,7 +38,4 @@ type Spec struct {
 	// middle is dropped and the head and tail are kept. Zero means the manager's
 	// default; KeepNoOutput keeps none (the totals are still counted).
 	MaxOutputBytes int
-	// Tag is opaque to the package and returned by Process.Tag: the caller's own
-	// record of the process (the service keeps the snapshot receipt there).
-	Tag any
 }

@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// maxWriteIDs is how many write ids a process remembers, as the reference does.
+// maxWriteIDs is how many write ids a process remembers, as the reference
+// does (docs/design/processes.md#stdin).
 const maxWriteIDs = 4096
 
 // stdinPipe is the write end of a PipeStdin process's stdin.

@@ -565,7 +565,6 @@ func TestInfo(t *testing.T) {
 	spec := helperSpec(t, "sleep")
 	spec.PipeStdin = true
 	spec.Dir = "/tmp"
-	spec.Tag = "receipt"
 	p := startProcess(t, m, spec)
 	in := p.Info()
 	if in.ID != p.ID() || in.Pid != p.Pid() || !slices.Equal(in.Argv, spec.Argv) || in.Dir != "/tmp" {
@@ -576,9 +575,6 @@ func TestInfo(t *testing.T) {
 	}
 	if !in.PipeStdin || !in.StdinOpen || in.NextSeq != 1 {
 		t.Errorf("Info() = PipeStdin %v StdinOpen %v NextSeq %d, want true true 1", in.PipeStdin, in.StdinOpen, in.NextSeq)
-	}
-	if p.Tag() != "receipt" {
-		t.Errorf("Tag() = %v, want receipt", p.Tag())
 	}
 	in.Argv[0] = "changed"
 	if p.Info().Argv[0] == "changed" {

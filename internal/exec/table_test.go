@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -266,5 +267,46 @@ func TestSpawnIsUnlisted(t *testing.T) {
 	}
 	if _, err := m.Spawn(Spec{Argv: []string{"true"}}); !errors.Is(err, ErrShuttingDown) {
 		t.Errorf("Spawn() after Shutdown error %v, want ErrShuttingDown", err)
+	}
+}
+
+// TestOnForgetFollowsTheTable: the hook hears of every process the table
+// forgets, once, whether the bounds or the retention dropped it, and never of
+// a running or an unlisted one.
+func TestOnForgetFollowsTheTable(t *testing.T) {
+	m := NewManager(Options{Reaper: testReaper, Grace: 300 * time.Millisecond, Drain: 50 * time.Millisecond, MaxRetained: 2, Retention: 200 * time.Millisecond})
+	var mu sync.Mutex
+	forgotten := map[string]int{}
+	m.OnForget(func(p *Process) {
+		mu.Lock()
+		defer mu.Unlock()
+		forgotten[p.ID()]++
+	})
+	seen := func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(forgotten)
+	}
+	running := startProcess(t, m, Spec{ID: "running", Argv: []string{"sleep", "60"}})
+	defer running.Terminate(StatusTerminated)
+	unlisted, err := m.Spawn(Spec{Argv: []string{"true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-unlisted.Done()
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := m.Run(context.Background(), Spec{ID: id, Argv: []string{"true"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := seen(); len(got) != 1 || got["a"] != 1 {
+		t.Errorf("forgotten after a third process ended with MaxRetained 2 = %v, want a once", got)
+	}
+	waitFor(t, "the retention to run out", func() bool { return len(seen()) == 3 })
+	if got, want := seen(), map[string]int{"a": 1, "b": 1, "c": 1}; !maps.Equal(got, want) {
+		t.Errorf("forgotten after the retention = %v, want %v: the running and the unlisted process never", got, want)
+	}
+	if got := ids(m.List()); !slices.Equal(got, []string{"running"}) {
+		t.Errorf("List() = %q, want only the running process", got)
 	}
 }

@@ -141,7 +141,7 @@ func TestConnLimitShedsLongestIdleClient(t *testing.T) {
 func TestConnLimitKeepsBusyConnections(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{}, 2)
-	busy := &fakeExecutor{ExecFn: func(ctx context.Context, in service.ExecInput) (service.ExecOutput, error) {
+	busy := &fakeService{ExecFn: func(ctx context.Context, in service.ExecInput) (service.ExecOutput, error) {
 		started <- struct{}{}
 		<-release
 		return okExecutor().ExecFn(ctx, in)

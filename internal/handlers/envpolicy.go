@@ -7,47 +7,22 @@ import (
 	"github.com/snapexec/snapexec/internal/envpolicy"
 )
 
-// policy translates a request's envPolicy and enforces the env limits on its set.
-func (s *Server) policy(p *EnvPolicy) (*envpolicy.Policy, error) {
-	out, err := policyFrom(p)
-	if err != nil || out == nil {
-		return out, err
-	}
-	if err := s.limits.checkEnv("envPolicy.set", out.Set); err != nil {
-		return nil, err
-	}
-	if n := len(out.Exclude) + len(out.IncludeOnly); s.limits.MaxEnv > 0 && n > s.limits.MaxEnv {
-		return nil, invalidf("envPolicy", "envPolicy has %d patterns; the limit is %d", n, s.limits.MaxEnv)
-	}
-	return out, nil
-}
-
-// policyFrom translates a request's envPolicy and checks what the contract
-// cannot say (names with '=' or NUL, values with NUL).
-func policyFrom(p *EnvPolicy) (*envpolicy.Policy, error) {
+// policyFrom translates a request's envPolicy; the service validates it.
+func policyFrom(p *EnvPolicy) *envpolicy.Policy {
 	if p == nil {
-		return nil, nil
+		return nil
 	}
-	out := envpolicy.Policy{Inherit: envpolicy.InheritAll}
+	inherit := envpolicy.InheritAll
 	if p.Inherit != nil {
-		out.Inherit = envpolicy.Inherit(*p.Inherit)
+		inherit = envpolicy.Inherit(*p.Inherit)
 	}
-	if p.IgnoreDefaultExcludes != nil {
-		out.IgnoreDefaultExcludes = *p.IgnoreDefaultExcludes
+	return &envpolicy.Policy{
+		Inherit:               inherit,
+		IgnoreDefaultExcludes: orZero(p.IgnoreDefaultExcludes),
+		Exclude:               orZero(p.Exclude),
+		Set:                   orZero(p.Set),
+		IncludeOnly:           orZero(p.IncludeOnly),
 	}
-	if p.Exclude != nil {
-		out.Exclude = *p.Exclude
-	}
-	if p.Set != nil {
-		out.Set = *p.Set
-	}
-	if p.IncludeOnly != nil {
-		out.IncludeOnly = *p.IncludeOnly
-	}
-	if err := out.Validate(); err != nil {
-		return nil, err
-	}
-	return &out, nil
 }
 
 // policyView shows an entry's policy as part of its key: the names set gives,

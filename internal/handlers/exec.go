@@ -3,40 +3,27 @@ package handlers
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"math"
 	"net/http"
-	"path/filepath"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
-	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/service"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
 
-// Exec runs a command to completion.
+// Exec runs a command to completion, or streams it to a client that asks
+// for events.
 func (s *Server) Exec(ctx context.Context, req ExecRequestObject) (ExecResponseObject, error) {
-	in, err := s.execInput(req.Body)
-	if err != nil {
-		return nil, err
-	}
+	in := execInput(req.Body)
 	// argv may carry secrets on a command line: debug level only.
 	zerolog.Ctx(ctx).Debug().Strs("argv", in.Argv).Msg("exec")
 	if wantsEventStream(ctx) {
-		p, err := s.procs.Start(ctx, service.StartInput{ExecInput: in})
-		var nr *service.NotRunError
-		if errors.As(err, &nr) {
-			return execNotRun(execResult(nr.Output())), nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		return execStream{ctx: ctx, p: p}, nil
+		return s.execEvents(ctx, in)
 	}
 	out, err := s.exec.Exec(ctx, in)
 	if err != nil {
@@ -45,91 +32,60 @@ func (s *Server) Exec(ctx context.Context, req ExecRequestObject) (ExecResponseO
 	return Exec200JSONResponse(execResult(out)), nil
 }
 
-// execInput checks what the contract cannot say and translates the body.
-func (s *Server) execInput(b *ExecRequest) (in service.ExecInput, err error) {
-	in = service.ExecInput{Argv: b.Argv, Timeout: s.limits.DefaultTimeout}
-	if b.ProcessId != nil {
-		in.ProcessID = *b.ProcessId
+// execInput translates an /exec body; the service validates it.
+func execInput(b *ExecRequest) service.ExecInput {
+	return service.ExecInput{
+		ProcessID:      orZero(b.ProcessId),
+		Argv:           b.Argv,
+		Cwd:            b.Cwd,
+		Env:            orZero(b.Env),
+		EnvPolicy:      policyFrom(b.EnvPolicy),
+		Snapshot:       snapshotRequest(b.ShellSnapshot),
+		Stdin:          stdinBytes(b.Stdin),
+		Timeout:        millis(b.TimeoutMs),
+		IdleTimeout:    millis(b.IdleTimeoutMs),
+		MaxOutputBytes: maxOutputBytes(b.MaxOutputBytes),
 	}
-	if b.Argv[0] == "" {
-		return in, invalid("argv[0]", "the program name must not be empty")
-	}
-	if err := s.limits.checkArgv(b.Argv); err != nil {
-		return in, err
-	}
-	for i, a := range b.Argv {
-		if strings.IndexByte(a, 0) >= 0 {
-			return in, invalidf(fmt.Sprintf("argv[%d]", i), "argv[%d] contains a NUL byte, which no program can receive", i)
-		}
-	}
-	if b.Cwd != nil {
-		if err := checkCwd(*b.Cwd); err != nil {
-			return in, err
-		}
-		in.Cwd = *b.Cwd
-	}
-	if b.Env != nil {
-		if err := envpolicy.ValidateVars("env", *b.Env); err != nil {
-			return in, err
-		}
-		if err := s.limits.checkEnv("env", *b.Env); err != nil {
-			return in, err
-		}
-		in.Env = *b.Env
-	}
-	if in.EnvPolicy, err = s.policy(b.EnvPolicy); err != nil {
-		return in, err
-	}
-	if b.ShellSnapshot != nil {
-		in.Snapshot = &shellsnap.Request{
-			ScopeID: b.ShellSnapshot.ScopeId,
-			Shell:   shellsnap.Shell{Name: b.ShellSnapshot.Shell.Name, Path: b.ShellSnapshot.Shell.Path},
-		}
-	}
-	if b.Stdin != nil {
-		if err := s.limits.checkStdin("stdin", len(*b.Stdin)); err != nil {
-			return in, err
-		}
-		in.Stdin = []byte(*b.Stdin)
-	}
-	if b.IdleTimeoutMs != nil {
-		if in.IdleTimeout, err = s.duration("idleTimeoutMs", *b.IdleTimeoutMs); err != nil {
-			return in, err
-		}
-	}
-	if b.MaxOutputBytes != nil {
-		if s.limits.MaxOutputBytes > 0 && *b.MaxOutputBytes > s.limits.MaxOutputBytes {
-			return in, invalidf("maxOutputBytes", "maxOutputBytes must be at most %d", s.limits.MaxOutputBytes)
-		}
-		in.MaxOutputBytes = *b.MaxOutputBytes
-		if in.MaxOutputBytes == 0 {
-			in.MaxOutputBytes = exec.KeepNoOutput // the domain's zero is the server's default, as an absent field is
-		}
-	}
-	if b.TimeoutMs != nil {
-		if in.Timeout, err = s.duration("timeoutMs", *b.TimeoutMs); err != nil {
-			return in, err
-		}
-	}
-	return in, nil
 }
 
-func checkCwd(cwd string) error {
-	if strings.IndexByte(cwd, 0) >= 0 {
-		return invalid("cwd", "cwd contains a NUL byte")
+func snapshotRequest(r *ShellSnapshotRequest) *shellsnap.Request {
+	if r == nil {
+		return nil
 	}
-	if !filepath.IsAbs(cwd) {
-		return invalid("cwd", "cwd must be an absolute path")
-	}
-	return nil
+	return &shellsnap.Request{ScopeID: r.ScopeId, Shell: shellsnap.Shell{Name: r.Shell.Name, Path: r.Shell.Path}}
 }
 
-// duration checks a millisecond limit against the server's maximum.
-func (s *Server) duration(field string, ms int64) (time.Duration, error) {
-	if s.limits.MaxTimeout > 0 && ms > s.limits.MaxTimeout.Milliseconds() {
-		return 0, invalidf(field, "%s must be at most %d", field, s.limits.MaxTimeout.Milliseconds())
+func stdinBytes(s *string) []byte {
+	if s == nil {
+		return nil
 	}
-	return time.Duration(ms) * time.Millisecond, nil
+	return []byte(*s)
+}
+
+// millis is a millisecond field as a duration, zero when absent. One too
+// large for a duration saturates, so that the service's maximum refuses it
+// rather than a wrapped, negative one passing.
+func millis(ms *int64) time.Duration {
+	switch {
+	case ms == nil:
+		return 0
+	case *ms > math.MaxInt64/int64(time.Millisecond):
+		return math.MaxInt64
+	}
+	return time.Duration(*ms) * time.Millisecond
+}
+
+// maxOutputBytes translates maxOutputBytes: an explicit 0 keeps no output,
+// which the domain spells KeepNoOutput since its zero is the server's
+// default, as an absent field is.
+func maxOutputBytes(n *int) int {
+	switch {
+	case n == nil:
+		return 0
+	case *n == 0:
+		return exec.KeepNoOutput
+	}
+	return *n
 }
 
 func execResult(out service.ExecOutput) ExecResult {

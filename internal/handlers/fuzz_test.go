@@ -31,7 +31,7 @@ func FuzzDecode(f *testing.F) {
 		mu     sync.Mutex
 		calls  []service.ExecInput
 	)
-	ex := &fakeExecutor{ExecFn: func(_ context.Context, in service.ExecInput) (service.ExecOutput, error) {
+	ex := &fakeService{ExecFn: func(_ context.Context, in service.ExecInput) (service.ExecOutput, error) {
 		mu.Lock()
 		calls = append(calls, in)
 		mu.Unlock()

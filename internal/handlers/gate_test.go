@@ -7,34 +7,12 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 
-	"github.com/rs/zerolog"
-
-	"github.com/snapexec/snapexec/api"
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/service"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
-
-// fakeGate is a Gate a test closes.
-type fakeGate struct{ closed atomic.Bool }
-
-func (g *fakeGate) ShuttingDown() bool { return g.closed.Load() }
-
-// fakeStarter is a Processes whose Start a test sets; it has no table.
-type fakeStarter struct {
-	StartFn func(ctx context.Context, in service.StartInput) (*exec.Process, error)
-}
-
-func (f *fakeStarter) Start(ctx context.Context, in service.StartInput) (*exec.Process, error) {
-	return f.StartFn(ctx, in)
-}
-func (f *fakeStarter) Processes() []*exec.Process                  { return nil }
-func (f *fakeStarter) Process(string) (*exec.Process, error)       { return nil, service.ErrNotFound }
-func (f *fakeStarter) Terminate(string) (bool, error)              { return false, service.ErrNotFound }
-func (f *fakeStarter) Signal(string, syscall.Signal) (bool, error) { return false, service.ErrNotFound }
 
 // notRunErr is what the service returns for a command whose request ended
 // while it waited for its capture.
@@ -43,17 +21,16 @@ func notRunErr(status exec.Status) *service.NotRunError {
 }
 
 func TestReadyzFollowsTheGate(t *testing.T) {
-	gate := &fakeGate{}
-	h, err := NewRouter(New(Deps{Exec: okExecutor(), Gate: gate}, Limits{}, api.Spec, "test"), zerolog.New(io.Discard), RouterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	var closed atomic.Bool
+	f := okExecutor()
+	f.ShuttingDownFn = closed.Load
+	h := newTestRouter(t, f, io.Discard)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, localRequest("GET", "/readyz", nil))
 	if rec.Code != 200 {
 		t.Fatalf("GET /readyz with the gate open = %d, want 200", rec.Code)
 	}
-	gate.closed.Store(true)
+	closed.Store(true)
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, localRequest("GET", "/readyz", nil))
 	if got := decodeProblem(t, rec); rec.Code != 503 || got.Code != ShuttingDown {
@@ -63,34 +40,38 @@ func TestReadyzFollowsTheGate(t *testing.T) {
 
 // TestCommandsThatNeverRan: each way a command that never ran is answered.
 func TestCommandsThatNeverRan(t *testing.T) {
-	notRun := func(status exec.Status) *fakeStarter {
-		return &fakeStarter{StartFn: func(context.Context, service.StartInput) (*exec.Process, error) { return nil, notRunErr(status) }}
+	notRun := func(status exec.Status) *fakeService {
+		return &fakeService{
+			StartFn: func(context.Context, service.StartInput) (service.ProcessInfo, error) {
+				return service.ProcessInfo{}, notRunErr(status)
+			},
+			StartExecFn: func(context.Context, service.ExecInput) (service.ProcessInfo, error) {
+				return service.ProcessInfo{}, notRunErr(status)
+			},
+		}
 	}
-	execNotRun := func(status exec.Status) *fakeExecutor {
-		return &fakeExecutor{ExecFn: func(context.Context, service.ExecInput) (service.ExecOutput, error) {
+	execNotRun := func(status exec.Status) *fakeService {
+		return &fakeService{ExecFn: func(context.Context, service.ExecInput) (service.ExecOutput, error) {
 			return notRunErr(status).Output(), nil
 		}}
 	}
 	tests := []struct {
 		name       string
-		deps       Deps
+		svc        *fakeService
 		path       string
 		accept     string
 		wantStatus int
 		want       string // a problem code, or the ExecResult status
 	}{
-		{"exec at shutdown", Deps{Exec: execNotRun(exec.StatusShutdown)}, "/exec", "", 200, "shutdown"},
-		{"exec past its timeout", Deps{Exec: execNotRun(exec.StatusTimedOut)}, "/exec", "", 200, "timed_out"},
-		{"streamed exec at shutdown", Deps{Processes: notRun(exec.StatusShutdown)}, "/exec", "text/event-stream", 200, "shutdown"},
-		{"background at shutdown", Deps{Processes: notRun(exec.StatusShutdown)}, "/processes", "", 503, "shutting_down"},
-		{"background past its timeout", Deps{Processes: notRun(exec.StatusTimedOut)}, "/processes", "", 504, "deadline_exceeded"},
+		{"exec at shutdown", execNotRun(exec.StatusShutdown), "/exec", "", 200, "shutdown"},
+		{"exec past its timeout", execNotRun(exec.StatusTimedOut), "/exec", "", 200, "timed_out"},
+		{"streamed exec at shutdown", notRun(exec.StatusShutdown), "/exec", "text/event-stream", 200, "shutdown"},
+		{"background at shutdown", notRun(exec.StatusShutdown), "/processes", "", 503, "shutting_down"},
+		{"background past its timeout", notRun(exec.StatusTimedOut), "/processes", "", 504, "deadline_exceeded"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, err := NewRouter(New(tt.deps, Limits{}, api.Spec, "test"), zerolog.New(io.Discard), RouterOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			h := newTestRouter(t, tt.svc, io.Discard)
 			req := localRequest("POST", tt.path, strings.NewReader(`{"argv":["/bin/bash","-lc","true"],"timeoutMs":1000}`))
 			req.Header.Set("Content-Type", "application/json")
 			if tt.accept != "" {

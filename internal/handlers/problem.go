@@ -57,13 +57,14 @@ func problemFor(err error) *problem {
 	if errors.As(err, &p) {
 		return p
 	}
-	var fe *envpolicy.FieldError
+	var fe *service.FieldError
+	var pe *envpolicy.FieldError
 	var ce *shellsnap.CaptureError
 	switch {
 	case errors.As(err, &fe):
-		return &problem{status: http.StatusBadRequest, code: InvalidRequest, field: fe.Field, detail: fe.Error(), cause: err}
-	case errors.Is(err, exec.ErrEmptyArgv):
-		return &problem{status: http.StatusBadRequest, code: InvalidRequest, field: "argv", detail: "argv must not be empty", cause: err}
+		return &problem{status: http.StatusBadRequest, code: InvalidRequest, field: fe.Field, detail: fe.Reason, cause: err}
+	case errors.As(err, &pe):
+		return &problem{status: http.StatusBadRequest, code: InvalidRequest, field: pe.Field, detail: pe.Error(), cause: err}
 	case errors.Is(err, exec.ErrCwdNotFound):
 		return &problem{status: http.StatusUnprocessableEntity, code: CwdNotFound, field: "cwd", detail: "the working directory does not exist or is not a directory", cause: err}
 	case errors.Is(err, exec.ErrSpawn):

@@ -11,54 +11,26 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rs/zerolog"
-
-	"github.com/snapexec/snapexec/api"
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/service"
 )
 
-// fakeExecutor is an Executor whose behaviour each test sets.
-type fakeExecutor struct {
-	ExecFn func(ctx context.Context, in service.ExecInput) (service.ExecOutput, error)
-}
-
-func (f *fakeExecutor) Exec(ctx context.Context, in service.ExecInput) (service.ExecOutput, error) {
-	return f.ExecFn(ctx, in)
-}
-
-func newTestRouter(t testing.TB, ex Executor, logs io.Writer) http.Handler {
-	t.Helper()
-	h, err := NewRouter(New(Deps{Exec: ex}, Limits{MaxTimeout: 60_000_000_000}, api.Spec, "test"), zerolog.New(logs), RouterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
-
-func okExecutor() *fakeExecutor {
-	return &fakeExecutor{ExecFn: func(context.Context, service.ExecInput) (service.ExecOutput, error) {
-		code := 0
-		return service.ExecOutput{ProcessID: "p-1", Result: exec.Result{Status: exec.StatusExited, ExitCode: &code}}, nil
-	}}
-}
-
 func TestProblemResponses(t *testing.T) {
-	internalErr := &fakeExecutor{ExecFn: func(context.Context, service.ExecInput) (service.ExecOutput, error) {
+	internalErr := &fakeService{ExecFn: func(context.Context, service.ExecInput) (service.ExecOutput, error) {
 		return service.ExecOutput{}, errors.New("secret internal detail /var/lib/x")
 	}}
-	spawnErr := &fakeExecutor{ExecFn: func(context.Context, service.ExecInput) (service.ExecOutput, error) {
+	spawnErr := &fakeService{ExecFn: func(context.Context, service.ExecInput) (service.ExecOutput, error) {
 		return service.ExecOutput{}, fmt.Errorf("%w: nope: not found", exec.ErrSpawn)
 	}}
-	cwdErr := &fakeExecutor{ExecFn: func(context.Context, service.ExecInput) (service.ExecOutput, error) {
+	cwdErr := &fakeService{ExecFn: func(context.Context, service.ExecInput) (service.ExecOutput, error) {
 		return service.ExecOutput{}, fmt.Errorf("%w: /x", exec.ErrCwdNotFound)
 	}}
-	failWith := func(err error) *fakeExecutor {
-		return &fakeExecutor{ExecFn: func(context.Context, service.ExecInput) (service.ExecOutput, error) { return service.ExecOutput{}, err }}
+	failWith := func(err error) *fakeService {
+		return &fakeService{ExecFn: func(context.Context, service.ExecInput) (service.ExecOutput, error) { return service.ExecOutput{}, err }}
 	}
 	tests := []struct {
 		name        string
-		ex          Executor
+		ex          *fakeService
 		method      string
 		path        string
 		contentType string
@@ -218,7 +190,7 @@ func TestMaxOutputBytesTranslation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := -2
-			ex := &fakeExecutor{ExecFn: func(_ context.Context, in service.ExecInput) (service.ExecOutput, error) {
+			ex := &fakeService{ExecFn: func(_ context.Context, in service.ExecInput) (service.ExecOutput, error) {
 				got = in.MaxOutputBytes
 				return okExecutor().ExecFn(context.Background(), in)
 			}}

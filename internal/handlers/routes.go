@@ -30,8 +30,10 @@ type RouterOptions struct {
 	Propagator     propagation.TextMapPropagator
 	// Metrics serves GET /metrics; nil means no such route.
 	Metrics http.Handler
-	// Dashboard serves GET / and its assets under /ui/; nil means none.
-	Dashboard http.Handler
+	// Dashboard makes the handler of GET / and its assets under /ui/ (nil
+	// means none), given the router's own 404 and 405 answers: its problems
+	// are the API's.
+	Dashboard func(notFound, methodNotAllowed http.Handler) http.Handler
 	// Security holds the token, Host, Origin and body-size defences.
 	Security Security
 	// BodyTimeout is how long a request body may take to arrive after the
@@ -85,15 +87,12 @@ func NewRouter(s *Server, logger zerolog.Logger, opts RouterOptions) (http.Handl
 		r.Method(http.MethodGet, "/metrics", opts.Metrics)
 	}
 	if opts.Dashboard != nil {
-		r.Method(http.MethodGet, "/", opts.Dashboard)
-		r.Method(http.MethodGet, "/ui/*", opts.Dashboard)
+		dashboard := opts.Dashboard(http.HandlerFunc(notFound), http.HandlerFunc(methodNotAllowed))
+		r.Method(http.MethodGet, "/", dashboard)
+		r.Method(http.MethodGet, "/ui/*", dashboard)
 	}
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, &problem{status: http.StatusNotFound, code: NotFound, detail: "no such path"})
-	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, &problem{status: http.StatusMethodNotAllowed, code: MethodNotAllowed, detail: r.Method + " is not allowed here"})
-	})
+	r.NotFound(notFound)
+	r.MethodNotAllowed(methodNotAllowed)
 	mp := opts.MeterProvider
 	if mp == nil {
 		mp = noop.NewMeterProvider()
@@ -113,6 +112,14 @@ func NewRouter(s *Server, logger zerolog.Logger, opts RouterOptions) (http.Handl
 		// Renamed to "METHOD /route/{template}" once chi has matched (routeLabel).
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }),
 	), nil
+}
+
+func notFound(w http.ResponseWriter, r *http.Request) {
+	writeProblem(w, r, &problem{status: http.StatusNotFound, code: NotFound, detail: "no such path"})
+}
+
+func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	writeProblem(w, r, &problem{status: http.StatusMethodNotAllowed, code: MethodNotAllowed, detail: r.Method + " is not allowed here"})
 }
 
 // routeLabel labels otelhttp's metrics and names its span with the route

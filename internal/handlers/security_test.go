@@ -21,16 +21,6 @@ import (
 
 const testToken = "tok-0123456789abcdef"
 
-// newRouterWith is newTestRouter with the router's options.
-func newRouterWith(t testing.TB, ex Executor, opts RouterOptions) http.Handler {
-	t.Helper()
-	h, err := NewRouter(New(Deps{Exec: ex}, Limits{MaxTimeout: time.Minute}, api.Spec, "test"), zerolog.Nop(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
-
 // spyBody is a request body that records whether anything read it.
 type spyBody struct {
 	read atomic.Bool
@@ -179,7 +169,7 @@ func TestBodyDeadline(t *testing.T) {
 // not the request: a command that runs longer than it is not cut.
 func TestBodyDeadlineEndsWithTheBody(t *testing.T) {
 	const deadline = 200 * time.Millisecond
-	slow := &fakeExecutor{ExecFn: func(ctx context.Context, in service.ExecInput) (service.ExecOutput, error) {
+	slow := &fakeService{ExecFn: func(ctx context.Context, in service.ExecInput) (service.ExecOutput, error) {
 		select {
 		case <-time.After(4 * deadline):
 			return okExecutor().ExecFn(ctx, in)
@@ -201,7 +191,7 @@ func TestBodyDeadlineEndsWithTheBody(t *testing.T) {
 
 func TestUnroutedRequestsShareOneRouteLabel(t *testing.T) {
 	var logs strings.Builder
-	h, err := NewRouter(New(Deps{Exec: okExecutor()}, Limits{}, api.Spec, "test"), zerolog.New(&logs), RouterOptions{Security: Security{Token: testToken}})
+	h, err := NewRouter(New(okExecutor().deps(), api.Spec, "test"), zerolog.New(&logs), RouterOptions{Security: Security{Token: testToken}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,9 @@ package handlers
 import (
 	"context"
 	"sync/atomic"
-	"time"
+	"syscall"
 
+	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/service"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
@@ -12,6 +13,19 @@ import (
 // Executor runs commands.
 type Executor interface {
 	Exec(ctx context.Context, in service.ExecInput) (service.ExecOutput, error)
+	StartExec(ctx context.Context, in service.ExecInput) (service.ProcessInfo, error)
+}
+
+// Processes is the process table, by process id.
+type Processes interface {
+	Start(ctx context.Context, in service.StartInput) (service.ProcessInfo, error)
+	List() []service.ProcessInfo
+	Get(id string) (service.ProcessInfo, error)
+	Read(ctx context.Context, id string, in service.ReadInput) (exec.ReadResult, error)
+	Result(ctx context.Context, id string) (service.ExecOutput, error)
+	WriteStdin(ctx context.Context, id string, in service.StdinInput) (service.StdinOutput, error)
+	Signal(id string, sig syscall.Signal) (bool, error)
+	Terminate(id string) (bool, error)
 }
 
 // Snapshots is the shell-snapshot registry.
@@ -43,69 +57,13 @@ type Deps struct {
 	Gate      Gate
 }
 
-// Limits bounds what one request may ask for.
-type Limits struct {
-	// DefaultTimeout applies when a request gives no timeoutMs; zero means none.
-	DefaultTimeout time.Duration
-	// MaxTimeout is the largest timeoutMs (and idleTimeoutMs) a request may give.
-	MaxTimeout time.Duration
-	// MaxArgs and MaxArgBytes bound argv's length and total size.
-	MaxArgs, MaxArgBytes int
-	// MaxEnv and MaxEnvBytes bound the env map's length and total size (names
-	// and values), envPolicy.set included.
-	MaxEnv, MaxEnvBytes int
-	// MaxStdinBytes bounds stdin in a request, and one stdin write.
-	MaxStdinBytes int
-	// MaxOutputBytes bounds maxOutputBytes.
-	MaxOutputBytes int
-}
-
-// checkArgv enforces the argv limits.
-func (l Limits) checkArgv(argv []string) error {
-	if l.MaxArgs > 0 && len(argv) > l.MaxArgs {
-		return invalidf("argv", "argv has %d elements; the limit is %d", len(argv), l.MaxArgs)
-	}
-	n := 0
-	for _, a := range argv {
-		n += len(a) + 1
-	}
-	if l.MaxArgBytes > 0 && n > l.MaxArgBytes {
-		return invalidf("argv", "argv is %d bytes; the limit is %d", n, l.MaxArgBytes)
-	}
-	return nil
-}
-
-// checkEnv enforces the env limits on one map.
-func (l Limits) checkEnv(field string, env map[string]string) error {
-	if l.MaxEnv > 0 && len(env) > l.MaxEnv {
-		return invalidf(field, "%s has %d variables; the limit is %d", field, len(env), l.MaxEnv)
-	}
-	n := 0
-	for k, v := range env {
-		n += len(k) + len(v) + 2
-	}
-	if l.MaxEnvBytes > 0 && n > l.MaxEnvBytes {
-		return invalidf(field, "%s is %d bytes; the limit is %d", field, n, l.MaxEnvBytes)
-	}
-	return nil
-}
-
-// checkStdin enforces the stdin limit.
-func (l Limits) checkStdin(field string, n int) error {
-	if l.MaxStdinBytes > 0 && n > l.MaxStdinBytes {
-		return invalidf(field, "%s is %d bytes; the limit is %d", field, n, l.MaxStdinBytes)
-	}
-	return nil
-}
-
 // Server implements the generated strict server interface by translating
-// requests into calls on the service layer.
+// requests into calls on the service layer, which validates them.
 type Server struct {
 	exec      Executor
 	procs     Processes
 	snapshots Snapshots
 	stats     StatsSource
-	limits    Limits
 	spec      []byte
 	version   string
 	gate      Gate
@@ -115,12 +73,12 @@ type Server struct {
 var _ StrictServerInterface = (*Server)(nil)
 
 // New returns a Server over deps that serves spec as its contract and reports version.
-func New(deps Deps, limits Limits, spec []byte, version string) *Server {
+func New(deps Deps, spec []byte, version string) *Server {
 	gate := deps.Gate
 	if gate == nil {
 		gate = openGate{}
 	}
-	return &Server{exec: deps.Exec, procs: deps.Processes, snapshots: deps.Snapshots, stats: deps.Stats, limits: limits, spec: spec, version: version, gate: gate}
+	return &Server{exec: deps.Exec, procs: deps.Processes, snapshots: deps.Snapshots, stats: deps.Stats, spec: spec, version: version, gate: gate}
 }
 
 // openGate is the Gate of a server whose deps bring none.
@@ -131,4 +89,13 @@ func (openGate) ShuttingDown() bool { return false }
 // httpCounters are the totals /stats reports; otelhttp keeps the real metrics.
 type httpCounters struct {
 	requests, errors atomic.Int64
+}
+
+// orZero is *p, or the zero value when an optional field is absent.
+func orZero[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
 }

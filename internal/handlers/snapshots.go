@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/service"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
@@ -33,28 +32,12 @@ func (s *Server) ForgetSnapshots(_ context.Context, req ForgetSnapshotsRequestOb
 func (s *Server) PrewarmSnapshot(ctx context.Context, req PrewarmSnapshotRequestObject) (PrewarmSnapshotResponseObject, error) {
 	b := req.Body
 	in := service.PrewarmInput{
-		ScopeID: req.ScopeId,
-		Shell:   shellsnap.Shell{Name: b.Shell.Name, Path: b.Shell.Path},
-		Wait:    req.Params.Wait == nil || *req.Params.Wait,
-	}
-	if b.Cwd != nil {
-		if err := checkCwd(*b.Cwd); err != nil {
-			return nil, err
-		}
-		in.Cwd = *b.Cwd
-	}
-	if b.Env != nil {
-		if err := envpolicy.ValidateVars("env", *b.Env); err != nil {
-			return nil, err
-		}
-		if err := s.limits.checkEnv("env", *b.Env); err != nil {
-			return nil, err
-		}
-		in.Env = *b.Env
-	}
-	var err error
-	if in.EnvPolicy, err = s.policy(b.EnvPolicy); err != nil {
-		return nil, err
+		ScopeID:   req.ScopeId,
+		Shell:     shellsnap.Shell{Name: b.Shell.Name, Path: b.Shell.Path},
+		Cwd:       b.Cwd,
+		Env:       orZero(b.Env),
+		EnvPolicy: policyFrom(b.EnvPolicy),
+		Wait:      req.Params.Wait == nil || *req.Params.Wait,
 	}
 	info, err := s.snapshots.Prewarm(ctx, in)
 	if err != nil {

@@ -49,57 +49,84 @@ func wantsEventStream(ctx context.Context) bool {
 	return v
 }
 
+// execEvents starts an /exec command and answers with its events; a
+// command that never ran has its exit event alone.
+func (s *Server) execEvents(ctx context.Context, in service.ExecInput) (ExecResponseObject, error) {
+	p, err := s.exec.StartExec(ctx, in)
+	var nr *service.NotRunError
+	if errors.As(err, &nr) {
+		return execNotRun(execResult(nr.Output())), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return execStream{ctx: ctx, procs: s.procs, id: p.ID}, nil
+}
+
 // execStream is /exec's streamed answer: output events as they come, then
 // one exit event. A client that goes away gets the process group terminated.
 type execStream struct {
-	ctx context.Context
-	p   *exec.Process
+	ctx   context.Context
+	procs Processes
+	id    string
 }
 
 // VisitExecResponse writes the stream.
 func (e execStream) VisitExecResponse(w http.ResponseWriter) error {
-	err := streamEvents(e.ctx, w, e.p, 0, func() any {
-		res := execResult(service.ExecOutput{ProcessID: e.p.ID(), Pid: e.p.Pid(), Result: e.p.Result(), Snapshot: service.Receipt(e.p)})
+	err := streamEvents(e.ctx, w, e.procs, e.id, 0, func() (any, error) {
+		out, err := e.procs.Result(e.ctx, e.id)
+		res := execResult(out)
 		res.Stdout, res.Stderr, res.StdoutBase64, res.StderrBase64 = nil, nil, nil, nil
-		return res
+		return res, err
 	})
 	if err != nil {
-		e.p.Terminate(exec.StatusTerminated)
+		_, _ = e.procs.Terminate(e.id)
 	}
 	return nil
 }
 
-// processEvents serves GET /processes/{processId}/events.
+// processEvents serves GET /processes/{processId}/events. A resume point
+// that was evicted (410) or never sent (400) is refused before the stream
+// starts, and an unknown process (404) before a malformed Last-Event-ID.
 func (s *Server) processEvents(w http.ResponseWriter, r *http.Request) {
-	p, err := s.procs.Process(chi.URLParam(r, "processId"))
-	if err != nil {
+	id := chi.URLParam(r, "processId")
+	after, badID := lastEventID(r)
+	_, err := s.procs.Read(r.Context(), id, service.ReadInput{AfterSeq: after, MaxBytes: 1})
+	switch {
+	case errors.Is(err, service.ErrNotFound):
 		writeProblem(w, r, err)
-		return
-	}
-	var after int64
-	if id := r.Header.Get("Last-Event-ID"); id != "" {
-		if after, err = strconv.ParseInt(id, 10, 64); err != nil || after < 0 {
-			writeProblem(w, r, invalid("Last-Event-ID", "Last-Event-ID must be a seq"))
-			return
-		}
-	}
-	// A resume point that was evicted (410) or never sent (400) is refused
-	// before the stream starts.
-	switch _, err := p.Read(r.Context(), after, 1, 0); {
+	case badID != nil:
+		writeProblem(w, r, badID)
 	case errors.Is(err, exec.ErrSeqAhead):
 		writeProblem(w, r, invalid("Last-Event-ID", "Last-Event-ID is beyond the last event of this process: resume from an id the stream sent"))
-		return
 	case errors.Is(err, exec.ErrOutputLost):
 		writeProblem(w, r, err)
-		return
+	default:
+		_ = streamEvents(r.Context(), w, s.procs, id, after, func() (any, error) {
+			p, err := s.procs.Get(id)
+			return processView(p), err
+		})
 	}
-	_ = streamEvents(r.Context(), w, p, after, func() any { return processView(p) })
 }
 
-// streamEvents writes p's chunks after seq `after` as SSE events (id = seq),
-// then an exit event with final()'s data once the output is complete. It
-// returns ctx's error if the client went away first.
-func streamEvents(ctx context.Context, w http.ResponseWriter, p *exec.Process, after int64, final func() any) error {
+// lastEventID is the seq a client resumes after: its Last-Event-ID, or 0.
+func lastEventID(r *http.Request) (int64, error) {
+	id := r.Header.Get("Last-Event-ID")
+	if id == "" {
+		return 0, nil
+	}
+	after, err := strconv.ParseInt(id, 10, 64)
+	if err != nil || after < 0 {
+		return 0, invalid("Last-Event-ID", "Last-Event-ID must be a seq")
+	}
+	return after, nil
+}
+
+// streamEvents writes process id's chunks after seq `after` as SSE events
+// (id = seq), then an exit event with final()'s data once the output is
+// complete. It returns ctx's error if the client went away first, and the
+// error of a read or of final() that failed.
+func streamEvents(ctx context.Context, w http.ResponseWriter, procs Processes, id string, after int64, final func() (any, error)) error {
 	flusher, _ := w.(http.Flusher)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -113,7 +140,7 @@ func streamEvents(ctx context.Context, w http.ResponseWriter, p *exec.Process, a
 	}
 	flush()
 	for {
-		r, err := p.Read(ctx, after, 0, heartbeat)
+		r, err := procs.Read(ctx, id, service.ReadInput{AfterSeq: after, Wait: heartbeat})
 		switch {
 		case errors.Is(err, exec.ErrOutputLost):
 			// A slow reader fell behind the ring: say so, and go on from
@@ -130,10 +157,7 @@ func streamEvents(ctx context.Context, w http.ResponseWriter, p *exec.Process, a
 			after = c.Seq
 		}
 		if r.Closed {
-			data, _ := json.Marshal(final())
-			fmt.Fprintf(w, "event: exit\ndata: %s\n\n", data)
-			flush()
-			return nil
+			return writeExit(w, final)
 		}
 		if len(r.Chunks) == 0 {
 			fmt.Fprint(w, ": keepalive\n\n")
@@ -143,4 +167,18 @@ func streamEvents(ctx context.Context, w http.ResponseWriter, p *exec.Process, a
 			return ctx.Err()
 		}
 	}
+}
+
+// writeExit writes the exit event with final()'s data, and flushes it.
+func writeExit(w http.ResponseWriter, final func() (any, error)) error {
+	v, err := final()
+	if err != nil {
+		return err
+	}
+	data, _ := json.Marshal(v)
+	fmt.Fprintf(w, "event: exit\ndata: %s\n\n", data)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	return nil
 }

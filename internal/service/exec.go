@@ -6,10 +6,6 @@ import (
 	"maps"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
-	nooptrace "go.opentelemetry.io/otel/trace/noop"
-
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/shellsnap"
@@ -20,16 +16,24 @@ type ExecInput struct {
 	// ProcessID is the client's key for the process; empty means generated.
 	ProcessID string
 	Argv      []string
-	Cwd       string
+	// Cwd is the working directory, absolute; nil means the server's.
+	Cwd *string
 	// Env is the request's env: without EnvPolicy exactly the child's
 	// environment, with it laid over the policy's result.
 	Env       map[string]string
 	EnvPolicy *envpolicy.Policy
 	// Snapshot asks for the scope's shell snapshot to be replayed.
-	Snapshot       *shellsnap.Request
-	Stdin          []byte
-	Timeout        time.Duration
-	IdleTimeout    time.Duration
+	Snapshot *shellsnap.Request
+	Stdin    []byte
+	// Timeout is the command's wall-clock limit; zero means the default of
+	// what runs it (Limits.DefaultTimeout for a command, none for a
+	// background process).
+	Timeout time.Duration
+	// IdleTimeout ends the command once it has written nothing this long;
+	// zero means none.
+	IdleTimeout time.Duration
+	// MaxOutputBytes bounds the output kept per stream for the ending, as
+	// exec.Spec's does.
 	MaxOutputBytes int
 }
 
@@ -42,59 +46,12 @@ type ExecOutput struct {
 	Snapshot  shellsnap.Receipt
 }
 
-// Service runs commands.
-type Service struct {
-	procs     *exec.Manager
-	snapshots *shellsnap.Cache
-	serverEnv map[string]string
-	standbys  *standbys
-	pm        *processMetrics
-	tracer    trace.Tracer
-	startedAt time.Time
-	// life ends when Shutdown begins, with exec.ErrShuttingDown as its cause.
-	life context.Context
-	stop context.CancelCauseFunc
-}
-
-// Options is what a Service is built from.
-type Options struct {
-	// Procs runs the processes; Snapshots replays shell snapshots.
-	Procs     *exec.Manager
-	Snapshots *shellsnap.Cache
-	// ServerEnv is the server's own environment (NAME=VALUE pairs), which an
-	// envPolicy inherits from.
-	ServerEnv []string
-	// Standby bounds the standby shells of warm snapshot commands.
-	Standby StandbyOptions
-	// Meter records the process metrics and Tracer the process spans; nil
-	// records nothing.
-	Meter  metric.Meter
-	Tracer trace.Tracer
-}
-
-// New returns a Service built from opts.
-func New(opts Options) (*Service, error) {
-	pm, err := newProcessMetrics(opts.Meter, opts.Procs)
-	if err != nil {
-		return nil, err
-	}
-	sb, err := newStandbys(opts.Procs, opts.Standby, opts.Meter, opts.Snapshots.Holds)
-	if err != nil {
-		return nil, err
-	}
-	tracer := opts.Tracer
-	if tracer == nil {
-		tracer = nooptrace.NewTracerProvider().Tracer("")
-	}
-	life, stop := context.WithCancelCause(context.Background())
-	return &Service{procs: opts.Procs, snapshots: opts.Snapshots, serverEnv: envpolicy.FromList(opts.ServerEnv), standbys: sb, pm: pm, tracer: tracer, startedAt: time.Now(), life: life, stop: stop}, nil
-}
-
 // Exec runs in to completion. If ctx ends first, the process group is
 // terminated and its ending is still returned. A command that never ran
-// (NotRunError) is an ending too: its status, its receipt, no process.
+// (NotRunError) is an ending too: its status, its receipt, no process. An
+// input that Validate refuses is its error, and nothing runs.
 func (s *Service) Exec(ctx context.Context, in ExecInput) (ExecOutput, error) {
-	p, err := s.Start(ctx, StartInput{ExecInput: in})
+	p, rec, err := s.start(ctx, StartInput{ExecInput: in}, s.limits.DefaultTimeout)
 	var nr *NotRunError
 	if errors.As(err, &nr) {
 		return nr.Output(), nil
@@ -103,7 +60,24 @@ func (s *Service) Exec(ctx context.Context, in ExecInput) (ExecOutput, error) {
 		return ExecOutput{}, err
 	}
 	p.Wait(ctx) // a client that goes away takes its process group with it
-	return ExecOutput{ProcessID: p.ID(), Pid: p.Pid(), Result: p.Result(), Snapshot: Receipt(p)}, nil
+	return ending(p, rec), nil
+}
+
+// StartExec starts in as Exec runs it (its defaults, its errors), without
+// waiting: for a caller that follows its output (Read) and takes its ending
+// once the output is closed (Result). Such a caller terminates the process
+// if it goes away, as Exec does.
+func (s *Service) StartExec(ctx context.Context, in ExecInput) (ProcessInfo, error) {
+	p, rec, err := s.start(ctx, StartInput{ExecInput: in}, s.limits.DefaultTimeout)
+	if err != nil {
+		return ProcessInfo{}, err
+	}
+	return info(p, rec), nil
+}
+
+// ending is a process's ending as Exec answers it.
+func ending(p *exec.Process, rec record) ExecOutput {
+	return ExecOutput{ProcessID: p.ID(), Pid: p.Pid(), Result: p.Result(), Snapshot: rec.receipt}
 }
 
 // prepare turns in into the spec to spawn: the child's environment, then the
@@ -113,14 +87,13 @@ func (s *Service) Exec(ctx context.Context, in ExecInput) (ExecOutput, error) {
 // for the capture is a NotRunError. The wait counts against in.Timeout: the
 // process gets what remains of it.
 func (s *Service) prepare(ctx context.Context, in ExecInput) (exec.Spec, shellsnap.Receipt, *shellsnap.ReplayInput, error) {
-	cmd := shellsnap.Command{
-		Argv:       in.Argv,
-		Cwd:        in.Cwd,
-		Env:        s.childEnv(in),
-		RequestEnv: in.Env,
-		Policy:     in.EnvPolicy,
-	}
-	receipt, err := s.prepareSnapshot(ctx, in, &cmd)
+	l, err := s.prepareSnapshot(ctx, in, shellsnap.Launch{
+		Argv:   in.Argv,
+		Cwd:    orZero(in.Cwd),
+		Env:    s.childEnv(in.Env, in.EnvPolicy),
+		Policy: in.EnvPolicy,
+	})
+	receipt := l.receipt
 	if err != nil {
 		return exec.Spec{}, receipt, nil, err
 	}
@@ -131,26 +104,35 @@ func (s *Service) prepare(ctx context.Context, in ExecInput) (exec.Spec, shellsn
 		}
 	}
 	return exec.Spec{
-		Argv:           cmd.Argv,
-		Dir:            in.Cwd,
-		Env:            envpolicy.List(cmd.Env),
+		Argv:           l.argv,
+		Dir:            orZero(in.Cwd),
+		Env:            envpolicy.List(l.env),
 		Stdin:          in.Stdin,
 		Timeout:        timeout,
 		IdleTimeout:    in.IdleTimeout,
 		MaxOutputBytes: in.MaxOutputBytes,
-	}, receipt, cmd.Replayed, nil
+	}, receipt, l.replay, nil
 }
 
-// childEnv is the environment of in's child (SHELL-SNAPSHOTS.md 6.1): with a
-// policy, the policy applied to the server's environment with the request's
-// env laid over it; without one, exactly the request's env. Never-inherited
-// names are dropped either way.
-func (s *Service) childEnv(in ExecInput) map[string]string {
-	env := make(map[string]string, len(in.Env))
-	if in.EnvPolicy != nil {
-		env = envpolicy.Apply(*in.EnvPolicy, s.serverEnv)
+// childEnv is the environment of a child whose request gave env and policy
+// (docs/design/envpolicy.md#snapshots): with a policy, the policy applied to the
+// server's environment with the request's env laid over it; without one,
+// exactly the request's env. Never-inherited names are dropped either way.
+func (s *Service) childEnv(env map[string]string, policy *envpolicy.Policy) map[string]string {
+	out := make(map[string]string, len(env))
+	if policy != nil {
+		out = envpolicy.Apply(*policy, s.serverEnv)
 	}
-	maps.Copy(env, in.Env)
-	envpolicy.DropNeverInherited(env)
-	return env
+	maps.Copy(out, env)
+	envpolicy.DropNeverInherited(out)
+	return out
+}
+
+// orZero is *p, or the zero value when p is nil.
+func orZero[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
 }

@@ -12,9 +12,10 @@ import (
 
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/shellsnap"
+	"github.com/snapexec/snapexec/internal/shellsnap/standby"
 )
 
-// Process results, the reference's bounded label (SHELL-SNAPSHOTS.md 8.3).
+// Process results, the reference's bounded label (docs/design/snapshots.md#telemetry).
 const (
 	resultSuccess    = "success"
 	resultError      = "error"
@@ -104,7 +105,7 @@ func resultOf(r exec.Result) string {
 type Stats struct {
 	StartedAt  time.Time
 	Snapshots  shellsnap.Stats
-	Standby    StandbyStats
+	Standby    standby.Stats
 	Running    int
 	Success    int64
 	Error      int64
@@ -119,7 +120,7 @@ func (s *Service) Stats() Stats {
 	return Stats{
 		StartedAt:  s.startedAt,
 		Snapshots:  s.snapshots.Stats(),
-		Standby:    s.standbys.stats(),
+		Standby:    s.standbys.Stats(),
 		Running:    s.procs.Running(),
 		Success:    s.pm.success.Load(),
 		Error:      s.pm.failure.Load(),

@@ -2,7 +2,9 @@ package service
 
 import (
 	"context"
+	"slices"
 	"syscall"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -19,30 +21,87 @@ type StartInput struct {
 	PipeStdin bool
 }
 
-// Start prepares in exactly as Exec does (environment, snapshot replay) and
-// starts it in the process table without waiting, in a standby shell when
-// one waits for its launch. The snapshot receipt is the process's Tag. A
-// command that never ran is a NotRunError; after Shutdown began, Start
+// ProcessInfo is a process as the service shows it: exec's account of it,
+// with the argv its client gave (not the wrapper a snapshot replay runs) and
+// the receipt of its snapshot request.
+type ProcessInfo struct {
+	exec.Info
+	Snapshot shellsnap.Receipt
+}
+
+// ReadInput asks for a process's retained output (exec.Process.Read).
+type ReadInput struct {
+	// AfterSeq reads the chunks after this seq; 0 from the first retained.
+	AfterSeq int64
+	// MaxBytes bounds the chunk data returned (at least one chunk); zero
+	// means no bound.
+	MaxBytes int
+	// Wait is how long to wait for output when there is none yet.
+	Wait time.Duration
+}
+
+// StdinInput is one write to a process's stdin (exec.Process.WriteStdin).
+type StdinInput struct {
+	Data []byte
+	// WriteID makes the write idempotent over retries; empty means none.
+	WriteID string
+	// Close closes stdin after the write.
+	Close bool
+}
+
+// StdinOutput is what a write did, and whether stdin is closed now.
+type StdinOutput struct {
+	exec.StdinWrite
+	Closed bool
+}
+
+// stdinWriteBound is how long one write may wait for a child to read: a
+// child that never reads must not hold the request forever.
+const stdinWriteBound = 30 * time.Second
+
+// record is what the service keeps of a process beside exec's table.
+type record struct {
+	argv    []string // the client's
+	receipt shellsnap.Receipt
+}
+
+// Start prepares in as Exec does (environment, snapshot replay) and starts
+// it in the process table without waiting, in a standby shell when one
+// waits for its launch. Without a Timeout it runs until it ends or is ended.
+// A command that never ran is a NotRunError; after Shutdown began, Start
 // returns exec.ErrShuttingDown.
-func (s *Service) Start(ctx context.Context, in StartInput) (*exec.Process, error) {
+func (s *Service) Start(ctx context.Context, in StartInput) (ProcessInfo, error) {
+	p, rec, err := s.start(ctx, in, 0)
+	if err != nil {
+		return ProcessInfo{}, err
+	}
+	return info(p, rec), nil
+}
+
+// start validates and starts in, with timeout def when it gives none, and
+// keeps its record.
+func (s *Service) start(ctx context.Context, in StartInput, def time.Duration) (*exec.Process, record, error) {
+	if err := in.Validate(s.limits); err != nil {
+		return nil, record{}, err
+	}
 	if err := s.admit(); err != nil {
-		return nil, err
+		return nil, record{}, err
+	}
+	if in.Timeout == 0 {
+		in.Timeout = def
 	}
 	spec, receipt, replayed, err := s.prepare(ctx, in.ExecInput)
 	if err != nil {
-		return nil, err
+		return nil, record{}, err
 	}
-	spec.ID, spec.PipeStdin, spec.Tag = in.ProcessID, in.PipeStdin, receipt
-	_, spawn := s.tracer.Start(ctx, "process.spawn")
-	p, standby, err := s.standbys.start(ctx, spec, replayed)
-	spawn.SetAttributes(attribute.Bool("process.standby", standby))
+	spec.ID, spec.PipeStdin = in.ProcessID, in.PipeStdin
+	p, standby, err := s.spawn(ctx, spec, replayed)
 	if err != nil {
-		spawn.RecordError(err)
-		spawn.SetStatus(codes.Error, "spawn failed")
-		spawn.End()
-		return nil, err
+		return nil, record{}, err
 	}
-	spawn.End()
+	receipt.Standby = standby
+	rec := record{argv: slices.Clone(in.Argv), receipt: receipt}
+	s.remember(p, rec)
 	// The life span outlives the request that started it; it is parented
 	// under the request all the same.
 	_, life := s.tracer.Start(ctx, "process", trace.WithAttributes(
@@ -50,31 +109,103 @@ func (s *Service) Start(ctx context.Context, in StartInput) (*exec.Process, erro
 		attribute.String("snapshot.outcome", string(receipt.Outcome)),
 	))
 	s.pm.track(p, life)
-	return p, nil
+	return p, rec, nil
 }
 
-// Receipt returns the snapshot receipt a process was started with.
-func Receipt(p *exec.Process) shellsnap.Receipt {
-	r, _ := p.Tag().(shellsnap.Receipt)
-	return r
-}
-
-// Processes returns the running and retained processes, oldest first.
-func (s *Service) Processes() []*exec.Process { return s.procs.List() }
-
-// Process returns one process, or ErrNotFound.
-func (s *Service) Process(id string) (*exec.Process, error) {
-	p, ok := s.procs.Get(id)
-	if !ok {
-		return nil, ErrNotFound
+// spawn starts spec, replayed from in, in the standby shell that waits for
+// its launch or in a new process, and reports whether a standby ran it.
+func (s *Service) spawn(ctx context.Context, spec exec.Spec, in *shellsnap.ReplayInput) (*exec.Process, bool, error) {
+	_, span := s.tracer.Start(ctx, "process.spawn")
+	defer span.End()
+	p, standby, err := s.standbys.Start(ctx, spec, in)
+	span.SetAttributes(attribute.Bool("process.standby", standby))
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "spawn failed")
 	}
-	return p, nil
+	return p, standby, err
+}
+
+// List returns the running and retained processes, oldest first.
+func (s *Service) List() []ProcessInfo {
+	procs := s.procs.List()
+	recs := make([]record, len(procs))
+	kept := procs[:0]
+	s.mu.Lock()
+	for _, p := range procs {
+		if rec, ok := s.records[p]; ok {
+			recs[len(kept)] = rec
+			kept = append(kept, p)
+		}
+	}
+	s.mu.Unlock()
+	out := make([]ProcessInfo, len(kept))
+	for i, p := range kept {
+		out[i] = info(p, recs[i])
+	}
+	return out
+}
+
+// Get returns one process, or ErrNotFound.
+func (s *Service) Get(id string) (ProcessInfo, error) {
+	p, rec, err := s.lookup(id)
+	if err != nil {
+		return ProcessInfo{}, err
+	}
+	return info(p, rec), nil
+}
+
+// Read returns a process's retained output after in.AfterSeq, waiting up to
+// in.Wait for some (exec.Process.Read, and its errors), or ErrNotFound.
+func (s *Service) Read(ctx context.Context, id string, in ReadInput) (exec.ReadResult, error) {
+	p, _, err := s.lookup(id)
+	if err != nil {
+		return exec.ReadResult{}, err
+	}
+	return p.Read(ctx, in.AfterSeq, in.MaxBytes, in.Wait)
+}
+
+// Result returns a process's ending as Exec answers it, once it has ended:
+// it waits for that until ctx ends (ctx's error), and never ends the process
+// itself. ErrNotFound when there is no such process.
+func (s *Service) Result(ctx context.Context, id string) (ExecOutput, error) {
+	p, rec, err := s.lookup(id)
+	if err != nil {
+		return ExecOutput{}, err
+	}
+	select {
+	case <-p.Done():
+	case <-ctx.Done():
+		return ExecOutput{}, ctx.Err()
+	}
+	return ending(p, rec), nil
+}
+
+// WriteStdin writes in to a process's stdin (exec.Process.WriteStdin, and
+// its errors), waiting at most stdinWriteBound for the child to read, and
+// reports whether stdin is closed now. An input that Validate refuses is its
+// error; an unknown process is ErrNotFound.
+func (s *Service) WriteStdin(ctx context.Context, id string, in StdinInput) (StdinOutput, error) {
+	if err := in.Validate(s.limits); err != nil {
+		return StdinOutput{}, err
+	}
+	p, _, err := s.lookup(id)
+	if err != nil {
+		return StdinOutput{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, stdinWriteBound)
+	defer cancel()
+	w, err := p.WriteStdin(ctx, in.Data, in.WriteID, in.Close)
+	if err != nil {
+		return StdinOutput{}, err
+	}
+	return StdinOutput{StdinWrite: w, Closed: !p.Info().StdinOpen}, nil
 }
 
 // Terminate ends a process's group (SIGTERM, grace, SIGKILL) and reports
 // whether it was still running.
 func (s *Service) Terminate(id string) (bool, error) {
-	p, err := s.Process(id)
+	p, _, err := s.lookup(id)
 	if err != nil {
 		return false, err
 	}
@@ -84,9 +215,58 @@ func (s *Service) Terminate(id string) (bool, error) {
 // Signal sends sig to a process's whole group and reports whether it was
 // still running to get it.
 func (s *Service) Signal(id string, sig syscall.Signal) (bool, error) {
-	p, err := s.Process(id)
+	p, _, err := s.lookup(id)
 	if err != nil {
 		return false, err
 	}
 	return p.Signal(sig), nil
+}
+
+// info is what the service shows of p.
+func info(p *exec.Process, rec record) ProcessInfo {
+	in := p.Info()
+	in.Argv = slices.Clone(rec.argv)
+	return ProcessInfo{Info: in, Snapshot: rec.receipt}
+}
+
+// lookup returns the process id names and its record, or ErrNotFound. A
+// process whose Start has not returned yet has no record, and is not found.
+func (s *Service) lookup(id string) (*exec.Process, record, error) {
+	p, ok := s.procs.Get(id)
+	if !ok {
+		return nil, record{}, ErrNotFound
+	}
+	s.mu.Lock()
+	rec, ok := s.records[p]
+	s.mu.Unlock()
+	if !ok {
+		return nil, record{}, ErrNotFound
+	}
+	return p, rec, nil
+}
+
+// remember keeps p's record until the table forgets p. A process that ended
+// and was forgotten before its record was kept (the retained bounds can drop
+// it at once) gets none.
+func (s *Service) remember(p *exec.Process, rec record) {
+	s.mu.Lock()
+	s.records[p] = rec
+	s.mu.Unlock()
+	select {
+	case <-p.Done():
+	default:
+		return // running: not forgotten before it ends
+	}
+	// forget runs under the table's lock: once the table is seen without p,
+	// forget has run, and may have run before the record was kept.
+	if q, ok := s.procs.Get(p.ID()); !ok || q != p {
+		s.forget(p)
+	}
+}
+
+// forget drops the record of a process the table forgot (exec.Manager.OnForget).
+func (s *Service) forget(p *exec.Process) {
+	s.mu.Lock()
+	delete(s.records, p)
+	s.mu.Unlock()
 }

@@ -5,6 +5,10 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
@@ -34,26 +38,73 @@ func (s *Service) admit() error {
 	return nil
 }
 
-// prepareSnapshot applies in's snapshot request to cmd, waiting for the
-// capture at most until in.Timeout runs out, Shutdown begins or ctx ends:
-// then the command never runs (NotRunError).
-func (s *Service) prepareSnapshot(ctx context.Context, in ExecInput, cmd *shellsnap.Command) (shellsnap.Receipt, error) {
+// launch is a command as the service spawns it: the client's, or with its
+// snapshot replayed into it; and the snapshot's receipt.
+type launch struct {
+	argv    []string
+	env     map[string]string
+	receipt shellsnap.Receipt
+	// replay is the replay's input when a snapshot was replayed: a standby
+	// of the same launch can serve the command.
+	replay *shellsnap.ReplayInput
+}
+
+// prepareSnapshot asks the cache for in's snapshot, waiting for the capture
+// at most until in.Timeout runs out, Shutdown begins or ctx ends: then the
+// command never runs (NotRunError). When the cache answers with a snapshot,
+// it is replayed into l.
+func (s *Service) prepareSnapshot(ctx context.Context, in ExecInput, l shellsnap.Launch) (launch, error) {
+	out := launch{argv: l.Argv, env: l.Env}
 	if in.Snapshot == nil {
-		return s.snapshots.Prepare(ctx, nil, cmd, shellsnap.Execution)
+		p, err := s.snapshots.Prepare(ctx, nil, l)
+		out.receipt = p.Receipt
+		return out, err
 	}
 	ctx, cancel := s.waitContext(ctx, in.Timeout)
 	defer cancel()
-	receipt, err := s.snapshots.Prepare(ctx, in.Snapshot, cmd, shellsnap.Execution)
+	ctx, end := s.snapshotSpan(ctx, *in.Snapshot, shellsnap.Execution)
+	p, err := s.snapshots.Prepare(ctx, in.Snapshot, l)
+	if err == nil && p.Snapshot != nil {
+		_, span := s.tracer.Start(ctx, "shellsnap.replay", trace.WithAttributes(attribute.Int("state_bytes", len(p.Snapshot.State))))
+		out.replay = &shellsnap.ReplayInput{
+			Snapshot:   p.Snapshot,
+			Shell:      in.Snapshot.Shell.Name,
+			Command:    l.Argv,
+			ShellStart: 0,
+			Env:        l.Env,
+			RequestEnv: in.Env,
+			CaptureEnv: p.CaptureEnv,
+		}
+		out.argv, out.env = shellsnap.Replay(*out.replay)
+		span.End()
+	}
+	end(p.Receipt, err)
+	out.receipt = p.Receipt
 	switch {
 	case errors.Is(err, shellsnap.ErrWaitEnded):
-		return receipt, notRun(err, receipt)
+		return out, notRun(err, p.Receipt)
 	case err == nil && s.ShuttingDown():
 		// Shutdown began meanwhile, and may have ended this command's
 		// capture (it closes the cache after the gate): the command is not
 		// started.
-		return receipt, notRun(exec.ErrShuttingDown, receipt)
+		return out, notRun(exec.ErrShuttingDown, p.Receipt)
 	}
-	return receipt, err
+	return out, err
+}
+
+// snapshotSpan starts the reference's span of a snapshot prepare, which the
+// capture's span and the replay's are children of
+// (docs/design/snapshots.md#telemetry); end records the receipt and ends it.
+func (s *Service) snapshotSpan(ctx context.Context, req shellsnap.Request, purpose shellsnap.Purpose) (_ context.Context, end func(shellsnap.Receipt, error)) {
+	ctx, span := s.tracer.Start(ctx, "codex.exec_server.process_prepare_shell_snapshot", trace.WithAttributes(
+		attribute.String("shell", req.Shell.Name), attribute.String("purpose", purpose.String())))
+	return ctx, func(r shellsnap.Receipt, err error) {
+		span.SetAttributes(attribute.String("outcome", string(r.Outcome)), attribute.String("state", string(r.State)))
+		if err != nil {
+			span.SetStatus(codes.Error, "snapshot request refused")
+		}
+		span.End()
+	}
 }
 
 // waitContext is ctx, ended also by Shutdown (cause exec.ErrShuttingDown)

@@ -133,7 +133,7 @@ func TestBackgroundWaiterAtShutdown(t *testing.T) {
 		if !errors.As(err, &nr) || !errors.Is(err, exec.ErrShuttingDown) || nr.Status != exec.StatusShutdown {
 			t.Errorf("background start waiting at shutdown = %v, want a NotRunError of status shutdown that is ErrShuttingDown", err)
 		}
-		if n := len(s.Processes()); n != 0 {
+		if n := len(s.List()); n != 0 {
 			t.Errorf("%d processes in the table, want none", n)
 		}
 	})

@@ -2,8 +2,6 @@ package service
 
 import (
 	"context"
-	"fmt"
-	"os"
 
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
@@ -12,9 +10,10 @@ import (
 
 // PrewarmInput asks for a scope's snapshot to be captured ahead of need.
 type PrewarmInput struct {
-	ScopeID   string
-	Shell     shellsnap.Shell
-	Cwd       string
+	ScopeID string
+	Shell   shellsnap.Shell
+	// Cwd is the working directory, absolute; nil means the server's.
+	Cwd       *string
 	Env       map[string]string
 	EnvPolicy *envpolicy.Policy
 	// Wait makes Prewarm return once the capture is done; otherwise it returns
@@ -23,39 +22,50 @@ type PrewarmInput struct {
 }
 
 // Prewarm captures the snapshot a command `shell -lc ...` with in's cwd, env
-// and policy would use (SHELL-SNAPSHOTS.md 3.3). A failure of this prewarm's
-// own capture is returned as a *shellsnap.CaptureError and nothing is cached.
-// After Shutdown began, or when it begins while the prewarm waits, it
-// returns exec.ErrShuttingDown.
+// and policy would use (docs/design/snapshots.md#cache-key). An input that Validate
+// refuses is its error, and a cwd that is not a directory
+// exec.ErrCwdNotFound. A failure of this prewarm's own capture is returned
+// as a *shellsnap.CaptureError and nothing is cached. After Shutdown began,
+// or when it begins while the prewarm waits, it returns exec.ErrShuttingDown.
 func (s *Service) Prewarm(ctx context.Context, in PrewarmInput) (shellsnap.EntryInfo, error) {
+	if err := in.Validate(s.limits); err != nil {
+		return shellsnap.EntryInfo{}, err
+	}
 	if err := s.admit(); err != nil {
 		return shellsnap.EntryInfo{}, err
 	}
-	if in.Cwd != "" {
-		if fi, err := os.Stat(in.Cwd); err != nil || !fi.IsDir() {
-			return shellsnap.EntryInfo{}, fmt.Errorf("%w: %s", exec.ErrCwdNotFound, in.Cwd)
-		}
+	// The capture would fail on it too, but as a capture failure (502): a
+	// missing cwd is the request's fault.
+	if err := exec.CheckDir(orZero(in.Cwd)); err != nil {
+		return shellsnap.EntryInfo{}, err
 	}
+	return s.prewarm(ctx, in)
+}
+
+// prewarm asks the cache for in's capture.
+func (s *Service) prewarm(ctx context.Context, in PrewarmInput) (shellsnap.EntryInfo, error) {
 	req := shellsnap.Request{ScopeID: in.ScopeID, Shell: in.Shell}
-	cmd := &shellsnap.Command{
-		Argv:       []string{in.Shell.Path, "-lc", "true"},
-		Cwd:        in.Cwd,
-		Env:        s.childEnv(ExecInput{Env: in.Env, EnvPolicy: in.EnvPolicy}),
-		RequestEnv: in.Env,
-		Policy:     in.EnvPolicy,
+	l := shellsnap.Launch{
+		Argv:   []string{in.Shell.Path, "-lc", "true"},
+		Cwd:    orZero(in.Cwd),
+		Env:    s.childEnv(in.Env, in.EnvPolicy),
+		Policy: in.EnvPolicy,
 	}
 	if !in.Wait {
-		return s.snapshots.StartPrewarm(req, cmd)
+		return s.snapshots.StartPrewarm(req, l)
 	}
 	ctx, cancel := s.waitContext(ctx, 0)
 	defer cancel()
-	if _, err := s.snapshots.Prepare(ctx, &req, cmd, shellsnap.Prewarm); err != nil {
+	ctx, end := s.snapshotSpan(ctx, req, shellsnap.Prewarm)
+	r, err := s.snapshots.Prewarm(ctx, req, l)
+	end(r, err)
+	if err != nil {
 		if s.ShuttingDown() {
 			return shellsnap.EntryInfo{}, exec.ErrShuttingDown
 		}
 		return shellsnap.EntryInfo{}, err
 	}
-	info, ok := s.snapshots.Entry(req, in.Cwd, in.EnvPolicy)
+	info, ok := s.snapshots.Entry(req, l.Cwd, in.EnvPolicy)
 	if !ok {
 		// Forgotten or evicted while it captured.
 		return shellsnap.EntryInfo{}, ErrNotFound
@@ -78,5 +88,5 @@ func (s *Service) ScopeSnapshots(scopeID string) ([]shellsnap.EntryInfo, error) 
 // ForgetSnapshots drops the scope's entries and ends its standby shells.
 func (s *Service) ForgetSnapshots(scopeID string) {
 	s.snapshots.Forget(scopeID)
-	s.standbys.prune()
+	s.standbys.Prune()
 }

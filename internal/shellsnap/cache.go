@@ -14,11 +14,10 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	nooptrace "go.opentelemetry.io/otel/trace/noop"
-
-	"github.com/snapexec/snapexec/internal/envpolicy"
 )
 
-// The reference's cache constants (SHELL-SNAPSHOTS.md 1).
+// The reference's cache constants (docs/design/snapshots.md#cache-key,
+// #retries-and-backoff, #capture).
 const (
 	MaxCachedSnapshots   = 16
 	SnapshotRetryBackoff = time.Second
@@ -32,12 +31,13 @@ const (
 const DefaultSlotWait = 500 * time.Millisecond
 
 // Capturer runs a capture command and returns its stdout; the real one is
-// RunCapture. Tests substitute fakes.
+// NewCapturer's, on the server's exec.Manager. Tests substitute fakes.
 type Capturer func(ctx context.Context, argv []string, cwd string, env map[string]string) ([]byte, error)
 
 // Options configures a Cache.
 type Options struct {
-	// Capture runs captures; nil means RunCapture.
+	// Capture runs captures; it is required, so that every capture is a
+	// process of a manager that the server's shutdown and keeper reach.
 	Capture Capturer
 	// Now is the clock of backoffs; nil means time.Now. Capture durations
 	// always use the real clock.
@@ -62,6 +62,9 @@ type Options struct {
 	SlotWait time.Duration
 }
 
+// errNoCapturer refuses a Cache without Options.Capture.
+var errNoCapturer = errors.New("shellsnap: Options.Capture is required")
+
 // Cache holds the shell snapshots of up to MaxCachedSnapshots keys, least
 // recently used first. Its mutex guards lookup, insert, reset and evict only:
 // it is never held during a capture.
@@ -72,6 +75,8 @@ type Cache struct {
 	slotWait time.Duration
 	metrics  *metrics
 	tracer   trace.Tracer
+	// idSecret keys the ids that entries show (keyID).
+	idSecret []byte
 
 	history *captureHistory
 	slots   *slots
@@ -84,31 +89,18 @@ type Cache struct {
 	entries *list.List // of *entry, front = least recently used
 }
 
-// entry is one key's snapshot generation and what the registry shows of it.
-// Its fields are guarded by the Cache's mutex; the cell guards its own.
-type entry struct {
-	key        key
-	req        Request
-	policy     *envpolicy.Policy
-	attempts   int
-	cell       *cell
-	hits       int64
-	lastUsedAt time.Time
-	lastError  *CaptureError
-}
-
-// New returns an empty Cache.
+// New returns an empty Cache; opts.Capture is required.
 func New(opts Options) (*Cache, error) {
-	c := &Cache{capture: opts.Capture, now: opts.Now, timeout: opts.Timeout, slotWait: opts.SlotWait, entries: list.New(), history: newCaptureHistory(), slots: newSlots(opts.MaxConcurrentCaptures)}
+	if opts.Capture == nil {
+		return nil, errNoCapturer
+	}
+	c := &Cache{capture: opts.Capture, now: opts.Now, timeout: opts.Timeout, slotWait: opts.SlotWait, entries: list.New(), history: newCaptureHistory(), slots: newSlots(opts.MaxConcurrentCaptures), idSecret: keyIDSecret()}
 	c.life, c.close = context.WithCancel(context.Background())
 	if c.timeout <= 0 {
 		c.timeout = SnapshotTimeout
 	}
 	if c.slotWait <= 0 {
 		c.slotWait = DefaultSlotWait
-	}
-	if c.capture == nil {
-		c.capture = RunCapture
 	}
 	c.tracer = opts.Tracer
 	if c.tracer == nil {
@@ -125,46 +117,47 @@ func New(opts Options) (*Cache, error) {
 	return c, nil
 }
 
-// Prepare applies req's snapshot to cmd (SHELL-SNAPSHOTS.md 2, 3, 7). For
-// Execution it returns an error for an invalid scope or an unsupported
-// shell, and ErrWaitEnded (with ctx's cause) when ctx ends while it waits
-// for the capture: then the command must not run, and the receipt says
-// not_run. A capture that fails, or that gets no slot within the slot wait,
-// leaves cmd unchanged and the receipt says fallback. For Prewarm it also
-// returns the capture's own failure, and it never rewrites cmd.
-func (c *Cache) Prepare(ctx context.Context, req *Request, cmd *Command, purpose Purpose) (Receipt, error) {
-	if req == nil {
-		return Receipt{Outcome: OutcomeNotRequested}, nil
+// Prepare answers which snapshot a launch uses, and what happened
+// (docs/design/snapshots.md#prepare): the receipt, and for the outcome used
+// the snapshot with the environment its capture started with, from which the
+// caller builds the command with Replay. The cache never rewrites the launch.
+// It returns an error for an invalid scope or an unsupported shell, and
+// ErrWaitEnded (with ctx's cause) when ctx ends while it waits for the
+// capture: then the command must not run, and the receipt says not_run. A
+// capture that fails, or that gets no slot within the slot wait, gives no
+// snapshot and the receipt says fallback. A nil req is not requested.
+func (c *Cache) Prepare(ctx context.Context, req *Request, l Launch) (Prepared, error) {
+	if r, err := check(req, l); err != nil || r.Outcome != "" {
+		return Prepared{Receipt: r}, err
 	}
-	ctx, span := c.tracer.Start(ctx, "codex.exec_server.process_prepare_shell_snapshot", trace.WithAttributes(
-		attribute.String("shell", req.Shell.Name), attribute.String("purpose", purpose.String())))
-	defer span.End()
-	r, err := c.prepare(ctx, req, cmd, purpose)
-	span.SetAttributes(attribute.String("outcome", string(r.Outcome)), attribute.String("state", string(r.State)))
-	if err != nil {
-		span.SetStatus(codes.Error, "snapshot request refused")
-	}
-	return r, err
+	started := time.Now()
+	e, cl, attempt := c.lookup(*req, l, Execution)
+	return c.await(ctx, *req, l, Execution, e, cl, attempt, started)
 }
 
-func (c *Cache) prepare(ctx context.Context, req *Request, cmd *Command, purpose Purpose) (Receipt, error) {
-	if r, err := check(req, cmd); err != nil || r.Outcome != "" {
+// Prewarm captures the snapshot that l would use, or waits for the capture
+// in flight, until ctx ends (docs/design/snapshots.md#prewarm). Unlike
+// Prepare it returns the failure of its own capture, which is not cached;
+// it returns no snapshot: a prewarm never replays.
+func (c *Cache) Prewarm(ctx context.Context, req Request, l Launch) (Receipt, error) {
+	if r, err := check(&req, l); err != nil || r.Outcome != "" {
 		return r, err
 	}
 	started := time.Now()
-	e, cl, attempt := c.lookup(*req, cmd, purpose)
-	return c.await(ctx, *req, cmd, purpose, e, cl, attempt, started)
+	e, cl, attempt := c.lookup(req, l, Prewarm)
+	p, err := c.await(ctx, req, l, Prewarm, e, cl, attempt, started)
+	return p.Receipt, err
 }
 
 // StartPrewarm starts a prewarm capture (or joins the one in flight) without
 // waiting for it, and returns the entry as it is now.
-func (c *Cache) StartPrewarm(req Request, cmd *Command) (EntryInfo, error) {
-	if _, err := check(&req, cmd); err != nil {
+func (c *Cache) StartPrewarm(req Request, l Launch) (EntryInfo, error) {
+	if _, err := check(&req, l); err != nil {
 		return EntryInfo{}, err
 	}
-	e, cl, attempt := c.lookup(req, cmd, Prewarm)
+	e, cl, attempt := c.lookup(req, l, Prewarm)
 	cl.start(func(began func()) (result, sharing) {
-		return c.runCapture(context.Background(), req, cmd, Prewarm, e, attempt, began)
+		return c.runCapture(context.Background(), req, l, Prewarm, e, attempt, began)
 	})
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -175,37 +168,16 @@ func (c *Cache) StartPrewarm(req Request, cmd *Command) (EntryInfo, error) {
 	return info, nil
 }
 
-// check runs the checks of SHELL-SNAPSHOTS.md 2: the scope, then the shell
-// name, then the argv shape. The reference checks the shape before the name,
-// so that `fish` with another argv falls back silently; here an unsupported
-// shell is refused whatever the argv, since a client that names one has a
-// bug that a silent fallback would hide. A non-empty receipt outcome means
-// the request goes no further.
-func check(req *Request, cmd *Command) (Receipt, error) {
-	if req == nil {
-		return Receipt{Outcome: OutcomeNotRequested}, nil
-	}
-	if req.ScopeID == "" || len(req.ScopeID) > MaxScopeBytes {
-		return Receipt{}, ErrInvalidScope
-	}
-	if !supportedShell(req.Shell.Name) {
-		return Receipt{}, ErrUnsupportedShell
-	}
-	if ok, why := eligible(*req, cmd.Argv); !ok {
-		return Receipt{Outcome: OutcomeIneligible, Reason: why}, nil
-	}
-	return Receipt{}, nil
-}
-
-// await waits for (or starts) the capture of cell cl and applies the result.
-func (c *Cache) await(ctx context.Context, req Request, cmd *Command, purpose Purpose, e *entry, cl *cell, attempt int, started time.Time) (Receipt, error) {
+// await waits for (or starts) the capture of cell cl and answers with its
+// result.
+func (c *Cache) await(ctx context.Context, req Request, l Launch, purpose Purpose, e *entry, cl *cell, attempt int, started time.Time) (Prepared, error) {
 	state := stateOf(cl)
 	patience := c.slotWait
 	if purpose == Prewarm {
 		patience = 0 // asked for explicitly: it waits as long as its capture may
 	}
 	res, ranInit, err := cl.get(ctx, patience, func(began func()) (result, sharing) {
-		return c.runCapture(ctx, req, cmd, purpose, e, attempt, began)
+		return c.runCapture(ctx, req, l, purpose, e, attempt, began)
 	})
 	wait := time.Since(started)
 	switch {
@@ -220,58 +192,46 @@ func (c *Cache) await(ctx context.Context, req Request, cmd *Command, purpose Pu
 		// backs off: the capture stays queued for the next command.
 		res = result{err: &CaptureError{Reason: ReasonTimeout, Message: fmt.Sprintf("no shell snapshot capture slot came free within %v", c.slotWait)}, skipped: true}
 	case err != nil:
-		return Receipt{Outcome: OutcomeNotRun, State: state, Wait: wait}, fmt.Errorf("%w: %w", ErrWaitEnded, err)
+		return Prepared{Receipt: Receipt{Outcome: OutcomeNotRun, State: state, Wait: wait}}, fmt.Errorf("%w: %w", ErrWaitEnded, err)
 	}
 
 	if purpose == Prewarm {
 		if res.err != nil && (ranInit || res.skipped) {
-			return Receipt{Outcome: OutcomeFallback, State: state, Wait: wait, Reason: res.err.Message}, res.err
+			return Prepared{Receipt: Receipt{Outcome: OutcomeFallback, State: state, Wait: wait, Reason: res.err.Message}}, res.err
 		}
-		return Receipt{Outcome: OutcomeUsed, State: state, Wait: wait}, nil
+		return Prepared{Receipt: Receipt{Outcome: OutcomeUsed, State: state, Wait: wait}}, nil
 	}
 	if res.err != nil {
 		c.metrics.command(ctx, state, OutcomeFallback, wait)
 		c.history.command(state, OutcomeFallback)
-		return Receipt{Outcome: OutcomeFallback, State: state, Wait: wait, Reason: res.err.Message}, nil
+		return Prepared{Receipt: Receipt{Outcome: OutcomeFallback, State: state, Wait: wait, Reason: res.err.Message}}, nil
 	}
 	if !ranInit {
 		c.hit(e)
 	}
-	_, replay := c.tracer.Start(ctx, "shellsnap.replay", trace.WithAttributes(attribute.Int("state_bytes", len(res.snap.State))))
-	in := ReplayInput{
-		Snapshot:   res.snap,
-		Shell:      req.Shell.Name,
-		Command:    cmd.Argv,
-		ShellStart: 0,
-		Env:        cmd.Env,
-		RequestEnv: cmd.RequestEnv,
-		CaptureEnv: res.captureEnv,
-	}
-	cmd.Argv, cmd.Env = Replay(in)
-	cmd.Replayed = &in
-	replay.End()
 	c.metrics.command(ctx, state, OutcomeUsed, wait)
 	c.history.command(state, OutcomeUsed)
-	return Receipt{Outcome: OutcomeUsed, State: state, Wait: wait}, nil
+	return Prepared{Receipt: Receipt{Outcome: OutcomeUsed, State: state, Wait: wait}, Snapshot: res.snap, CaptureEnv: res.captureEnv}, nil
 }
 
-// lookup finds or inserts the command's entry, starting a new retry
-// generation when the rules of SHELL-SNAPSHOTS.md 3.2 allow one, and a new
-// entry when a ready snapshot's startup files changed since its capture. It
-// returns the entry, the cell to wait on and the attempt it belongs to.
-func (c *Cache) lookup(req Request, cmd *Command, purpose Purpose) (*entry, *cell, int) {
-	k := keyOf(req, cmd.Cwd, cmd.Policy)
-	e, cl, attempt := c.find(k, req, cmd, purpose)
+// lookup finds or inserts the launch's entry, starting a new retry
+// generation when the rules of docs/design/snapshots.md#retries-and-backoff
+// allow one, and a new entry when a ready snapshot's startup files changed
+// since its capture. It returns the entry, the cell to wait on and the
+// attempt it belongs to.
+func (c *Cache) lookup(req Request, l Launch, purpose Purpose) (*entry, *cell, int) {
+	k := keyOf(req, l.Cwd, l.Policy)
+	e, cl, attempt := c.find(k, req, l, purpose)
 	// The staleness check stats a few files: outside the mutex, so that hits
 	// on other keys do not queue behind it.
 	if res, set, _, _ := cl.peek(); set && res.err == nil && stale(res.stamps) {
-		return c.renew(k, e, cl, req, cmd, purpose)
+		return c.renew(k, e, cl, req, l, purpose)
 	}
 	return e, cl, attempt
 }
 
 // find is lookup's part under the mutex.
-func (c *Cache) find(k key, req Request, cmd *Command, purpose Purpose) (*entry, *cell, int) {
+func (c *Cache) find(k key, req Request, l Launch, purpose Purpose) (*entry, *cell, int) {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -290,7 +250,7 @@ func (c *Cache) find(k key, req Request, cmd *Command, purpose Purpose) (*entry,
 		}
 		return e, e.cell, e.attempts
 	}
-	e := &entry{key: k, req: req, policy: cmd.Policy, attempts: 1, cell: newCell(), lastUsedAt: now}
+	e := &entry{key: k, id: keyID(c.idSecret, k), req: req, policy: l.Policy, attempts: 1, cell: newCell(), lastUsedAt: now}
 	c.entries.PushBack(e)
 	if c.entries.Len() > MaxCachedSnapshots {
 		// Eviction does not cancel a capture in flight: its holders still get
@@ -304,18 +264,18 @@ func (c *Cache) find(k key, req Request, cmd *Command, purpose Purpose) (*entry,
 // captured afresh, as a new entry with a fresh retry budget (failed entries
 // keep the reference's backoff and budget exactly). If another caller renewed,
 // evicted or forgot it meanwhile, the lookup starts over.
-func (c *Cache) renew(k key, stale *entry, cl *cell, req Request, cmd *Command, purpose Purpose) (*entry, *cell, int) {
+func (c *Cache) renew(k key, stale *entry, cl *cell, req Request, l Launch, purpose Purpose) (*entry, *cell, int) {
 	c.mu.Lock()
 	for el := c.entries.Front(); el != nil; el = el.Next() {
 		if el.Value == stale && stale.cell == cl {
-			e := &entry{key: k, req: req, policy: cmd.Policy, attempts: 1, cell: newCell(), lastUsedAt: c.now()}
+			e := &entry{key: k, id: keyID(c.idSecret, k), req: req, policy: l.Policy, attempts: 1, cell: newCell(), lastUsedAt: c.now()}
 			el.Value = e
 			c.mu.Unlock()
 			return e, e.cell, e.attempts
 		}
 	}
 	c.mu.Unlock()
-	return c.lookup(req, cmd, purpose)
+	return c.lookup(req, l, purpose)
 }
 
 func (c *Cache) hit(e *entry) {
@@ -343,7 +303,7 @@ func stateOf(cl *cell) State {
 // own limit, then runs the capture script as the command's own login shell,
 // parses the output, records the telemetry, and returns what the cell keeps
 // (a failed prewarm keeps nothing, and a run that got no slot neither).
-func (c *Cache) runCapture(ctx context.Context, req Request, cmd *Command, purpose Purpose, e *entry, attempt int, began func()) (result, sharing) {
+func (c *Cache) runCapture(ctx context.Context, req Request, l Launch, purpose Purpose, e *entry, attempt int, began func()) (result, sharing) {
 	// The capture outlives an impatient client, since others may be waiting
 	// on it, but not the cache.
 	life, end := context.WithCancel(context.WithoutCancel(ctx))
@@ -364,7 +324,7 @@ func (c *Cache) runCapture(ctx context.Context, req Request, cmd *Command, purpo
 	started := time.Now()
 	snap, stamps, err := snapshotCapture{
 		run: c.capture, files: &c.files, shell: req.Shell.Name,
-		argv: cmd.Argv, cwd: cmd.Cwd, env: cmd.Env, policy: cmd.Policy,
+		argv: l.Argv, cwd: l.Cwd, env: l.Env, policy: l.Policy,
 	}.capture(captureCtx)
 	elapsed := time.Since(started)
 	c.metrics.captured(ctx, elapsed, err == nil)
@@ -372,7 +332,7 @@ func (c *Cache) runCapture(ctx context.Context, req Request, cmd *Command, purpo
 
 	if err == nil {
 		return result{
-			snap: snap, captureEnv: cmd.Env, byPrewarm: purpose == Prewarm,
+			snap: snap, captureEnv: l.Env, byPrewarm: purpose == Prewarm,
 			capturedAt: started, captureDuration: elapsed, stamps: stamps,
 		}, kept
 	}

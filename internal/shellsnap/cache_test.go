@@ -58,8 +58,8 @@ func bashRequest(scope string) *Request {
 	return &Request{ScopeID: scope, Shell: Shell{Name: "bash", Path: "/bin/bash"}}
 }
 
-func bashCommand(cwd string) *Command {
-	return &Command{Argv: []string{"/bin/bash", "-lc", "true"}, Cwd: cwd, Env: map[string]string{"HOME": "/h"}, RequestEnv: map[string]string{"HOME": "/h"}}
+func bashCommand(cwd string) Launch {
+	return Launch{Argv: []string{"/bin/bash", "-lc", "true"}, Cwd: cwd, Env: map[string]string{"HOME": "/h"}}
 }
 
 func newTestCache(t *testing.T, opts Options) *Cache {
@@ -71,13 +71,41 @@ func newTestCache(t *testing.T, opts Options) *Cache {
 	return c
 }
 
-func mustPrepare(t *testing.T, c *Cache, req *Request, cmd *Command, purpose Purpose) Receipt {
+// mustPrepare is Prepare, or Prewarm for that purpose, that must succeed.
+func mustPrepare(t *testing.T, c *Cache, req *Request, l Launch, purpose Purpose) Receipt {
 	t.Helper()
-	r, err := c.Prepare(context.Background(), req, cmd, purpose)
+	r, err := prepare(c, req, l, purpose)
 	if err != nil {
-		t.Fatalf("Prepare(%q, %q) error %v", req.ScopeID, cmd.Argv, err)
+		t.Fatalf("Prepare(%q, %q) error %v", req.ScopeID, l.Argv, err)
 	}
 	return r
+}
+
+// prepare is Prepare's receipt, or Prewarm's for that purpose.
+func prepare(c *Cache, req *Request, l Launch, purpose Purpose) (Receipt, error) {
+	if purpose == Prewarm {
+		return c.Prewarm(context.Background(), *req, l)
+	}
+	p, err := c.Prepare(context.Background(), req, l)
+	return p.Receipt, err
+}
+
+// replayOf is the command a caller starts for l after Prepare answered p:
+// l's own, or the snapshot replayed into it. The tests' launches have no
+// env policy, so the request's env is the launch's.
+func replayOf(req *Request, l Launch, p Prepared) (argv []string, env map[string]string) {
+	if p.Snapshot == nil {
+		return l.Argv, l.Env
+	}
+	return Replay(ReplayInput{Snapshot: p.Snapshot, Shell: req.Shell.Name, Command: l.Argv, Env: l.Env, RequestEnv: l.Env, CaptureEnv: p.CaptureEnv})
+}
+
+// TestNewRequiresACapturer: a cache has no capture of its own, which no
+// shutdown or keeper would reach.
+func TestNewRequiresACapturer(t *testing.T) {
+	if c, err := New(Options{}); err == nil || c != nil {
+		t.Fatalf("New(Options{}) = %v, %v; want an error for the missing Capture", c, err)
+	}
 }
 
 func TestPrepareChecksInOrder(t *testing.T) {
@@ -110,20 +138,24 @@ func TestPrepareChecksInOrder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd := bashCommand("/cwd-" + tt.name)
-			cmd.Argv = clone(tt.argv)
-			r, err := c.Prepare(context.Background(), tt.req, cmd, Execution)
+			l := bashCommand("/cwd-" + tt.name)
+			l.Argv = clone(tt.argv)
+			p, err := c.Prepare(context.Background(), tt.req, l)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("Prepare() error = %v, want %v", err, tt.wantErr)
 			}
-			if r.Outcome != tt.wantOutcome {
-				t.Errorf("Prepare().Outcome = %q, want %q", r.Outcome, tt.wantOutcome)
+			if p.Receipt.Outcome != tt.wantOutcome {
+				t.Errorf("Prepare().Outcome = %q, want %q", p.Receipt.Outcome, tt.wantOutcome)
 			}
-			if tt.wantOutcome != OutcomeUsed && !reflect.DeepEqual(cmd.Argv, tt.argv) {
-				t.Errorf("Prepare() rewrote argv to %q, want unchanged", cmd.Argv)
+			argv, _ := replayOf(tt.req, l, p)
+			if tt.wantOutcome != OutcomeUsed && (p.Snapshot != nil || !reflect.DeepEqual(argv, tt.argv)) {
+				t.Errorf("Prepare() gave snapshot %v, argv %q; want none, unchanged", p.Snapshot, argv)
 			}
-			if n := len(tt.argv) - 3; tt.wantOutcome == OutcomeUsed && n > 0 && !reflect.DeepEqual(cmd.Argv[len(cmd.Argv)-n:], tt.argv[3:]) {
-				t.Errorf("Prepare() extra args = %q, want %q", cmd.Argv[len(cmd.Argv)-n:], tt.argv[3:])
+			if n := len(tt.argv) - 3; tt.wantOutcome == OutcomeUsed && n > 0 && !reflect.DeepEqual(argv[len(argv)-n:], tt.argv[3:]) {
+				t.Errorf("replayed extra args = %q, want %q", argv[len(argv)-n:], tt.argv[3:])
+			}
+			if !reflect.DeepEqual(l.Argv, tt.argv) {
+				t.Errorf("Prepare() changed the launch's argv to %q", l.Argv)
 			}
 		})
 	}
@@ -174,11 +206,16 @@ func TestCacheSingleFlight(t *testing.T) {
 	const n = 50
 	var wg sync.WaitGroup
 	states := make(chan State, n)
-	cmds := make([]*Command, n)
+	argvs, envs := make([][]string, n), make([]map[string]string, n)
 	for i := range n {
-		cmds[i] = bashCommand("/sf")
 		wg.Go(func() {
-			states <- mustPrepare(t, c, bashRequest("s"), cmds[i], Execution).State
+			l := bashCommand("/sf")
+			p, err := c.Prepare(context.Background(), bashRequest("s"), l)
+			if err != nil {
+				t.Errorf("Prepare() error %v", err)
+			}
+			argvs[i], envs[i] = replayOf(bashRequest("s"), l, p)
+			states <- p.Receipt.State
 		})
 	}
 	for f.count("/sf") == 0 {
@@ -199,7 +236,7 @@ func TestCacheSingleFlight(t *testing.T) {
 		t.Errorf("states = %v, want 1 on_demand and the rest capture_pending", got)
 	}
 	for i := 1; i < n; i++ {
-		if !reflect.DeepEqual(cmds[i].Argv, cmds[0].Argv) || !reflect.DeepEqual(cmds[i].Env, cmds[0].Env) {
+		if !reflect.DeepEqual(argvs[i], argvs[0]) || !reflect.DeepEqual(envs[i], envs[0]) {
 			t.Fatalf("command %d differs from command 0 after the shared capture", i)
 		}
 	}
@@ -218,19 +255,18 @@ func TestImpatientWaiterDoesNotCancelCapture(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	type answer struct {
-		r   Receipt
+		p   Prepared
 		err error
 	}
 	waiterDone := make(chan answer, 1)
-	cmd := bashCommand("/imp")
 	go func() {
-		r, err := c.Prepare(ctx, bashRequest("s"), cmd, Execution)
-		waiterDone <- answer{r, err}
+		p, err := c.Prepare(ctx, bashRequest("s"), bashCommand("/imp"))
+		waiterDone <- answer{p, err}
 	}()
 	time.Sleep(10 * time.Millisecond)
 	cancel()
-	if a := <-waiterDone; !errors.Is(a.err, ErrWaitEnded) || !errors.Is(a.err, context.Canceled) || a.r.Outcome != OutcomeNotRun || cmd.Argv[2] != "true" {
-		t.Errorf("cancelled waiter = %q, %v with argv %q, want not_run, ErrWaitEnded with the cause, and argv unchanged", a.r.Outcome, a.err, cmd.Argv)
+	if a := <-waiterDone; !errors.Is(a.err, ErrWaitEnded) || !errors.Is(a.err, context.Canceled) || a.p.Receipt.Outcome != OutcomeNotRun || a.p.Snapshot != nil {
+		t.Errorf("cancelled waiter = %q, %v with snapshot %v, want not_run, ErrWaitEnded with the cause, and no snapshot", a.p.Receipt.Outcome, a.err, a.p.Snapshot)
 	}
 	close(f.release)
 	if r := <-first; r.Outcome != OutcomeUsed {
@@ -249,16 +285,16 @@ func TestDeadlineBoundsTheCapturingCaller(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		start := time.Now()
-		cmd := bashCommand("/dl")
-		r, err := c.Prepare(ctx, bashRequest("s"), cmd, Execution)
+		p, err := c.Prepare(ctx, bashRequest("s"), bashCommand("/dl"))
+		r := p.Receipt
 		if !errors.Is(err, ErrWaitEnded) || !errors.Is(err, context.DeadlineExceeded) || r.Outcome != OutcomeNotRun || r.State != StateOnDemand {
 			t.Errorf("Prepare() past its deadline = %+v, %v; want not_run on_demand, ErrWaitEnded with the deadline", r, err)
 		}
 		if waited := time.Since(start); waited != time.Second || r.Wait != time.Second {
 			t.Errorf("Prepare() returned after %v (receipt %v), want the 1s deadline", waited, r.Wait)
 		}
-		if cmd.Argv[2] != "true" {
-			t.Errorf("argv rewritten to %q by a prepare that ended", cmd.Argv)
+		if p.Snapshot != nil {
+			t.Errorf("a prepare that ended gave a snapshot to replay")
 		}
 		if e, _ := c.Entry(*bashRequest("s"), "/dl", nil); e.State != EntryPending {
 			t.Errorf("entry after the caller left = %q, want pending: the capture goes on", e.State)
@@ -274,16 +310,16 @@ func TestDeadlineBoundsTheCapturingCaller(t *testing.T) {
 func TestPrewarmStates(t *testing.T) {
 	f := &fakeCapturer{}
 	c := newTestCache(t, Options{Capture: f.capture})
-	cmd := bashCommand("/pw")
-	if r := mustPrepare(t, c, bashRequest("s"), cmd, Prewarm); r.Outcome != OutcomeUsed || cmd.Argv[2] != "true" {
-		t.Errorf("Prewarm() = %q with argv %q, want success without a rewrite", r.Outcome, cmd.Argv)
+	l := bashCommand("/pw")
+	if r := mustPrepare(t, c, bashRequest("s"), l, Prewarm); r.Outcome != OutcomeUsed || l.Argv[2] != "true" {
+		t.Errorf("Prewarm() = %q with argv %q, want success without a rewrite", r.Outcome, l.Argv)
 	}
 	if r := mustPrepare(t, c, bashRequest("s"), bashCommand("/pw"), Execution); r.State != StatePrewarmReady {
 		t.Errorf("after a prewarm, State = %q, want prewarm_ready", r.State)
 	}
 
 	f.release = make(chan struct{})
-	go func() { _, _ = c.Prepare(context.Background(), bashRequest("s"), bashCommand("/pw2"), Prewarm) }()
+	go func() { _, _ = c.Prewarm(context.Background(), *bashRequest("s"), bashCommand("/pw2")) }()
 	for f.count("/pw2") == 0 {
 		time.Sleep(time.Millisecond)
 	}
@@ -299,14 +335,14 @@ func TestPrewarmStates(t *testing.T) {
 func TestCaptureFailureLeavesCommandUnchanged(t *testing.T) {
 	f := &fakeCapturer{fail: &CaptureError{Reason: ReasonNonzeroExit, Message: "shell snapshot capture exited with exit status: 7"}}
 	c := newTestCache(t, Options{Capture: f.capture})
-	cmd := bashCommand("/fail")
+	l := bashCommand("/fail")
 	want := bashCommand("/fail")
-	r := mustPrepare(t, c, bashRequest("s"), cmd, Execution)
-	if r.Outcome != OutcomeFallback || r.State != StateOnDemand || !strings.Contains(r.Reason, "exit status: 7") {
-		t.Errorf("Prepare() = %+v, want fallback on_demand with the reason", r)
+	p, err := c.Prepare(context.Background(), bashRequest("s"), l)
+	if r := p.Receipt; err != nil || r.Outcome != OutcomeFallback || r.State != StateOnDemand || !strings.Contains(r.Reason, "exit status: 7") {
+		t.Errorf("Prepare() = %+v, %v; want fallback on_demand with the reason", r, err)
 	}
-	if !reflect.DeepEqual(cmd, want) {
-		t.Errorf("Prepare() changed the command: %+v, want %+v", cmd, want)
+	if argv, env := replayOf(bashRequest("s"), l, p); p.Snapshot != nil || !reflect.DeepEqual(argv, want.Argv) || !reflect.DeepEqual(env, want.Env) || !reflect.DeepEqual(l, want) {
+		t.Errorf("Prepare() changed the command: snapshot %v, %q %v, want none, %+v", p.Snapshot, argv, env, want)
 	}
 	if r := mustPrepare(t, c, bashRequest("s"), bashCommand("/fail"), Execution); r.State != StateUnavailable || f.count("/fail") != 1 {
 		t.Errorf("during backoff = %q with %d captures, want unavailable and 1", r.State, f.count("/fail"))
@@ -343,30 +379,29 @@ func TestBackoffBoundary(t *testing.T) {
 // realCache is a cache with the real capture and a short timeout.
 func realCache(t *testing.T, timeout time.Duration) *Cache {
 	t.Helper()
-	return newTestCache(t, Options{Timeout: timeout})
+	return newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t)), Timeout: timeout})
 }
 
 // realBashCommand is bash -lc script with HOME=home.
-func realBashCommand(home, script string) *Command {
+func realBashCommand(home, script string) Launch {
 	env := map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"}
-	return &Command{Argv: []string{"/bin/bash", "-lc", script}, Cwd: home, Env: env, RequestEnv: cloneMap(env)}
+	return Launch{Argv: []string{"/bin/bash", "-lc", script}, Cwd: home, Env: env}
 }
 
 func TestHangingProfileFallsBackAndLeavesNothing(t *testing.T) {
 	home := t.TempDir()
 	writeFile(t, filepath.Join(home, ".bashrc"), "sleep 30 & echo $! > \"$HOME/pid\"; wait\n")
 	c := realCache(t, 500*time.Millisecond)
-	cmd := realBashCommand(home, "true")
 	start := time.Now()
-	r := mustPrepare(t, c, bashRequest("s"), cmd, Execution)
-	if r.Outcome != OutcomeFallback || !strings.Contains(r.Reason, "timed out") {
-		t.Errorf("hanging profile = %+v, want fallback timed out", r)
+	p, err := c.Prepare(context.Background(), bashRequest("s"), realBashCommand(home, "true"))
+	if r := p.Receipt; err != nil || r.Outcome != OutcomeFallback || !strings.Contains(r.Reason, "timed out") {
+		t.Errorf("hanging profile = %+v, %v; want fallback timed out", r, err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("hanging capture took %v, want about the 500ms limit", d)
 	}
-	if cmd.Argv[2] != "true" {
-		t.Errorf("argv rewritten to %q after a failed capture", cmd.Argv)
+	if p.Snapshot != nil {
+		t.Errorf("a failed capture gave a snapshot to replay")
 	}
 	assertPidGone(t, filepath.Join(home, "pid"))
 }
@@ -461,7 +496,7 @@ func TestMaxConcurrentCaptures(t *testing.T) {
 func TestFailedPrewarmEntryIsFailedWithoutBackoff(t *testing.T) {
 	f := &fakeCapturer{fail: &CaptureError{Reason: ReasonNonzeroExit, Message: "exit status: 7"}}
 	c := newTestCache(t, Options{Capture: f.capture})
-	if _, err := c.Prepare(context.Background(), bashRequest("pf"), bashCommand("/pf"), Prewarm); err == nil {
+	if _, err := c.Prewarm(context.Background(), *bashRequest("pf"), bashCommand("/pf")); err == nil {
 		t.Fatal("failed prewarm returned nil")
 	}
 	e, ok := c.Entry(*bashRequest("pf"), "/pf", nil)
@@ -572,7 +607,7 @@ func TestPrewarmWaitsForASlotWithinTheCaptureLimit(t *testing.T) {
 		}
 		synctest.Wait()
 		start := time.Now()
-		_, err := c.Prepare(context.Background(), bashRequest("b"), bashCommand("/b"), Prewarm)
+		_, err := c.Prewarm(context.Background(), *bashRequest("b"), bashCommand("/b"))
 		var ce *CaptureError
 		if !errors.As(err, &ce) || !strings.Contains(ce.Message, "waiting for a capture slot") {
 			t.Errorf("prewarm without a slot = %v, want the slot's timeout", err)
@@ -597,7 +632,7 @@ func TestCloseEndsCaptures(t *testing.T) {
 		synctest.Wait()
 		queued := make(chan error, 1)
 		go func() {
-			_, err := c.Prepare(context.Background(), bashRequest("b"), bashCommand("/b"), Prewarm)
+			_, err := c.Prewarm(context.Background(), *bashRequest("b"), bashCommand("/b"))
 			queued <- err
 		}()
 		synctest.Wait()
@@ -636,4 +671,30 @@ func TestRegistryCountsWaiters(t *testing.T) {
 			t.Errorf("entry after the capture = %q with %d waiting, want ready and none", e.State, e.Waiting)
 		}
 	})
+}
+
+// TestEntryKeyCannotBeGuessed: an entry's shown key is keyed by a secret of
+// the cache, so that a set value of its policy (a token, say) cannot be
+// recovered by hashing guesses against it; within one cache it is stable.
+func TestEntryKeyCannotBeGuessed(t *testing.T) {
+	l := bashCommand("/k")
+	l.Policy = &envpolicy.Policy{Set: map[string]string{"API_TOKEN": "1234"}}
+	keyIn := func(c *Cache) string {
+		t.Helper()
+		mustPrepare(t, c, bashRequest("s"), l, Execution)
+		info, ok := c.Entry(*bashRequest("s"), l.Cwd, l.Policy)
+		if !ok {
+			t.Fatal("Entry() found no entry after a prepare")
+		}
+		return info.Key
+	}
+	c := newTestCache(t, Options{Capture: (&fakeCapturer{}).capture})
+	first := keyIn(c)
+	if again := keyIn(c); again != first {
+		t.Errorf("the key of one entry changed from %q to %q", first, again)
+	}
+	other := keyIn(newTestCache(t, Options{Capture: (&fakeCapturer{}).capture}))
+	if other == first {
+		t.Errorf("two caches show key %q for the same entry: it is a plain hash of the request, the cwd and the policy's values", first)
+	}
 }

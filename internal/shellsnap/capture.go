@@ -22,15 +22,8 @@ func NewCapturer(procs *exec.Manager) Capturer {
 	}
 }
 
-// RunCapture runs a capture on an exec.Manager of its own, which no shutdown
-// and no keeper reaches: it is the Capturer of a Cache made without one
-// (tests). The server's captures run on its manager (NewCapturer).
-func RunCapture(ctx context.Context, argv []string, cwd string, env map[string]string) ([]byte, error) {
-	return runCapture(ctx, exec.NewManager(exec.Options{}), argv, cwd, env)
-}
-
-// runCapture runs a capture command (SHELL-SNAPSHOTS.md 4.1) as an unlisted
-// process of procs and returns its stdout: env is exactly the child's
+// runCapture runs a capture command (docs/design/snapshots.md#capture) as an
+// unlisted process of procs and returns its stdout: env is exactly the child's
 // environment, stdin is /dev/null and stderr is discarded. ctx bounds the
 // whole capture; when it ends, or when the output passes MaxSnapshotBytes,
 // the group is ended at once. Once the shell has exited, whatever it left in

@@ -27,8 +27,8 @@ func newTestProcs(t *testing.T) *exec.Manager {
 	return m
 }
 
-// TestCaptureContract: a capture through the manager keeps RunCapture's
-// contract, its reasons and messages included.
+// TestCaptureContract: a capture keeps the reference's contract, its reasons
+// and messages included.
 func TestCaptureContract(t *testing.T) {
 	home := t.TempDir()
 	tests := []struct {

@@ -30,7 +30,8 @@ const (
 	// kept: the cell keeps the result; every caller, now and later, gets it.
 	kept sharing = iota
 	// private: a failed prewarm. Only its caller gets the result; nothing is
-	// kept, and one waiter starts the next run (SHELL-SNAPSHOTS.md 3.3).
+	// kept, and one waiter starts the next run
+	// (docs/design/snapshots.md#single-flight).
 	private
 	// shared: nothing ran. The run's waiters get the result; nothing is kept,
 	// and the next caller starts afresh.

@@ -53,12 +53,14 @@ func TestReplayMatchesLoginShell(t *testing.T) {
 
 	plain := runProbe(t, []string{"/bin/bash", "-lc", fidelityProbe}, home, env)
 
-	c := newTestCache(t, Options{})
-	cmd := &Command{Argv: []string{"/bin/bash", "-lc", fidelityProbe}, Cwd: home, Env: cloneMap(env), RequestEnv: cloneMap(env)}
-	if r := mustPrepare(t, c, bashRequest("fidelity"), cmd, Execution); r.Outcome != OutcomeUsed {
-		t.Fatalf("Prepare() = %+v, want used", r)
+	c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
+	l := Launch{Argv: []string{"/bin/bash", "-lc", fidelityProbe}, Cwd: home, Env: cloneMap(env)}
+	p, err := c.Prepare(context.Background(), bashRequest("fidelity"), l)
+	if err != nil || p.Receipt.Outcome != OutcomeUsed {
+		t.Fatalf("Prepare() = %+v, %v; want used", p.Receipt, err)
 	}
-	replayed := runProbe(t, cmd.Argv, home, cmd.Env)
+	argv, replayEnv := replayOf(bashRequest("fidelity"), l, p)
+	replayed := runProbe(t, argv, home, replayEnv)
 
 	missing, extra := lineDiff(plain, replayed)
 	for _, l := range append(missing, extra...) {

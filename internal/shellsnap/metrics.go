@@ -9,7 +9,8 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 )
 
-// metrics are the reference's snapshot instruments (SHELL-SNAPSHOTS.md 8), with
+// metrics are the reference's snapshot instruments
+// (docs/design/snapshots.md#telemetry), with
 // the reference's names and tags so that dashboards built for it keep working.
 type metrics struct {
 	captures        metric.Int64Counter

@@ -38,6 +38,10 @@ type Snapshot struct {
 	snapshotNames // read on demand by StandbyScript
 }
 
+// RestoreFile reports whether a replay of s restores it from a restore
+// file, which a standby shell does not serve yet.
+func (s *Snapshot) RestoreFile() bool { return s.restore != "" }
+
 // Parse splits a capture's stdout into its state and its environment, as the
 // reference's parse_snapshot does (SHELL-SNAPSHOTS.md section 5), and applies
 // policy, if any, to the environment with inherit forced to all. The errors are

@@ -9,7 +9,7 @@ import (
 )
 
 // The three parse cases of the reference's shell_snapshot_tests.rs, with the
-// expectations of SHELL-SNAPSHOTS.md 11.2 to 11.4.
+// reference's expected results (the steps: docs/design/snapshots.md#parse).
 
 func TestSnapshotFiltersProfileExportsAfterCapture(t *testing.T) {
 	policy := &envpolicy.Policy{

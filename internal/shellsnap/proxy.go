@@ -7,7 +7,7 @@ import "encoding/json"
 const brokeredCredentialsVar = "CODEX_NETWORK_PROXY_BROKERED_CREDENTIALS"
 
 // stripManagedProxy deletes, in place, what a managed network proxy put into a
-// captured environment (SHELL-SNAPSHOTS.md section 5.1), so that a cached snapshot
+// captured environment (docs/design/snapshots.md#parse), so that a cached snapshot
 // never replays one launch's proxy into another. User-set proxy variables go too:
 // under an active proxy they cannot be told apart from the managed ones.
 //

@@ -67,8 +67,8 @@ func snapshotFailureRetries(t *testing.T, recoveryAttempt int, prewarmFailsFirst
 	argv := []string{"/bin/bash", "-lc", "true"}
 	env := map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"}
 	req := &Request{ScopeID: "attachment-1", Shell: Shell{Name: "bash", Path: "/bin/bash"}}
-	prepare := func() *Command {
-		return &Command{Argv: clone(argv), Cwd: home, Env: cloneMap(env), RequestEnv: cloneMap(env)}
+	launch := func() Launch {
+		return Launch{Argv: clone(argv), Cwd: home, Env: cloneMap(env)}
 	}
 
 	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
@@ -78,12 +78,13 @@ func snapshotFailureRetries(t *testing.T, recoveryAttempt int, prewarmFailsFirst
 	// preparation starts only once the first holds the cell, as the
 	// reference's biased join polls the first one first.
 	started := make(chan struct{}, 16)
+	capture := NewCapturer(newTestProcs(t))
 	cache, err := New(Options{
 		Now:   clock.Now,
 		Meter: provider.Meter("test"),
 		Capture: func(ctx context.Context, argv []string, cwd string, env map[string]string) ([]byte, error) {
 			started <- struct{}{}
-			return RunCapture(ctx, argv, cwd, env)
+			return capture(ctx, argv, cwd, env)
 		},
 	})
 	if err != nil {
@@ -95,27 +96,36 @@ func snapshotFailureRetries(t *testing.T, recoveryAttempt int, prewarmFailsFirst
 		if attempt == recoveryAttempt {
 			writeFile(t, profile, "printf x >> \"$HOME/captures\"\nprofile_helper() { printf recovered; }\n")
 		}
-		prepared, concurrent := prepare(), prepare()
+		first, second := launch(), launch()
 		prewarming := prewarmFailsFirst && attempt == 1
-		purpose := Execution
-		if prewarming {
-			purpose = Prewarm
-		}
 
-		firstErr := make(chan error, 1)
+		type answer struct {
+			p   Prepared
+			err error
+		}
+		firstDone := make(chan answer, 1)
 		go func() {
-			_, err := cache.Prepare(ctx, req, prepared, purpose)
-			firstErr <- err
+			if prewarming {
+				_, err := cache.Prewarm(ctx, *req, first)
+				firstDone <- answer{err: err}
+				return
+			}
+			p, err := cache.Prepare(ctx, req, first)
+			firstDone <- answer{p, err}
 		}()
-		var errFirst error
+		var a answer
 		select {
 		case <-started:
-		case errFirst = <-firstErr:
-			firstErr <- errFirst
+		case a = <-firstDone:
+			firstDone <- a
 		}
-		_, errSecond := cache.Prepare(ctx, req, concurrent, Execution)
-		errFirst = <-firstErr
+		pSecond, errSecond := cache.Prepare(ctx, req, second)
+		a = <-firstDone
+		errFirst := a.err
 		drain(started)
+		// The commands the two preparations start (a prewarm's is its launch
+		// unchanged: it never replays).
+		prepared, concurrent := command(req, first, a.p), command(req, second, pSecond)
 
 		if prewarming {
 			if errFirst == nil {
@@ -127,19 +137,21 @@ func snapshotFailureRetries(t *testing.T, recoveryAttempt int, prewarmFailsFirst
 		if errSecond != nil {
 			t.Fatalf("attempt %d: waiting command must complete even when prewarm fails: %v", attempt, errSecond)
 		}
-		if !reflect.DeepEqual(prepared.Argv, concurrent.Argv) || !reflect.DeepEqual(prepared.Env, concurrent.Env) {
-			t.Fatalf("attempt %d: concurrent preparations differ:\n%q %v\n%q %v", attempt, prepared.Argv, prepared.Env, concurrent.Argv, concurrent.Env)
+		if !reflect.DeepEqual(prepared, concurrent) {
+			t.Fatalf("attempt %d: concurrent preparations differ:\n%q %v\n%q %v", attempt, prepared.argv, prepared.env, concurrent.argv, concurrent.env)
 		}
 
 		// The clock is paused here: nothing moves it until Advance below.
 		if attempt < recoveryAttempt || recoveryAttempt > MaxSnapshotAttempts {
-			if _, err := cache.Prepare(ctx, req, prepared, Execution); err != nil {
+			third := launch()
+			p, err := cache.Prepare(ctx, req, third)
+			if err != nil {
 				t.Fatalf("attempt %d: capture must stay cached during backoff: %v", attempt, err)
 			}
-			if !reflect.DeepEqual(prepared.Argv, argv) || !reflect.DeepEqual(prepared.Env, env) {
-				t.Fatalf("attempt %d: Prepare during backoff rewrote the command: %q %v", attempt, prepared.Argv, prepared.Env)
+			if backoff := command(req, third, p); !reflect.DeepEqual(backoff.argv, argv) || !reflect.DeepEqual(backoff.env, env) {
+				t.Fatalf("attempt %d: Prepare during backoff rewrote the command: %q %v", attempt, backoff.argv, backoff.env)
 			}
-		} else if reflect.DeepEqual(prepared.Argv, argv) {
+		} else if reflect.DeepEqual(prepared.argv, argv) {
 			t.Fatalf("attempt %d: command was not rewritten after a successful capture", attempt)
 		}
 		want := min(attempt, recoveryAttempt, MaxSnapshotAttempts)
@@ -218,6 +230,18 @@ func tags(kvs []attribute.KeyValue) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ",")
+}
+
+// launched is a command as a caller starts it.
+type launched struct {
+	argv []string
+	env  map[string]string
+}
+
+// command is the command a caller starts for l after Prepare answered p.
+func command(req *Request, l Launch, p Prepared) launched {
+	argv, env := replayOf(req, l, p)
+	return launched{argv, env}
 }
 
 func writeFile(t *testing.T, path, content string) {

@@ -1,4 +1,4 @@
-package service
+package standby
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 )
 
 // refill starts a standby for key in the background if its launch repeats
-// (StandbyOptions) and no standby waits for it or is starting.
-func (sb *standbys) refill(key standbyKey, spec exec.Spec, in *shellsnap.ReplayInput) {
+// (Options) and no standby waits for it or is starting.
+func (sb *Pool) refill(key launchKey, spec exec.Spec, in *shellsnap.ReplayInput) {
 	if !sb.current(key.snap) {
 		return
 	}
@@ -27,7 +27,7 @@ func (sb *standbys) refill(key standbyKey, spec exec.Spec, in *shellsnap.ReplayI
 
 // fill spawns key's standby and puts it among the idle ones, ending the
 // least recently idle one when there are Max.
-func (sb *standbys) fill(key standbyKey, spec exec.Spec, in shellsnap.ReplayInput) {
+func (sb *Pool) fill(key launchKey, spec exec.Spec, in shellsnap.ReplayInput) {
 	sb.learnBuiltins(spec.Argv[0])
 	h, dir, err := sb.spawn(spec, in)
 	// Pruned once it is in the map, so that a prune running meanwhile
@@ -55,7 +55,7 @@ func (sb *standbys) fill(key standbyKey, spec exec.Spec, in shellsnap.ReplayInpu
 
 // spawn holds the standby shell of the launch spec replays from in, and
 // returns it with the cwd it starts in.
-func (sb *standbys) spawn(spec exec.Spec, in shellsnap.ReplayInput) (*exec.Held, os.FileInfo, error) {
+func (sb *Pool) spawn(spec exec.Spec, in shellsnap.ReplayInput) (*exec.Held, os.FileInfo, error) {
 	var dir os.FileInfo
 	if spec.Dir != "" {
 		var err error
@@ -63,14 +63,14 @@ func (sb *standbys) spawn(spec exec.Spec, in shellsnap.ReplayInput) (*exec.Held,
 			return nil, nil, err
 		}
 	}
-	argv, env, _ := shellsnap.Standby(in)
+	argv, env, _ := standbyCommand(in)
 	h, err := sb.procs.Hold(exec.Spec{Argv: argv, Dir: spec.Dir, Env: envpolicy.List(env), MaxOutputBytes: spec.MaxOutputBytes})
 	return h, dir, err
 }
 
 // seenLocked records that launch runs now and reports whether it ran within
 // the idle time before.
-func (sb *standbys) seenLocked(launch launchID) bool {
+func (sb *Pool) seenLocked(launch launchID) bool {
 	now := time.Now()
 	last, ok := sb.seen[launch]
 	sb.seen[launch] = now
@@ -85,15 +85,15 @@ func (sb *standbys) seenLocked(launch launchID) bool {
 }
 
 // learnBuiltins lists the builtins of the shell at path once; without them
-// no standby serves its commands (shellsnap.StandbyScript).
-func (sb *standbys) learnBuiltins(path string) {
+// no standby serves its commands (tailScript).
+func (sb *Pool) learnBuiltins(path string) {
 	sb.mu.Lock()
 	_, known := sb.builtins[path]
 	sb.mu.Unlock()
 	if known {
 		return
 	}
-	builtins, err := shellsnap.ShellBuiltins(context.Background(), sb.procs, path)
+	builtins, err := shellBuiltins(context.Background(), sb.procs, path)
 	if err != nil {
 		return // tried again at the next fill
 	}
@@ -103,8 +103,8 @@ func (sb *standbys) learnBuiltins(path string) {
 }
 
 // oldestLocked returns the key of the standby idle the longest.
-func (sb *standbys) oldestLocked() standbyKey {
-	var oldest standbyKey
+func (sb *Pool) oldestLocked() launchKey {
+	var oldest launchKey
 	var since time.Time
 	for k, s := range sb.idle {
 		if since.IsZero() || s.since.Before(since) {
@@ -115,7 +115,7 @@ func (sb *standbys) oldestLocked() standbyKey {
 }
 
 // dropLocked ends key's idle standby.
-func (sb *standbys) dropLocked(key standbyKey) {
+func (sb *Pool) dropLocked(key launchKey) {
 	if s := sb.idle[key]; s != nil {
 		s.timer.Stop()
 		s.held.Discard()
@@ -123,14 +123,16 @@ func (sb *standbys) dropLocked(key standbyKey) {
 	}
 }
 
-// prune ends the idle standbys whose snapshot is no longer the cache's.
-func (sb *standbys) prune() {
+// Prune ends the idle standbys whose snapshot is no longer the cache's: the
+// caller calls it when it forgets a scope's snapshots. A fill prunes too,
+// which covers snapshots evicted or replaced by a newer capture.
+func (sb *Pool) Prune() {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 	sb.pruneLocked()
 }
 
-func (sb *standbys) pruneLocked() {
+func (sb *Pool) pruneLocked() {
 	for k := range sb.idle {
 		if !sb.current(k.snap) {
 			sb.dropLocked(k)

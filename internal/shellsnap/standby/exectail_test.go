@@ -1,13 +1,16 @@
-package shellsnap
+package standby
 
 import (
 	"context"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/snapexec/snapexec/internal/shellsnap"
 )
 
 // ending is what the server sees of a command: its pid's output, its exit
@@ -41,18 +44,17 @@ func runEnding(t *testing.T, argv []string, dir string, env []string, message []
 }
 
 // TestStandbyScriptExecsAsBashDoes runs each script through Replay's command
-// and through a standby with StandbyScript's script: the process must end
-// the same way, and the last command must be the process itself in both or
-// in neither.
+// and through a standby with tailScript's script: the process must end the
+// same way, and the last command must be the process itself in both or in
+// neither.
 func TestStandbyScriptExecsAsBashDoes(t *testing.T) {
-	sh := shellByName(t, "bash")
-	builtins, err := ShellBuiltins(context.Background(), newTestProcs(t), sh.path)
+	builtins, err := shellBuiltins(context.Background(), newTestProcs(t), bash)
 	if err != nil {
 		t.Fatal(err)
 	}
 	home := t.TempDir()
-	writeHomeFiles(t, home, map[string]string{".bashrc": "helper() { echo helper; }\nalias ll='ls -l'\n"})
-	snap := captureLogin(t, sh, home)
+	writeFile(t, filepath.Join(home, ".bashrc"), "helper() { echo helper; }\nalias ll='ls -l'\n")
+	snap := captureLogin(t, home)
 	env := loginEnv(home)
 	const probe = `sh -c 'echo probe=$$'`
 	tests := []struct {
@@ -104,19 +106,19 @@ func TestStandbyScriptExecsAsBashDoes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.script, func(t *testing.T) {
-			in := ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{sh.path, "-lc", tt.script}, Env: env, RequestEnv: env, CaptureEnv: env}
-			argv, replayEnv := Replay(in)
+			in := shellsnap.ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{bash, "-lc", tt.script}, Env: env, RequestEnv: env, CaptureEnv: env}
+			argv, replayEnv := shellsnap.Replay(in)
 			pairs := envPairs(replayEnv)
-			script, ok := StandbyScript(in, home, pairs, builtins)
+			script, ok := tailScript(in, home, pairs, builtins)
 			if ok == tt.refuse {
-				t.Fatalf("StandbyScript(%q) ok = %v, want %v", tt.script, ok, !tt.refuse)
+				t.Fatalf("tailScript(%q) ok = %v, want %v", tt.script, ok, !tt.refuse)
 			}
 			if !ok {
 				return
 			}
 			fresh := runEnding(t, argv, home, pairs, nil)
-			sArgv, sEnv, _ := Standby(in)
-			standby := runEnding(t, sArgv, home, envPairs(sEnv), StandbyMessage(snap, script))
+			sArgv, sEnv, _ := standbyCommand(in)
+			standby := runEnding(t, sArgv, home, envPairs(sEnv), goAhead(snap, script))
 			if fresh != standby {
 				t.Errorf("script %q:\nReplay's command: %+v\nstandby (script %q): %+v", tt.script, fresh, script, standby)
 			}

@@ -1,9 +1,11 @@
-package main
+package web_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,15 +21,17 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/snapexec/snapexec/internal/testserver"
 )
 
-// dashChromium is where Debian's chromium package puts the browser.
-const dashChromium = "/usr/bin/chromium"
+// chromium is where Debian's chromium package puts the browser.
+const chromium = "/usr/bin/chromium"
 
-// dashRecord is what the page did, as the DevTools events tell it: every
+// record is what the page did, as the DevTools events tell it: every
 // request it sent, the Authorization header of its API calls, and its
 // uncaught exceptions and security (CSP) errors.
-type dashRecord struct {
+type record struct {
 	mu       sync.Mutex
 	urls     []string
 	auth     map[string]string // URL path -> Authorization header sent
@@ -36,7 +40,7 @@ type dashRecord struct {
 }
 
 // listen runs in chromedp's read loop: it must only record.
-func (b *dashRecord) listen(ev any) {
+func (b *record) listen(ev any) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch ev := ev.(type) {
@@ -82,7 +86,7 @@ func (b *dashRecord) listen(ev any) {
 	}
 }
 
-func (b *dashRecord) snapshot() (urls []string, auth map[string]string, problems, logs []string) {
+func (b *record) snapshot() (urls []string, auth map[string]string, problems, logs []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	auth = map[string]string{}
@@ -92,23 +96,23 @@ func (b *dashRecord) snapshot() (urls []string, auth map[string]string, problems
 	return append([]string(nil), b.urls...), auth, append([]string(nil), b.problems...), append([]string(nil), b.logs...)
 }
 
-// dashBrowser is one headless Chromium tab with its record; do and run bound each
+// browser is one headless Chromium tab with its record; do and run bound each
 // step with its own timeout.
-type dashBrowser struct {
+type browser struct {
 	t   *testing.T
 	ctx context.Context
-	rec *dashRecord
+	rec *record
 }
 
-// startDashBrowser starts Debian's Chromium headless with a fresh profile. The
+// startBrowser starts Debian's Chromium headless with a fresh profile. The
 // whole browser lives at most as long as ctx.
-func startDashBrowser(t *testing.T, ctx context.Context) *dashBrowser {
+func startBrowser(t *testing.T, ctx context.Context) *browser {
 	t.Helper()
-	if _, err := os.Stat(dashChromium); err != nil {
-		t.Skipf("no Chromium at %s (%v): install it with `apt-get install -y chromium` to run the browser test", dashChromium, err)
+	if _, err := os.Stat(chromium); err != nil {
+		t.Skipf("no Chromium at %s (%v): install it with `apt-get install -y chromium` to run the browser test", chromium, err)
 	}
 	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(dashChromium),
+		chromedp.ExecPath(chromium),
 		chromedp.Flag("headless", true),
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
@@ -126,7 +130,7 @@ func startDashBrowser(t *testing.T, ctx context.Context) *dashBrowser {
 		chromedp.WindowSize(1280, 1000),
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	rec := &dashRecord{}
+	rec := &record{}
 	tabCtx, cancelTab := chromedp.NewContext(allocCtx, chromedp.WithListener(rec.listen))
 	t.Cleanup(func() {
 		cancelTab()
@@ -135,13 +139,13 @@ func startDashBrowser(t *testing.T, ctx context.Context) *dashBrowser {
 	// The first Do starts the browser and binds its life to tabCtx (bounded by
 	// ctx), so it gets no shorter timeout of its own.
 	if err := chromedp.Do(tabCtx); err != nil {
-		t.Fatalf("starting %s: %v", dashChromium, err)
+		t.Fatalf("starting %s: %v", chromium, err)
 	}
-	return &dashBrowser{t: t, ctx: tabCtx, rec: rec}
+	return &browser{t: t, ctx: tabCtx, rec: rec}
 }
 
 // do runs steps within d, and on failure reports what the page showed.
-func (b *dashBrowser) do(what string, d time.Duration, steps ...chromedp.Action[chromedp.Void]) {
+func (b *browser) do(what string, d time.Duration, steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, d)
 	defer cancel()
@@ -151,7 +155,7 @@ func (b *dashBrowser) do(what string, d time.Duration, steps ...chromedp.Action[
 }
 
 // text returns the text of the first element sel matches, within 5 s.
-func (b *dashBrowser) text(sel string) string {
+func (b *browser) text(sel string) string {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
 	defer cancel()
@@ -162,8 +166,8 @@ func (b *dashBrowser) text(sel string) string {
 	return strings.TrimSpace(s)
 }
 
-// eval evaluates expr within 5 s.
-func dashEval[T any](b *dashBrowser, expr string) T {
+// evaluate evaluates expr within 5 s.
+func evaluate[T any](b *browser, expr string) T {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
 	defer cancel()
@@ -175,7 +179,7 @@ func dashEval[T any](b *dashBrowser, expr string) T {
 }
 
 // pageState is a short dump of the dashboard for failure messages.
-func (b *dashBrowser) pageState() string {
+func (b *browser) pageState() string {
 	ctx, cancel := context.WithTimeout(b.ctx, 3*time.Second)
 	defer cancel()
 	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
@@ -194,7 +198,7 @@ func (b *dashBrowser) pageState() string {
 }
 
 // screenshot saves a full-page PNG under dir and prints its path.
-func (b *dashBrowser) screenshot(dir, name string) {
+func (b *browser) screenshot(dir, name string) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
@@ -216,7 +220,7 @@ func (b *dashBrowser) screenshot(dir, name string) {
 
 // checkSameOrigin fails on any request the page sent anywhere but origin
 // (data: URLs aside), and on uncaught exceptions or CSP errors.
-func (b *dashBrowser) checkSameOrigin(origin string, want ...string) {
+func (b *browser) checkSameOrigin(origin string, want ...string) {
 	b.t.Helper()
 	urls, _, problems, _ := b.rec.snapshot()
 	if len(urls) == 0 {
@@ -251,7 +255,7 @@ func (b *dashBrowser) checkSameOrigin(origin string, want ...string) {
 // artifactDir is where screenshots go: the test's artifact directory (kept
 // under the output directory with go test -artifacts), or SNAPEXEC_ARTIFACTS
 // when set.
-func dashArtifactDir(t *testing.T) string {
+func artifactDir(t *testing.T) string {
 	if d := os.Getenv("SNAPEXEC_ARTIFACTS"); d != "" {
 		if err := os.MkdirAll(d, 0o755); err == nil {
 			return d
@@ -260,23 +264,25 @@ func dashArtifactDir(t *testing.T) string {
 	return t.ArtifactDir()
 }
 
-func dashSel(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+func selector(format string, args ...any) string { return fmt.Sprintf(format, args...) }
 
 // TestDashboard drives the dashboard at / in headless Chromium against the
 // real server: a prewarm through the form, a failing scope's badge and
 // countdown, forgetting it, terminating a process, and no request leaving
 // the server.
 func TestDashboard(t *testing.T) {
-	if _, err := os.Stat(dashChromium); err != nil {
-		t.Skipf("no Chromium at %s: install it with `apt-get install -y chromium` to run the browser test", dashChromium)
+	if _, err := os.Stat(chromium); err != nil {
+		t.Skipf("no Chromium at %s: install it with `apt-get install -y chromium` to run the browser test", chromium)
 	}
+	// Started first: the first Start of a test binary builds the server,
+	// which the browser's bound below need not cover.
+	s := testserver.Start(t, testserver.Options{NoToken: true, Args: []string{"--grace", "300ms"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s := startServer(t, nil)
-	b := startDashBrowser(t, ctx)
+	b := startBrowser(t, ctx)
 
 	b.do("load /", 15*time.Second,
-		chromedp.Navigate(s.url+"/"),
+		chromedp.Navigate(s.URL+"/"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="conn-status"][data-state="connected"]`)),
 	)
 	if v := b.text(`[data-testid="version"]`); v == "" || v == "–" {
@@ -285,13 +291,13 @@ func TestDashboard(t *testing.T) {
 	if up := b.text(`[data-testid="uptime"]`); up == "" || up == "–" {
 		t.Errorf("uptime shows %q", up)
 	}
-	// The count is the process's: the browser's own daemons (a crash handler
-	// that forks away) count too, since this test binary hosts both.
+	// The count is the server process's, the browser's own daemons (a crash
+	// handler that forks away) apart.
 	if esc := b.text(`[data-testid="sum-escaped"]`); !regexp.MustCompile(`^\d+ escaped$`).MatchString(esc) {
 		t.Errorf("the processes tile shows %q beside its counts, want the number escaped", esc)
 	}
 	for _, state := range []string{"cache_hit", "prewarm_ready", "on_demand", "capture_pending", "prewarm_pending", "unavailable"} {
-		b.do("outcome row "+state, 5*time.Second, chromedp.WaitVisible(chromedp.CSS(dashSel(`[data-testid="outcome-row"][data-state=%q]`, state))))
+		b.do("outcome row "+state, 5*time.Second, chromedp.WaitVisible(chromedp.CSS(selector(`[data-testid="outcome-row"][data-state=%q]`, state))))
 	}
 
 	// 1. Prewarm a good scope through the form: sh has no profile to fail.
@@ -304,9 +310,9 @@ func TestDashboard(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS("#pw-cwd"), cwd),
 		chromedp.Click(chromedp.CSS(`[data-testid="prewarm-submit"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="action-result"][data-action="prewarm"][data-status="ok"]`)),
-		chromedp.WaitVisible(chromedp.CSS(dashSel(`[data-testid="snapshot-row"][data-scope=%q] [data-testid="state-badge"][data-state="ready"]`, good))),
+		chromedp.WaitVisible(chromedp.CSS(selector(`[data-testid="snapshot-row"][data-scope=%q] [data-testid="state-badge"][data-state="ready"]`, good))),
 	)
-	goodRow := dashSel(`[data-testid="snapshot-row"][data-scope=%q]`, good)
+	goodRow := selector(`[data-testid="snapshot-row"][data-scope=%q]`, good)
 	if got := b.text(goodRow + ` [data-testid="state-badge"]`); got != "ready" {
 		t.Errorf("good scope badge = %q, want ready", got)
 	}
@@ -338,7 +344,7 @@ func TestDashboard(t *testing.T) {
 		t.Fatal(err)
 	}
 	failing := "dash-failing"
-	code, got, _ := s.post(t, "/exec", map[string]any{
+	code, got := post(t, s.URL, "/exec", map[string]any{
 		"argv":          []string{"/bin/bash", "-lc", "true"},
 		"cwd":           bad,
 		"env":           map[string]string{"HOME": bad, "PATH": "/usr/bin:/bin"},
@@ -347,7 +353,7 @@ func TestDashboard(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("POST /exec with the failing profile = %d %v", code, got)
 	}
-	failRow := dashSel(`[data-testid="snapshot-row"][data-scope=%q]`, failing)
+	failRow := selector(`[data-testid="snapshot-row"][data-scope=%q]`, failing)
 	b.do("failing scope badge and countdown", 10*time.Second,
 		chromedp.WaitVisible(chromedp.CSS(failRow+` [data-testid="state-badge"][data-state="failed"]`)),
 		chromedp.WaitVisible(chromedp.CSS(failRow+` [data-testid="countdown"]`)),
@@ -365,12 +371,12 @@ func TestDashboard(t *testing.T) {
 		t.Errorf("attempts = %q, want \"N of M\"", got)
 	}
 	// The badge is amber, not the ready green: the colour comes from the state.
-	failedBG := dashEval[string](b, `getComputedStyle(document.querySelector('`+failRow+` [data-testid="state-badge"]')).backgroundColor`)
-	readyBG := dashEval[string](b, `getComputedStyle(document.querySelector('`+goodRow+` [data-testid="state-badge"]')).backgroundColor`)
+	failedBG := evaluate[string](b, `getComputedStyle(document.querySelector('`+failRow+` [data-testid="state-badge"]')).backgroundColor`)
+	readyBG := evaluate[string](b, `getComputedStyle(document.querySelector('`+goodRow+` [data-testid="state-badge"]')).backgroundColor`)
 	if failedBG == readyBG {
 		t.Errorf("failed and ready badges share the colour %s", failedBG)
 	}
-	b.screenshot(dashArtifactDir(t), "dashboard-failing.png")
+	b.screenshot(artifactDir(t), "dashboard-failing.png")
 
 	// 3. Forget the failing scope through its button.
 	b.do("forget through the page", 10*time.Second,
@@ -381,18 +387,18 @@ func TestDashboard(t *testing.T) {
 	if got := b.text(`[data-testid="action-result"]`); !strings.Contains(got, failing) {
 		t.Errorf("forget result line = %q, want it to name the scope", got)
 	}
-	if entries := dashScopes(t, s.url); slices.Contains(entries, failing) || !slices.Contains(entries, good) {
+	if entries := scopes(t, s.URL); slices.Contains(entries, failing) || !slices.Contains(entries, good) {
 		t.Errorf("GET /snapshots scopes after forget = %v, want %s kept and %s gone", entries, good, failing)
 	}
 	// A later poll does not bring the row back.
-	dashWaitNextPoll(b)
-	if n := dashEval[int](b, `document.querySelectorAll('`+failRow+`').length`); n != 0 {
+	waitNextPoll(b)
+	if n := evaluate[int](b, `document.querySelectorAll('`+failRow+`').length`); n != 0 {
 		t.Errorf("the forgotten scope's row came back after a poll")
 	}
 	b.do("good scope still listed", 5*time.Second, chromedp.WaitVisible(chromedp.CSS(goodRow)))
 
 	// 4. Terminate a running process through its button.
-	code, got, _ = s.post(t, "/processes", map[string]any{"argv": []string{"sleep", "30"}})
+	code, got = post(t, s.URL, "/processes", map[string]any{"argv": []string{"sleep", "30"}})
 	if code != http.StatusCreated {
 		t.Fatalf("POST /processes = %d %v, want 201", code, got)
 	}
@@ -400,7 +406,7 @@ func TestDashboard(t *testing.T) {
 	if id == "" {
 		t.Fatalf("POST /processes gave no processId: %v", got)
 	}
-	procRow := dashSel(`[data-testid="process-row"][data-process-id=%q]`, id)
+	procRow := selector(`[data-testid="process-row"][data-process-id=%q]`, id)
 	b.do("terminate through the page", 15*time.Second,
 		chromedp.WaitVisible(chromedp.CSS(procRow+`[data-status="running"] [data-testid="terminate-button"]`)),
 		chromedp.Click(chromedp.CSS(procRow+` [data-testid="terminate-button"]`)),
@@ -413,16 +419,16 @@ func TestDashboard(t *testing.T) {
 	if got := b.text(procRow + ` td.exit`); got == "" || got == "–" {
 		t.Errorf("exit cell of the terminated process = %q, want its signal or code", got)
 	}
-	if n := dashEval[int](b, `document.querySelectorAll('`+procRow+` [data-testid="terminate-button"]').length`); n != 0 {
+	if n := evaluate[int](b, `document.querySelectorAll('`+procRow+` [data-testid="terminate-button"]').length`); n != 0 {
 		t.Errorf("a terminated process still has a Terminate button")
 	}
 
 	// 5. Screenshots: the whole page, then narrow and dark.
-	dir := dashArtifactDir(t)
+	dir := artifactDir(t)
 	b.screenshot(dir, "dashboard.png")
 	b.do("narrow viewport", 5*time.Second, chromedp.EmulateViewport(375, 800))
-	dashWaitNextPoll(b) // the chart is redrawn at the new width
-	if w := dashEval[int](b, `document.documentElement.scrollWidth`); w > 375 {
+	waitNextPoll(b) // the chart is redrawn at the new width
+	if w := evaluate[int](b, `document.documentElement.scrollWidth`); w > 375 {
 		t.Errorf("at 375 px the page is %d px wide: it scrolls sideways", w)
 	}
 	b.screenshot(dir, "dashboard-narrow.png")
@@ -432,17 +438,17 @@ func TestDashboard(t *testing.T) {
 		})
 		return err
 	}))
-	if bg := dashEval[string](b, `getComputedStyle(document.body).backgroundColor`); bg == "rgb(245, 246, 248)" || bg == "rgb(255, 255, 255)" {
+	if bg := evaluate[string](b, `getComputedStyle(document.body).backgroundColor`); bg == "rgb(245, 246, 248)" || bg == "rgb(255, 255, 255)" {
 		t.Errorf("dark mode background = %s, still light", bg)
 	}
 	b.screenshot(dir, "dashboard-narrow-dark.png")
 
 	// 6. Nothing the page loaded or called left the server.
-	b.checkSameOrigin(s.url,
-		"GET "+s.url+"/ui/app.js", "GET "+s.url+"/ui/style.css",
-		"GET "+s.url+"/stats", "GET "+s.url+"/snapshots", "GET "+s.url+"/processes",
-		"POST "+s.url+"/snapshots/"+good+"/prewarm", "DELETE "+s.url+"/snapshots/"+failing,
-		"DELETE "+s.url+"/processes/",
+	b.checkSameOrigin(s.URL,
+		"GET "+s.URL+"/ui/app.js", "GET "+s.URL+"/ui/style.css",
+		"GET "+s.URL+"/stats", "GET "+s.URL+"/snapshots", "GET "+s.URL+"/processes",
+		"POST "+s.URL+"/snapshots/"+good+"/prewarm", "DELETE "+s.URL+"/snapshots/"+failing,
+		"DELETE "+s.URL+"/processes/",
 	)
 }
 
@@ -450,17 +456,17 @@ func TestDashboard(t *testing.T) {
 // files are public), shows the token prompt on 401, and once the token is
 // entered sends it as a header only, never in a URL.
 func TestDashboardToken(t *testing.T) {
-	if _, err := os.Stat(dashChromium); err != nil {
-		t.Skipf("no Chromium at %s: install it with `apt-get install -y chromium` to run the browser test", dashChromium)
+	if _, err := os.Stat(chromium); err != nil {
+		t.Skipf("no Chromium at %s: install it with `apt-get install -y chromium` to run the browser test", chromium)
 	}
+	s := testserver.Start(t, testserver.Options{Args: []string{"--grace", "300ms"}})
+	token := s.Token
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	const token = "dashboard-test-token-0123456789"
-	s := startServer(t, map[string]string{"SNAPEXEC_TOKEN": token})
-	b := startDashBrowser(t, ctx)
+	b := startBrowser(t, ctx)
 
 	b.do("load / without a token", 15*time.Second,
-		chromedp.Navigate(s.url+"/"),
+		chromedp.Navigate(s.URL+"/"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="auth-prompt"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="conn-status"][data-state="unauthorized"]`)),
 	)
@@ -473,7 +479,7 @@ func TestDashboardToken(t *testing.T) {
 	if v := b.text(`[data-testid="version"]`); v == "" || v == "–" {
 		t.Errorf("version shows %q after the token, want the server's", v)
 	}
-	if typ := dashEval[string](b, `document.querySelector('[data-testid="token-input"]').type`); typ != "password" {
+	if typ := evaluate[string](b, `document.querySelector('[data-testid="token-input"]').type`); typ != "password" {
 		t.Errorf("token input type = %q, want password", typ)
 	}
 	// The token survives a reload of the tab (sessionStorage), without a prompt.
@@ -488,17 +494,38 @@ func TestDashboardToken(t *testing.T) {
 			t.Errorf("the token appeared in a URL: %s", u)
 		}
 	}
-	if a := auth[s.url+"/stats"]; a != "Bearer "+token {
+	if a := auth[s.URL+"/stats"]; a != "Bearer "+token {
 		t.Errorf("GET /stats Authorization = %q, want the bearer token", a)
 	}
-	b.checkSameOrigin(s.url, "GET "+s.url+"/stats")
-	if strings.Contains(s.logs.String(), token) {
+	b.checkSameOrigin(s.URL, "GET "+s.URL+"/stats")
+	if strings.Contains(s.Log(), token) {
 		t.Errorf("the token appeared in the server's log")
 	}
 }
 
-// dashScopes returns the scope ids GET /snapshots lists.
-func dashScopes(t *testing.T, base string) []string {
+// post sends body as JSON to the server at base, without a token, and
+// decodes the JSON answer.
+func post(t *testing.T, base, path string, body any) (int, map[string]any) {
+	t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(base+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("POST %s answered %d with non-JSON %q", path, resp.StatusCode, raw)
+	}
+	return resp.StatusCode, out
+}
+
+// scopes returns the scope ids GET /snapshots lists.
+func scopes(t *testing.T, base string) []string {
 	t.Helper()
 	resp, err := http.Get(base + "/snapshots")
 	if err != nil {
@@ -520,19 +547,19 @@ func dashScopes(t *testing.T, base string) []string {
 	return out
 }
 
-// dashWaitNextPoll waits until the page has rendered another polling round.
-func dashWaitNextPoll(b *dashBrowser) {
+// waitNextPoll waits until the page has rendered another polling round.
+func waitNextPoll(b *browser) {
 	b.t.Helper()
 	before := b.text(`[data-testid="last-update"]`)
 	ctx, cancel := context.WithTimeout(b.ctx, 6*time.Second)
 	defer cancel()
-	expr := `document.querySelector('[data-testid="last-update"]').textContent !== ` + dashJSString(before)
+	expr := `document.querySelector('[data-testid="last-update"]').textContent !== ` + jsString(before)
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
 		b.t.Fatalf("no polling round after %q: %v\n%s", before, err, b.pageState())
 	}
 }
 
-func dashJSString(s string) string {
+func jsString(s string) string {
 	j, _ := json.Marshal(s)
 	return string(j)
 }

@@ -1,8 +1,6 @@
 package shellsnap
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"sort"
 	"time"
 
@@ -45,6 +43,20 @@ type EntryInfo struct {
 	LastError     *CaptureError
 	// Waiting counts the requests waiting now for this entry's capture.
 	Waiting int
+}
+
+// entry is one key's snapshot generation and what the registry shows of it.
+// Its fields are guarded by the Cache's mutex; the cell guards its own.
+type entry struct {
+	key        key
+	id         string // keyID(key), as shown
+	req        Request
+	policy     *envpolicy.Policy
+	attempts   int
+	cell       *cell
+	hits       int64
+	lastUsedAt time.Time
+	lastError  *CaptureError
 }
 
 // Entries returns every entry, least recently used first.
@@ -119,7 +131,7 @@ func (c *Cache) collect(match func(*entry) bool) []EntryInfo {
 // info is e as the registry shows it; the caller holds the Cache's mutex.
 func (e *entry) info() EntryInfo {
 	in := EntryInfo{
-		Key:         keyID(e.key),
+		Key:         e.id,
 		ScopeID:     e.req.ScopeID,
 		Shell:       e.req.Shell,
 		Cwd:         e.key.cwd,
@@ -157,14 +169,4 @@ func (e *entry) info() EntryInfo {
 		sort.Strings(in.EnvNames)
 	}
 	return in
-}
-
-// keyID is a short stable id of a key, safe to show.
-func keyID(k key) string {
-	h := sha256.New()
-	for _, f := range []string{k.scopeID, k.shellName, k.shellPath, k.cwd, k.policy} {
-		h.Write([]byte(f))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil))[:12]
 }

@@ -1,8 +1,13 @@
 package shellsnap
 
+import (
+	"errors"
+	"fmt"
+)
+
 // Reason is the bounded enumeration of capture failure causes, used as the
-// failure_reason metric tag (SHELL-SNAPSHOTS.md section 8.2). It never carries
-// free text.
+// failure_reason span attribute (docs/design/snapshots.md#capture). It never
+// carries free text.
 type Reason string
 
 // The failure reasons. Parse reports the last four of the reference's list; the
@@ -33,3 +38,15 @@ type CaptureError struct {
 
 // Error returns the message.
 func (e *CaptureError) Error() string { return e.Message }
+
+// Errors a request can get; everything else falls back silently.
+var (
+	// ErrInvalidScope means the scope id is empty or longer than MaxScopeBytes.
+	ErrInvalidScope = fmt.Errorf("shell snapshot scope must be non-empty and at most %d bytes", MaxScopeBytes)
+	// ErrUnsupportedShell means the shell name is not bash, zsh or sh.
+	ErrUnsupportedShell = errors.New("shell snapshots are unsupported for this shell")
+	// ErrWaitEnded means the request's context ended while its command waited
+	// for the capture, which goes on: the command must not run. It comes
+	// wrapped with the context's cause.
+	ErrWaitEnded = errors.New("the request ended while its command waited for the shell snapshot capture")
+)

@@ -1,8 +1,9 @@
-package shellsnap
+package standby
 
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,10 +11,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snapexec/snapexec/internal/shellsnap"
 )
 
 // standbyRun is standbyCode for a command that must succeed.
-func standbyRun(t *testing.T, in ReplayInput, dir, script string) (stdout, stderr string) {
+func standbyRun(t *testing.T, in shellsnap.ReplayInput, dir, script string) (stdout, stderr string) {
 	t.Helper()
 	stdout, stderr, code := standbyCode(t, in, dir, script)
 	if code != 0 {
@@ -37,25 +40,25 @@ func TestStandbyMatchesReplay(t *testing.T) {
 		"failing":  "f; false; echo not reached",
 		"unset":    "echo ${NOT_SET_ANYWHERE}; echo not reached",
 		"errors":   "no_such_command_here; cd /no/such/dir; echo \"line $LINENO\"",
-		"state":    "echo \"seconds=$SECONDS args=$# zero=${0##*/}\"; declare -p " + standbyScriptVar + " 2>&1; compgen -v | grep -c '^__CODEX' || true",
+		"state":    "echo \"seconds=$SECONDS args=$# zero=${0##*/}\"; declare -p " + scriptVar + " 2>&1; compgen -v | grep -c '^__CODEX' || true",
 		"exit":     "echo before; exit 3",
 	}
 	for pname, profile := range profiles {
 		home := t.TempDir()
 		writeFile(t, filepath.Join(home, ".bash_profile"), profile)
 		env := map[string]string{"HOME": home, "PATH": "/usr/bin:/bin", "DROP_ME": "x", "LANG": "C"}
-		c := newTestCache(t, Options{})
+		c := newTestCache(t, newTestProcs(t))
 		for name, probe := range probes {
 			t.Run(pname+"/"+name, func(t *testing.T) {
-				cmd := &Command{Argv: []string{"/bin/bash", "-lc", probe}, Cwd: home, Env: cloneMap(env), RequestEnv: cloneMap(env)}
-				if r := mustPrepare(t, c, bashRequest("standby"), cmd, Execution); r.Outcome != OutcomeUsed || cmd.Replayed == nil {
-					t.Fatalf("Prepare() = %+v, Replayed %v; want used, with its replay input", r, cmd.Replayed)
+				l := shellsnap.Launch{Argv: []string{bash, "-lc", probe}, Cwd: home, Env: maps.Clone(env)}
+				p, err := c.Prepare(context.Background(), bashRequest("standby"), l)
+				if err != nil || p.Receipt.Outcome != shellsnap.OutcomeUsed {
+					t.Fatalf("Prepare() = %+v, %v; want used", p.Receipt, err)
 				}
-				if cmd.Replayed.Snapshot.restore != "" {
-					t.Skip("a standby does not serve a snapshot with a restore file yet")
-				}
-				fresh, freshErr, freshCode := runCode(t, cmd.Argv, home, cmd.Env)
-				stdout, stderr, code := standbyCode(t, *cmd.Replayed, home, probe)
+				in := shellsnap.ReplayInput{Snapshot: p.Snapshot, Shell: "bash", Command: l.Argv, Env: l.Env, RequestEnv: maps.Clone(env), CaptureEnv: p.CaptureEnv}
+				argv, replayEnv := shellsnap.Replay(in)
+				fresh, freshErr, freshCode := runCode(t, argv, home, replayEnv)
+				stdout, stderr, code := standbyCode(t, in, home, probe)
 				if missing, extra := lineDiff(fresh, stdout); len(missing)+len(extra) > 0 || code != freshCode {
 					t.Errorf("standby stdout differs from the replay's (exit %d vs %d):\nonly in the replay: %q\nonly in the standby: %q", code, freshCode, missing, extra)
 				}
@@ -108,26 +111,25 @@ func runCode(t *testing.T, argv []string, dir string, env map[string]string) (st
 
 // standbyCode runs the standby of in with script's go-ahead and returns its
 // output and exit code.
-func standbyCode(t *testing.T, in ReplayInput, dir, script string) (stdout, stderr string, code int) {
+func standbyCode(t *testing.T, in shellsnap.ReplayInput, dir, script string) (stdout, stderr string, code int) {
 	t.Helper()
-	argv, env, ok := Standby(in)
+	argv, env, ok := standbyCommand(in)
 	if !ok {
-		t.Fatalf("Standby(%q) = _, _, false, want a standby", in.Command)
+		t.Fatalf("standbyCommand(%q) = _, _, false, want a standby", in.Command)
 	}
-	cmd, stdout, stderr := runShell(t, argv, dir, envPairs(env), StandbyMessage(in.Snapshot, script))
+	cmd, stdout, stderr := runShell(t, argv, dir, envPairs(env), goAhead(in.Snapshot, script))
 	return stdout, stderr, cmd.ProcessState.ExitCode()
 }
 
 func TestStandbyHidesState(t *testing.T) {
-	sh := shellByName(t, "bash")
 	home := t.TempDir()
-	writeHomeFiles(t, home, map[string]string{".bashrc": "hidden_helper() { echo helper; }\nset -o allexport\n"})
-	snap := captureLogin(t, sh, home)
+	writeFile(t, filepath.Join(home, ".bashrc"), "hidden_helper() { echo helper; }\nset -o allexport\n")
+	snap := captureLogin(t, home)
 	env := loginEnv(home)
 	const fdProbe = "echo /proc/$$/fd/*\necho ---env\n"
-	in := ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{sh.path, "-lc", fdProbe + "env\necho ---set\nset\necho ---end\n"}, Env: env, RequestEnv: env, CaptureEnv: env}
+	in := shellsnap.ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{bash, "-lc", fdProbe + "env\necho ---set\nset\necho ---end\n"}, Env: env, RequestEnv: env, CaptureEnv: env}
 	stdout, stderr := standbyRun(t, in, home, in.Command[2])
-	plain, err := exec.Command(sh.path, "-c", fdProbe).Output()
+	plain, err := exec.Command(bash, "-c", fdProbe).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,8 +150,8 @@ func TestStandbyHidesState(t *testing.T) {
 
 func TestStandbyReportsBrokenState(t *testing.T) {
 	home := t.TempDir()
-	snap := &Snapshot{State: "# Snapshot file\nif then\n", Env: map[string]string{}}
-	in := ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", "echo user-ran"}, Env: loginEnv(home)}
+	snap := &shellsnap.Snapshot{State: "# Snapshot file\nif then\n", Env: map[string]string{}}
+	in := shellsnap.ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{bash, "-lc", "echo user-ran"}, Env: loginEnv(home)}
 	stdout, stderr := standbyRun(t, in, home, "echo user-ran")
 	if stdout != "user-ran\n" || !strings.HasSuffix(stderr, "\nfailed to restore shell snapshot\n") {
 		t.Fatalf("standby of a broken state = stdout %q, stderr %q; want the user's command to run after the notice", stdout, stderr)
@@ -157,31 +159,31 @@ func TestStandbyReportsBrokenState(t *testing.T) {
 }
 
 func TestStandbyServesOnlyPlainBashLaunches(t *testing.T) {
-	snap := &Snapshot{State: "# Snapshot file\n", Env: map[string]string{}}
+	snap := &shellsnap.Snapshot{State: "# Snapshot file\n", Env: map[string]string{}}
 	tests := []struct {
 		name string
-		in   ReplayInput
+		in   shellsnap.ReplayInput
 	}{
-		{"zsh", ReplayInput{Snapshot: snap, Shell: "zsh", Command: []string{"/bin/zsh", "-lc", "true"}}},
-		{"arguments after the script", ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", "true", "zero"}}},
-		{"sandbox wrapper", ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"wrap", "/bin/bash", "-lc", "true"}, ShellStart: 1}},
-		{"SECONDS from the environment", ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", "true"}, Env: map[string]string{"SECONDS": "5"}}},
-		{"no snapshot", ReplayInput{Shell: "bash", Command: []string{"/bin/bash", "-lc", "true"}}},
-		{"xtrace in the snapshot", ReplayInput{Snapshot: &Snapshot{State: "# Snapshot file\n# setopts 1\nset -o xtrace\n"}, Shell: "bash", Command: []string{"/bin/bash", "-lc", "true"}}},
-		{"verbose in the snapshot", ReplayInput{Snapshot: &Snapshot{State: "# Snapshot file\n# setopts 1\nset -o verbose\n"}, Shell: "bash", Command: []string{"/bin/bash", "-lc", "true"}}},
-		{"set -x in the script", ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", "set -euxo pipefail; make"}}},
-		{"set -v in the script", ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", "cd src && set -v"}}},
-		{"a script longer than one argument may be", ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", strings.Repeat("#", 127<<10+1)}}},
-		{"set -o xtrace in the script", ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", "set -o xtrace"}}},
+		{"zsh", shellsnap.ReplayInput{Snapshot: snap, Shell: "zsh", Command: []string{"/bin/zsh", "-lc", "true"}}},
+		{"arguments after the script", shellsnap.ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", "true", "zero"}}},
+		{"sandbox wrapper", shellsnap.ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"wrap", "/bin/bash", "-lc", "true"}, ShellStart: 1}},
+		{"SECONDS from the environment", shellsnap.ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", "true"}, Env: map[string]string{"SECONDS": "5"}}},
+		{"no snapshot", shellsnap.ReplayInput{Shell: "bash", Command: []string{"/bin/bash", "-lc", "true"}}},
+		{"xtrace in the snapshot", shellsnap.ReplayInput{Snapshot: &shellsnap.Snapshot{State: "# Snapshot file\n# setopts 1\nset -o xtrace\n"}, Shell: "bash", Command: []string{"/bin/bash", "-lc", "true"}}},
+		{"verbose in the snapshot", shellsnap.ReplayInput{Snapshot: &shellsnap.Snapshot{State: "# Snapshot file\n# setopts 1\nset -o verbose\n"}, Shell: "bash", Command: []string{"/bin/bash", "-lc", "true"}}},
+		{"set -x in the script", shellsnap.ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", "set -euxo pipefail; make"}}},
+		{"set -v in the script", shellsnap.ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", "cd src && set -v"}}},
+		{"a script longer than one argument may be", shellsnap.ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", strings.Repeat("#", 127<<10+1)}}},
+		{"set -o xtrace in the script", shellsnap.ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", "set -o xtrace"}}},
 	}
 	for _, tt := range tests {
-		if _, _, ok := Standby(tt.in); ok {
-			t.Errorf("Standby(%s) = _, _, true, want false", tt.name)
+		if _, _, ok := standbyCommand(tt.in); ok {
+			t.Errorf("standbyCommand(%s) = _, _, true, want false", tt.name)
 		}
 	}
 	for _, script := range []string{"true", "set -euo pipefail; make test", "echo set -e"} {
-		if _, _, ok := Standby(ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", script}}); !ok {
-			t.Errorf("Standby(bash -lc %q) = _, _, false, want true", script)
+		if _, _, ok := standbyCommand(shellsnap.ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", script}}); !ok {
+			t.Errorf("standbyCommand(bash -lc %q) = _, _, false, want true", script)
 		}
 	}
 }

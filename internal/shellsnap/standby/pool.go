@@ -1,4 +1,4 @@
-package service
+package standby
 
 import (
 	"context"
@@ -20,24 +20,24 @@ import (
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
 
-// StandbyOptions bounds the standby shells: bash processes that restored a
-// snapshot before their command came (shellsnap.Standby), so that a warm
-// command costs a go-ahead instead of a shell start and a restore.
+// Options bounds the standby shells.
 //
 // A launch (the shell, cwd, environment and output bound of a command) gets
 // a standby once it repeats: its command starts one for the next if the same
 // launch ran within Idle before. A client whose every command has an
 // environment of its own costs no standby.
-type StandbyOptions struct {
+type Options struct {
 	// Max is how many idle standbys may wait at once, one per launch. The
 	// least recently idle one is ended for a new launch. Zero disables them.
 	Max int
 	// Idle ends a standby that has waited this long, and is how long a
 	// launch is remembered. Zero means a minute.
 	Idle time.Duration
+	// Meter records the pool's metrics; nil records nothing.
+	Meter metric.Meter
 }
 
-// maxSeenLaunches bounds the launches remembered for StandbyOptions' rule.
+// maxSeenLaunches bounds the launches remembered for Options' rule.
 const maxSeenLaunches = 256
 
 // launchID identifies a launch: the SHA-256 of its argv[0], cwd, output
@@ -45,8 +45,8 @@ const maxSeenLaunches = 256
 // one (a standby must never run a command with another's environment).
 type launchID [sha256.Size]byte
 
-// standbyKey is what a standby serves: a launch whose replay used snap.
-type standbyKey struct {
+// launchKey is what a standby serves: a launch whose replay used snap.
+type launchKey struct {
 	snap   *shellsnap.Snapshot
 	launch launchID
 }
@@ -56,14 +56,14 @@ type standby struct {
 	held  *exec.Held
 	dir   os.FileInfo // the cwd it was started in
 	since time.Time
-	timer *time.Timer // ends it after StandbyOptions.Idle
+	timer *time.Timer // ends it after Options.Idle
 }
 
-// standbys keeps at most opts.Max idle standby shells, and refills a launch's
-// after every use of it.
-type standbys struct {
+// Pool keeps at most Options.Max idle standby shells, and refills a
+// launch's after every use of it (docs/design/standby.md#the-pool).
+type Pool struct {
 	procs  *exec.Manager
-	opts   StandbyOptions
+	opts   Options
 	claims metric.Int64Counter
 	// hit, miss and unfit count the commands the claims counter records.
 	hit, miss, unfit atomic.Int64
@@ -72,20 +72,24 @@ type standbys struct {
 	current func(*shellsnap.Snapshot) bool
 
 	mu       sync.Mutex
-	idle     map[standbyKey]*standby
-	filling  map[standbyKey]bool
+	idle     map[launchKey]*standby
+	filling  map[launchKey]bool
 	seen     map[launchID]time.Time     // when each launch last ran
 	builtins map[string]map[string]bool // by shell path, learnt by the first fill
 }
 
-func newStandbys(procs *exec.Manager, opts StandbyOptions, m metric.Meter, current func(*shellsnap.Snapshot) bool) (*standbys, error) {
+// New returns an empty Pool whose standbys are held processes of procs
+// (exec.Manager.Hold). current reports whether a snapshot is still the
+// cache's (shellsnap.Cache.Holds).
+func New(procs *exec.Manager, current func(*shellsnap.Snapshot) bool, opts Options) (*Pool, error) {
 	if opts.Idle <= 0 {
 		opts.Idle = time.Minute
 	}
+	m := opts.Meter
 	if m == nil {
 		m = noop.NewMeterProvider().Meter("")
 	}
-	sb := &standbys{procs: procs, opts: opts, current: current, idle: make(map[standbyKey]*standby), filling: make(map[standbyKey]bool), seen: make(map[launchID]time.Time), builtins: make(map[string]map[string]bool)}
+	sb := &Pool{procs: procs, opts: opts, current: current, idle: make(map[launchKey]*standby), filling: make(map[launchKey]bool), seen: make(map[launchID]time.Time), builtins: make(map[string]map[string]bool)}
 	var err error
 	if sb.claims, err = m.Int64Counter("snapexec.standby.commands",
 		metric.WithDescription("Snapshot commands of a launch a standby shell can serve, by result: hit (one ran it), miss (none was ready) or unfit (one was ready, but the script is one only a fresh replay runs exactly).")); err != nil {
@@ -108,17 +112,19 @@ func newStandbys(procs *exec.Manager, opts StandbyOptions, m metric.Meter, curre
 // from starting: it starts when the command ends, or after this long.
 const refillDelay = 100 * time.Millisecond
 
-// start starts spec, replayed from in, in the standby that waits for its
-// launch if there is one, and in a new process otherwise. Either way the
-// launch gets a new standby for its next command, once this one has ended
-// (or run for refillDelay), so that the standby's restore does not compete
-// with the command for the CPU. It reports whether a standby ran it.
-func (sb *standbys) start(ctx context.Context, spec exec.Spec, in *shellsnap.ReplayInput) (*exec.Process, bool, error) {
-	if sb.opts.Max <= 0 || in == nil || len(spec.Stdin) > 0 || spec.PipeStdin || !shellsnap.StandbyServes(*in) {
+// Start starts spec, the command Replay built from in, in the standby that
+// waits for its launch if there is one, and as a new process otherwise
+// (exec.Manager.Start, whose errors it returns). Either way the launch gets a new
+// standby for its next command, once this one has ended (or run for
+// refillDelay), so that the standby's restore does not compete with the
+// command for the CPU. in is nil when no snapshot was replayed: spec just
+// starts. It reports whether a standby ran the command.
+func (sb *Pool) Start(ctx context.Context, spec exec.Spec, in *shellsnap.ReplayInput) (*exec.Process, bool, error) {
+	if sb.opts.Max <= 0 || in == nil || len(spec.Stdin) > 0 || spec.PipeStdin || !serves(*in) {
 		p, err := sb.procs.Start(spec)
 		return p, false, err
 	}
-	key := standbyKeyOf(in.Snapshot, spec)
+	key := keyOf(in.Snapshot, spec)
 	p, standby, err := sb.startLaunch(ctx, key, spec, in)
 	if err != nil {
 		return nil, false, err
@@ -137,7 +143,7 @@ func (sb *standbys) start(ctx context.Context, spec exec.Spec, in *shellsnap.Rep
 
 // startLaunch releases key's standby for spec, or starts spec anew when
 // none waits.
-func (sb *standbys) startLaunch(ctx context.Context, key standbyKey, spec exec.Spec, in *shellsnap.ReplayInput) (*exec.Process, bool, error) {
+func (sb *Pool) startLaunch(ctx context.Context, key launchKey, spec exec.Spec, in *shellsnap.ReplayInput) (*exec.Process, bool, error) {
 	result := "miss"
 	sb.mu.Lock()
 	waiting := sb.idle[key] != nil
@@ -145,16 +151,11 @@ func (sb *standbys) startLaunch(ctx context.Context, key standbyKey, spec exec.S
 	sb.mu.Unlock()
 	if waiting {
 		// The script decides; an unfit one leaves the standby to the next.
-		script, exact := shellsnap.StandbyScript(*in, spec.Dir, spec.Env, builtins)
+		script, exact := tailScript(*in, spec.Dir, spec.Env, builtins)
 		if !exact {
 			result = "unfit"
 		} else if h := sb.take(key, spec.Dir); h != nil {
-			release := spec
-			if r, ok := spec.Tag.(shellsnap.Receipt); ok {
-				r.Standby = true
-				release.Tag = r
-			}
-			p, err := h.Release(release, shellsnap.StandbyMessage(in.Snapshot, script))
+			p, err := h.Release(spec, goAhead(in.Snapshot, script))
 			if err == nil {
 				sb.count(ctx, "hit")
 				return p, true, nil
@@ -171,7 +172,7 @@ func (sb *standbys) startLaunch(ctx context.Context, key standbyKey, spec exec.S
 }
 
 // count records one command of a launch a standby can serve.
-func (sb *standbys) count(ctx context.Context, result string) {
+func (sb *Pool) count(ctx context.Context, result string) {
 	switch result {
 	case "hit":
 		sb.hit.Add(1)
@@ -183,21 +184,23 @@ func (sb *standbys) count(ctx context.Context, result string) {
 	sb.claims.Add(ctx, 1, metric.WithAttributes(attribute.String("result", result)))
 }
 
-// StandbyStats is what /stats shows of the standby shells.
-type StandbyStats struct {
+// Stats is what /stats shows of the standby shells: how many may wait and
+// wait now, and the commands of launches a standby can serve, by result.
+type Stats struct {
 	Max, Idle        int
 	Hit, Miss, Unfit int64
 }
 
-func (sb *standbys) stats() StandbyStats {
+// Stats returns the pool's figures now.
+func (sb *Pool) Stats() Stats {
 	sb.mu.Lock()
 	idle := len(sb.idle)
 	sb.mu.Unlock()
-	return StandbyStats{Max: sb.opts.Max, Idle: idle, Hit: sb.hit.Load(), Miss: sb.miss.Load(), Unfit: sb.unfit.Load()}
+	return Stats{Max: sb.opts.Max, Idle: idle, Hit: sb.hit.Load(), Miss: sb.miss.Load(), Unfit: sb.unfit.Load()}
 }
 
-// standbyKeyOf is the launch of spec, whose replay used snap.
-func standbyKeyOf(snap *shellsnap.Snapshot, spec exec.Spec) standbyKey {
+// keyOf is the launch of spec, whose replay used snap.
+func keyOf(snap *shellsnap.Snapshot, spec exec.Spec) launchKey {
 	h := sha256.New()
 	// Each field is prefixed by its length, so that no two launches hash
 	// the same fields.
@@ -213,7 +216,7 @@ func standbyKeyOf(snap *shellsnap.Snapshot, spec exec.Spec) standbyKey {
 			field(kv)
 		}
 	}
-	k := standbyKey{snap: snap}
+	k := launchKey{snap: snap}
 	h.Sum(k.launch[:0])
 	return k
 }
@@ -221,7 +224,7 @@ func standbyKeyOf(snap *shellsnap.Snapshot, spec exec.Spec) standbyKey {
 // take removes and returns the idle standby of key, or nil. A standby whose
 // cwd is no longer the directory at that path (removed, or replaced) is
 // ended instead: a fresh start finds out what is there now.
-func (sb *standbys) take(key standbyKey, dir string) *exec.Held {
+func (sb *Pool) take(key launchKey, dir string) *exec.Held {
 	sb.mu.Lock()
 	s := sb.idle[key]
 	if s == nil {

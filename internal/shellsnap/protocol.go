@@ -1,6 +1,6 @@
 package shellsnap
 
-// Limits and names of the snapshot protocol (SHELL-SNAPSHOTS.md section 1).
+// Limits and names of the snapshot protocol (docs/design/snapshots.md).
 const (
 	// MaxSnapshotBytes bounds the raw stdout of a capture (512 KiB): the capture
 	// reads one byte more and rejects the output when it is larger.

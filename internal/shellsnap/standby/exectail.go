@@ -1,18 +1,14 @@
-package shellsnap
+package standby
 
 import (
-	"context"
-	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
-	"time"
 
 	"golang.org/x/sys/unix"
 	"mvdan.cc/sh/v3/syntax"
 
-	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/shellsnap"
 )
 
 // A bash -c shell runs the last command of its string in place of itself
@@ -20,10 +16,11 @@ import (
 // (or the right side of a final &&, || or ;) and no trap is set. Replay's
 // command is such a string, so there the user's last command becomes the
 // process, with its own exit status or signal. A standby runs the script in
-// an eval, where bash never does that; StandbyScript restores it by writing
-// the exec bash would have done, or refuses the script when it cannot tell.
+// an eval, where bash never does that; tailScript restores it by writing
+// the exec bash would have done, or refuses the script when it cannot tell
+// (docs/design/standby.md#the-exec-tail).
 
-// StandbyScript returns the script a standby shell runs for in's script so
+// tailScript returns the script a standby shell runs for in's script so
 // that the user's command cannot tell it from Replay's: the script itself, or
 // the script with "_=PATH exec " before the last command when bash would
 // have run that command in place of Replay's shell. (Its environment then
@@ -36,11 +33,11 @@ import (
 // command through an expansion, or that program has assignments or is not
 // found.
 //
-// in must be a launch StandbyServes accepts. dir and env (NAME=VALUE) are
-// the launch's working directory and environment, whose PATH finds the
+// in must be a launch serves accepts. dir and env (NAME=VALUE) are the
+// launch's working directory and environment, whose PATH finds the
 // program; builtins are the shell's builtin commands and reserved words
-// (ShellBuiltins).
-func StandbyScript(in ReplayInput, dir string, env []string, builtins map[string]bool) (string, bool) {
+// (shellBuiltins).
+func tailScript(in shellsnap.ReplayInput, dir string, env []string, builtins map[string]bool) (string, bool) {
 	if builtins == nil {
 		return "", false
 	}
@@ -49,7 +46,7 @@ func StandbyScript(in ReplayInput, dir string, env []string, builtins map[string
 	if err != nil {
 		return "", false
 	}
-	names := in.Snapshot.names()
+	names := in.Snapshot.Definitions()
 	if !aliasFree(f, names) {
 		return "", false // bash's parse may not be this one
 	}
@@ -61,13 +58,13 @@ func StandbyScript(in ReplayInput, dir string, env []string, builtins map[string
 	switch {
 	case !plainWord.MatchString(word), word == "command", word == "builtin":
 		return "", false
-	case builtins[word], names.functions[word]:
+	case builtins[word], names.Functions[word]:
 		return script, true // runs in the shell either way
 	}
 	// bash runs the program in its own place unless a trap is set by then,
 	// and only if the name still means the program: the script must show
 	// that nothing it runs first could change either.
-	if !plainCommands(f, names) || len(call.Assigns) > 0 || names.functions["exec"] || names.aliases["exec"] {
+	if !plainCommands(f, names) || len(call.Assigns) > 0 || names.Functions["exec"] || names.Aliases["exec"] {
 		return "", false
 	}
 	path, ok := findProgram(word, dir, env)
@@ -77,13 +74,13 @@ func StandbyScript(in ReplayInput, dir string, env []string, builtins map[string
 	at := int(call.Args[0].Pos().Offset())
 	// bash exports _ as the program's path to a command it runs; the exec
 	// builtin does not, unless told.
-	return script[:at] + "_=" + shellQuote(path) + " \\exec " + script[at:], true
+	return script[:at] + "_=" + quote(path) + " \\exec " + script[at:], true
 }
 
 // aliasFree reports whether bash would expand no alias in f: no command word
 // is a restored alias while expand_aliases is on, and f neither defines
 // aliases nor runs shopt (which could turn expand_aliases on).
-func aliasFree(f *syntax.File, names *stateNames) bool {
+func aliasFree(f *syntax.File, names *shellsnap.Definitions) bool {
 	ok := true
 	syntax.Walk(f, func(node syntax.Node) bool {
 		if call, isCall := node.(*syntax.CallExpr); isCall && len(call.Args) > 0 {
@@ -91,7 +88,7 @@ func aliasFree(f *syntax.File, names *stateNames) bool {
 			switch {
 			case word == "alias":
 				ok = false
-			case len(names.aliases) > 0 && (word == "shopt" || names.expandAliases && names.aliases[word]):
+			case len(names.Aliases) > 0 && (word == "shopt" || names.ExpandAliases && names.Aliases[word]):
 				ok = false
 			}
 		}
@@ -103,7 +100,7 @@ func aliasFree(f *syntax.File, names *stateNames) bool {
 // plainCommands reports whether every command f runs is named by a plain
 // word that is no function of the state and none of the builtins whose
 // effect a parse cannot see, and whether f defines no function.
-func plainCommands(f *syntax.File, names *stateNames) bool {
+func plainCommands(f *syntax.File, names *shellsnap.Definitions) bool {
 	ok := true
 	syntax.Walk(f, func(node syntax.Node) bool {
 		switch n := node.(type) {
@@ -112,7 +109,7 @@ func plainCommands(f *syntax.File, names *stateNames) bool {
 		case *syntax.CallExpr:
 			if len(n.Args) > 0 {
 				word := n.Args[0].Lit()
-				ok = plainWord.MatchString(word) && !names.functions[word] && !unseen[word]
+				ok = plainWord.MatchString(word) && !names.Functions[word] && !unseen[word]
 			}
 		}
 		return ok
@@ -229,60 +226,4 @@ func executableFile(path, dir string) bool {
 		return false
 	}
 	return unix.Faccessat(unix.AT_FDCWD, path, unix.X_OK, unix.AT_EACCESS) == nil
-}
-
-// stateNames are the names a bash state defines.
-type stateNames struct {
-	functions, aliases map[string]bool
-	expandAliases      bool
-}
-
-var functionHeader = regexp.MustCompile(`(?m)^([^\s()]+) \(\) $`)
-var aliasLine = regexp.MustCompile(`(?m)^alias ([^=\s]+)=`)
-
-// names returns the functions and aliases s's state defines, read once.
-// Heredoc lines that look like definitions count too, which only makes
-// StandbyScript refuse more.
-func (s *Snapshot) names() *stateNames {
-	s.namesOnce.Do(func() {
-		n := &stateNames{functions: map[string]bool{}, aliases: map[string]bool{}}
-		for _, m := range functionHeader.FindAllStringSubmatch(s.State, -1) {
-			n.functions[m[1]] = true
-		}
-		for _, m := range aliasLine.FindAllStringSubmatch(s.State, -1) {
-			n.aliases[m[1]] = true
-		}
-		n.expandAliases = strings.Contains(s.State, "\nshopt -s expand_aliases\n")
-		s.stateNames = n
-	})
-	return s.stateNames
-}
-
-// ShellBuiltins returns the builtin commands and reserved words of the bash
-// at path, as a plain bash -c lists them: a replayed or standby shell has
-// exactly these, since no profile runs in it. The probe is an unlisted
-// process of procs, with an empty environment, bounded by 5 s and ctx.
-func ShellBuiltins(ctx context.Context, procs *exec.Manager, path string) (map[string]bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	p, err := procs.Spawn(exec.Spec{Argv: []string{path, "-c", "compgen -b; compgen -k"}, DiscardStderr: true})
-	if err != nil {
-		return nil, err
-	}
-	p.Wait(ctx)
-	r := p.Result()
-	if r.Status != exec.StatusExited || *r.ExitCode != 0 {
-		return nil, fmt.Errorf("%s -c compgen: %s %s", path, r.Status, r.Signal)
-	}
-	builtins := map[string]bool{}
-	for _, name := range strings.Fields(string(r.Stdout.Data)) {
-		builtins[name] = true
-	}
-	return builtins, nil
-}
-
-// snapshotNames is embedded in Snapshot for names.
-type snapshotNames struct {
-	namesOnce  sync.Once
-	stateNames *stateNames
 }

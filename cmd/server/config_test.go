@@ -1,0 +1,56 @@
+package main
+
+import (
+	"io"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/handlers"
+	"github.com/snapexec/snapexec/internal/service"
+	"github.com/snapexec/snapexec/internal/shellsnap"
+	"github.com/snapexec/snapexec/internal/shellsnap/standby"
+)
+
+// TestConfigOptions: every setting reaches the option of the package it is
+// for, through the one mapping (config.options). Each flag gets a value of
+// its own, so that two settings swapped or one dropped shows.
+func TestConfigOptions(t *testing.T) {
+	cfg, err := parseConfig([]string{"snapexec",
+		"--grace", "3s", "--default-timeout", "4m", "--max-timeout", "5h", "--retention", "6s",
+		"--standby-idle", "7s", "--body-timeout", "8s", "--idle-timeout", "9s", "--capture-timeout", "11s",
+		"--allowed-hosts", "a.example, b.example", "--max-output-bytes", "12", "--max-args", "13",
+		"--max-arg-bytes", "14", "--max-env", "15", "--max-env-bytes", "16", "--max-stdin-bytes", "17",
+		"--max-running", "18", "--max-retained", "19", "--max-captures", "20", "--max-connections", "21",
+		"--standby-shells", "22", "--max-body-bytes", "2300", "--max-retained-output-bytes", "24",
+	}, func(k string) string { return map[string]string{"SNAPEXEC_TOKEN": "tok-0123456789abcdef"}[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cfg.options()
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"exec", got.exec, exec.Options{Grace: 3 * time.Second, MaxOutputBytes: 12, Retention: 6 * time.Second, MaxRunning: 18, MaxRetained: 19, MaxRetainedOutputBytes: 24}},
+		{"snapshots", got.snapshots, shellsnap.Options{Timeout: 11 * time.Second, MaxConcurrentCaptures: 20}},
+		{"service limits", got.service.Limits, service.Limits{
+			DefaultTimeout: 4 * time.Minute, MaxTimeout: 5 * time.Hour, MaxArgs: 13, MaxArgBytes: 14,
+			MaxEnv: 15, MaxEnvBytes: 16, MaxStdinBytes: 17, MaxOutputBytes: 12,
+		}},
+		{"standby", got.service.Standby, standby.Options{Max: 22, Idle: 7 * time.Second}},
+		{"router", got.router, handlers.RouterOptions{
+			Security:    handlers.Security{Token: "tok-0123456789abcdef", AllowedHosts: []string{"a.example", "b.example"}, MaxBodyBytes: 2300},
+			BodyTimeout: 8 * time.Second,
+		}},
+		{"http idle timeout", got.http.IdleTimeout, 9 * time.Second},
+		{"http header bytes", got.http.MaxHeaderBytes, maxHeaderBytes},
+		{"connections", got.maxConns, 21},
+	}
+	for _, tt := range tests {
+		if !reflect.DeepEqual(tt.got, tt.want) {
+			t.Errorf("options().%s = %+v, want %+v", tt.name, tt.got, tt.want)
+		}
+	}
+}

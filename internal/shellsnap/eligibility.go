@@ -1,0 +1,69 @@
+package shellsnap
+
+import "github.com/snapexec/snapexec/internal/envpolicy"
+
+// Shell names the login shell a snapshot is taken of.
+type Shell struct {
+	Name string // bash, zsh or sh
+	Path string // the exact argv[0] of the commands that may use the snapshot
+}
+
+// Request asks for a command to use the scope's snapshot.
+type Request struct {
+	ScopeID string
+	Shell   Shell
+}
+
+// Launch is a command that asks for a snapshot, as its caller will start it
+// unless a snapshot is replayed into it.
+type Launch struct {
+	// Argv is the command to run; a snapshot applies when it is
+	// [Shell.Path, "-lc", script, extra...].
+	Argv []string
+	Cwd  string
+	// Env is the child's environment (policy result with the request's env laid
+	// over it); the capture runs with exactly this environment.
+	Env map[string]string
+	// Policy is the request's env policy, re-applied to captured exports.
+	Policy *envpolicy.Policy
+}
+
+// check runs the checks of docs/design/snapshots.md#eligibility-and-check-order:
+// the scope, then the shell name, then the argv shape. The reference checks
+// the shape before the name, so that `fish` with another argv falls back
+// silently; here an unsupported shell is refused whatever the argv, since a
+// client that names one has a bug that a silent fallback would hide. A
+// non-empty receipt outcome means the request goes no further.
+func check(req *Request, l Launch) (Receipt, error) {
+	if req == nil {
+		return Receipt{Outcome: OutcomeNotRequested}, nil
+	}
+	if req.ScopeID == "" || len(req.ScopeID) > MaxScopeBytes {
+		return Receipt{}, ErrInvalidScope
+	}
+	if !supportedShell(req.Shell.Name) {
+		return Receipt{}, ErrUnsupportedShell
+	}
+	if ok, why := eligible(*req, l.Argv); !ok {
+		return Receipt{Outcome: OutcomeIneligible, Reason: why}, nil
+	}
+	return Receipt{}, nil
+}
+
+// eligible reports whether argv has the shape a snapshot can replace
+// (docs/design/snapshots.md#eligibility-and-check-order), and why not.
+func eligible(req Request, argv []string) (bool, string) {
+	switch {
+	case len(argv) < 3:
+		return false, "argv must be [shell.path, \"-lc\", script, ...]"
+	case argv[0] != req.Shell.Path:
+		return false, "argv[0] is not shell.path"
+	case argv[1] != "-lc":
+		return false, "argv[1] is not -lc"
+	}
+	return true, ""
+}
+
+func supportedShell(name string) bool {
+	return name == "bash" || name == "zsh" || name == "sh"
+}

@@ -1,0 +1,33 @@
+package standby
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/snapexec/snapexec/internal/exec"
+)
+
+// shellBuiltins returns the builtin commands and reserved words of the bash
+// at path, as a plain bash -c lists them: a replayed or standby shell has
+// exactly these, since no profile runs in it. The probe is an unlisted
+// process of procs, with an empty environment, bounded by 5 s and ctx.
+func shellBuiltins(ctx context.Context, procs *exec.Manager, path string) (map[string]bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	p, err := procs.Spawn(exec.Spec{Argv: []string{path, "-c", "compgen -b; compgen -k"}, DiscardStderr: true})
+	if err != nil {
+		return nil, err
+	}
+	p.Wait(ctx)
+	r := p.Result()
+	if r.Status != exec.StatusExited || *r.ExitCode != 0 {
+		return nil, fmt.Errorf("%s -c compgen: %s %s", path, r.Status, r.Signal)
+	}
+	builtins := map[string]bool{}
+	for _, name := range strings.Fields(string(r.Stdout.Data)) {
+		builtins[name] = true
+	}
+	return builtins, nil
+}

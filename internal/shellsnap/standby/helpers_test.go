@@ -1,0 +1,163 @@
+package standby
+
+// Helpers of the standby tests. Real shells run with HOME=t.TempDir(); the
+// profile and probe of TestStandbyMatchesReplay are those of shellsnap's
+// TestReplayMatchesLoginShell, so that a standby is held to what a replay is.
+
+import (
+	"bytes"
+	"context"
+	"maps"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/shellsnap"
+)
+
+// bash is the shell under test.
+const bash = "/bin/bash"
+
+// richProfile exercises what a real login profile does: exports, a PATH
+// prefix, functions (one exported), aliases with expand_aliases, shopts, set
+// options, a umask and an unset.
+const richProfile = `export EDITOR=vim
+export PROJECT_ROOT="$HOME/src"
+export PATH="$HOME/bin:$PATH"
+unset DROP_ME
+greet() { echo "hello $1"; }
+exported_fn() { echo exported; }
+export -f exported_fn
+shopt -s expand_aliases extglob
+alias ll='ls -l'
+alias gs='git status'
+set -o pipefail
+set -o noclobber
+umask 027
+`
+
+// fidelityProbe prints the state a command sees, one fact a line.
+const fidelityProbe = `env | LC_ALL=C sort
+echo "--- functions"; declare -F
+echo "--- aliases"; alias -p
+echo "--- set -o"; set -o | awk '$2=="on"{print $1}'
+echo "--- shopt"; shopt -s
+echo "--- umask"; umask
+echo "--- exported function"; exported_fn
+echo "--- alias use"; type -t ll`
+
+// newTestProcs is a manager for a test's own processes, shut down when the
+// test ends.
+func newTestProcs(t *testing.T) *exec.Manager {
+	t.Helper()
+	m := exec.NewManager(exec.Options{Grace: 300 * time.Millisecond})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = m.Shutdown(ctx)
+	})
+	return m
+}
+
+// newTestCache is a cache that captures on procs.
+func newTestCache(t *testing.T, procs *exec.Manager) *shellsnap.Cache {
+	t.Helper()
+	c, err := shellsnap.New(shellsnap.Options{Capture: shellsnap.NewCapturer(procs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// bashRequest asks for scope's snapshot of bash.
+func bashRequest(scope string) *shellsnap.Request {
+	return &shellsnap.Request{ScopeID: scope, Shell: shellsnap.Shell{Name: "bash", Path: bash}}
+}
+
+// writeFile writes content to path.
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// loginEnv is the environment of every capture and replay here.
+func loginEnv(home string) map[string]string {
+	return map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"}
+}
+
+// envPairs turns env into NAME=VALUE strings in a stable order.
+func envPairs(env map[string]string) []string {
+	pairs := make([]string, 0, len(env))
+	for _, name := range slices.Sorted(maps.Keys(env)) {
+		pairs = append(pairs, name+"="+env[name])
+	}
+	return pairs
+}
+
+// captureLogin runs bash's capture script as [bash, "-lc", script] in home
+// with loginEnv and parses its output.
+func captureLogin(t *testing.T, home string) *shellsnap.Snapshot {
+	t.Helper()
+	script, _ := shellsnap.CaptureScript("bash")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := osexec.CommandContext(ctx, bash, "-lc", script)
+	cmd.Env = envPairs(loginEnv(home))
+	cmd.Dir = home
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s -lc <capture script>: %v\nstderr:\n%s", bash, err, stderr.String())
+	}
+	snap, err := shellsnap.Parse(out, nil)
+	if err != nil {
+		t.Fatalf("Parse(bash capture) error = %v\noutput:\n%q", err, out)
+	}
+	return snap
+}
+
+// lineDiff returns the lines only in a and only in b, ignoring the ones that
+// describe the shell process itself rather than its state.
+func lineDiff(a, b string) (onlyA, onlyB []string) {
+	count := map[string]int{}
+	for _, l := range strings.Split(a, "\n") {
+		count[l]++
+	}
+	for _, l := range strings.Split(b, "\n") {
+		count[l]--
+	}
+	for l, n := range count {
+		switch {
+		case strings.HasPrefix(l, "_=") || strings.HasPrefix(l, "SHLVL="):
+			// The process's own bookkeeping: the last command and the depth.
+		case n > 0:
+			onlyA = append(onlyA, l)
+		case n < 0:
+			onlyB = append(onlyB, l)
+		}
+	}
+	sort.Strings(onlyA)
+	sort.Strings(onlyB)
+	return onlyA, onlyB
+}
+
+// descriptorNumbers turns the glob /proc/PID/fd/* into its descriptor numbers.
+func descriptorNumbers(glob string) []string {
+	fields := strings.Fields(glob)
+	for i, f := range fields {
+		fields[i] = filepath.Base(f)
+	}
+	return fields
+}

@@ -1,0 +1,111 @@
+package standby
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/snapexec/snapexec/internal/shellsnap"
+)
+
+// scriptVar carries a standby's script from its go-ahead to the eval
+// that runs it; it is unset before the script runs.
+const scriptVar = "__CODEX_SHELL_SNAPSHOT_SCRIPT"
+
+// maxScript is the longest script a standby runs: Linux's limit on
+// one argument (128 KiB) less room for Replay's restore line.
+const maxScript = 128<<10 - 1<<10
+
+// waitLine is the script of a standby shell's command: it reads the
+// go-ahead from fd 3 (exec.Held) and runs what the go-ahead carries. The
+// command words are quoted, so that a restored alias cannot rewrite them.
+// exec must be the exec builtin itself: through "builtin", its redirection
+// would be undone.
+const waitLine = `\builtin . /dev/fd/3; \exec 3<&-; \builtin eval "\builtin unset ` + scriptVar + "; $" + scriptVar + `"`
+
+// standbyCommand returns the command and environment of a standby shell
+// for the launch in (docs/design/standby.md#the-shell): a shell started
+// ahead of the request that restores in.Snapshot at once, exactly as
+// Replay's command does but for the set -o options, and then waits on its
+// fd 3 for the go-ahead of goAhead, which carries the options and the
+// user's script. It is Replay's command for in with the options left out of
+// the state and waitLine as the script: so its environment is Replay's but
+// for the chunk variables, and a standby serves exactly the launches whose
+// Replay environment equals it; and the eval of the user's script is on the
+// line where Replay's command has the script, so LINENO and the line
+// numbers of error messages are Replay's.
+//
+// ok is false for launches a standby does not serve (serves).
+func standbyCommand(in shellsnap.ReplayInput) (command []string, env map[string]string, ok bool) {
+	if !serves(in) {
+		return nil, nil, false
+	}
+	restore, _ := shellsnap.SplitOptions(in.Snapshot.State)
+	in.Snapshot = in.Snapshot.WithState(restore)
+	in.Command = []string{in.Command[0], "-lc", waitLine}
+	command, env = shellsnap.Replay(in)
+	return command, env, true
+}
+
+// serves reports whether a standby can serve the launch in. It does not
+// serve a shell other than bash, a sandbox wrapper before the shell,
+// arguments after the script (the standby's $0 and positional parameters
+// are its own), SECONDS in the environment, and traced launches.
+//
+// What still tells a standby from Replay's command:
+//   - Nesting: xtrace marks the script's commands "++", not "+", since they
+//     run in an eval. So a standby never serves a snapshot with xtrace or
+//     verbose set, nor a script that mentions xtrace or verbose or runs set
+//     with an x or v flag. A profile function or a sourced file that turns
+//     xtrace on still traces one level deeper.
+//   - The process: in an eval bash never runs the script's last program in
+//     its own place, as it does at the end of a -c string; tailScript
+//     writes that exec where bash would have done it, and refuses the
+//     scripts it cannot be sure of. /proc/PID/cmdline and
+//     BASH_EXECUTION_STRING show the standby's command, not the script, and
+//     the exec'd program finds _ first in its environment rather than last.
+//     SECONDS restarts at the go-ahead, as it starts with a shell.
+func serves(in shellsnap.ReplayInput) bool {
+	if in.Snapshot == nil || in.Snapshot.RestoreFile() || in.Shell != "bash" || in.ShellStart != 0 || len(in.Command) != 3 {
+		return false
+	}
+	if len(in.Command[2]) > maxScript {
+		// Replay's command would not start: Linux refuses an argument that
+		// long (MAX_ARG_STRLEN). A standby must not make it work sometimes.
+		return false
+	}
+	if _, set := in.Env["SECONDS"]; set {
+		// bash starts SECONDS from the environment's value; the go-ahead
+		// restarts it from 0.
+		return false
+	}
+	_, options := shellsnap.SplitOptions(in.Snapshot.State)
+	return !traced.MatchString(options) && !traced.MatchString(in.Command[2])
+}
+
+// traced matches what turns xtrace or verbose on, which a standby does not
+// serve (see serves). It may match more, such as a --verbose flag: such a
+// launch is replayed as usual.
+var traced = regexp.MustCompile(`\bset\s+[-+][[:alpha:]]*[xv]|xtrace|verbose`)
+
+// goAhead is the message that makes a standby shell of snap run script:
+// SECONDS restarts, then snap's set -o options and the script run in one
+// eval, parsed after the restore as Replay's command parses them.
+func goAhead(snap *shellsnap.Snapshot, script string) []byte {
+	_, options := shellsnap.SplitOptions(snap.State)
+	var run strings.Builder
+	run.WriteString("SECONDS=0; ")
+	// One line, so that the script's first line is the eval's first, as in
+	// Replay's command.
+	for line := range strings.SplitSeq(options, "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") {
+			run.WriteString(line + "; ")
+		}
+	}
+	run.WriteString(script)
+	return []byte(scriptVar + "=" + quote(run.String()) + "\n")
+}
+
+// quote quotes s as one single-quoted shell word, as Replay quotes.
+func quote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
