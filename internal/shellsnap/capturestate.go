@@ -79,19 +79,46 @@ func (c snapshotCapture) capture(ctx context.Context) (*Snapshot, []fileStamp, e
 		snap.FunctionCount, snap.AliasCount, snap.OptionCount = plan.counts()
 		stamps = append(stamps, sourcedStamps(recs, stamps, started)...)
 	}
-	var path string
+	if err := c.keep(snap, plan, recs); err != nil {
+		return nil, nil, &CaptureError{Reason: ReasonReadFailed, Message: "cannot keep the shell snapshot: " + err.Error()}
+	}
+	return snap, stamps, nil
+}
+
+// keep writes snap's restore files from plan: the replay's and, for bash,
+// the standby's (bashStandbyRender), and the names recs define.
+func (c snapshotCapture) keep(snap *Snapshot, plan *restorePlan, recs []record) error {
 	if c.shell == "zsh" {
 		zshenv, zlogin := zshRender(plan)
-		path, err = c.files.writeDir(map[string]string{".zshenv": zshenv, ".zlogin": zlogin})
-	} else {
-		path, err = c.files.write(bashRender(plan))
+		path, err := c.files.writeDir(map[string]string{".zshenv": zshenv, ".zlogin": zlogin})
+		if err != nil {
+			return err
+		}
+		snap.restore = path
+		c.files.own(snap, path)
+		return nil
 	}
+	path, err := c.files.write(bashRender(plan))
 	if err != nil {
-		return nil, nil, &CaptureError{Reason: ReasonReadFailed, Message: "cannot keep the shell snapshot: " + err.Error()}
+		return err
 	}
 	snap.restore = path
 	c.files.own(snap, path)
-	return snap, stamps, nil
+	if recs != nil {
+		snap.namesOnce.Do(func() { snap.definitions = bashDefinitions(recs) })
+	}
+	file, goAhead, ok := bashStandbyRender(plan)
+	if !ok {
+		return nil
+	}
+	snap.standby, snap.goAhead = path, goAhead
+	if file != bashRender(plan) {
+		if snap.standby, err = c.files.write(file); err != nil {
+			return err
+		}
+		c.files.own(snap, snap.standby)
+	}
+	return nil
 }
 
 // validate runs plan's validation in a shell of its own and drops the

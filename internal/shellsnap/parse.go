@@ -34,12 +34,16 @@ type Snapshot struct {
 	// restore is the restore file a replay runs (restore.go); empty for a
 	// shell whose state travels in the environment.
 	restore string
+	// standby is the restore file of a standby shell (bashStandbyRender),
+	// and goAhead the line its go-ahead runs before the command; standby is
+	// empty when no standby can serve the snapshot.
+	standby, goAhead string
 
 	snapshotNames // read on demand by StandbyScript
 }
 
 // RestoreFile reports whether a replay of s restores it from a restore
-// file, which a standby shell does not serve yet.
+// file (every bash snapshot), rather than from the environment.
 func (s *Snapshot) RestoreFile() bool { return s.restore != "" }
 
 // Parse splits a capture's stdout into its state and its environment, as the

@@ -1,6 +1,7 @@
 package shellsnap
 
 import (
+	"fmt"
 	"maps"
 	"regexp"
 	"slices"
@@ -114,7 +115,7 @@ func bashPlan(recs []record, captureEnv, final, kept map[string]string) *restore
 		for _, stmt := range statements(t) {
 			// The capture's own DEBUG and RETURN traps name its variables.
 			if !strings.Contains(stmt, "__snapexec_") {
-				add(step{tail: true, code: `\builtin ` + stmt})
+				add(step{tail: true, late: true, code: `\builtin ` + stmt})
 			}
 		}
 	}
@@ -126,7 +127,7 @@ func bashPlan(recs []record, captureEnv, final, kept map[string]string) *restore
 			}
 		}
 		if len(names) > 0 {
-			add(step{tail: true, code: `\builtin enable -n ` + strings.Join(names, " ")})
+			add(step{tail: true, late: true, code: `\builtin enable -n ` + strings.Join(names, " ")})
 		}
 	}
 	if _, ok := one("args"); ok {
@@ -148,6 +149,26 @@ func bashPlan(recs []record, captureEnv, final, kept map[string]string) *restore
 		p.underscore = &u
 	}
 	return p
+}
+
+// bashDefinitions returns the names the records of a bash capture define.
+func bashDefinitions(recs []record) *Definitions {
+	d := &Definitions{Functions: map[string]bool{}, Aliases: map[string]bool{}}
+	for _, r := range recs {
+		switch r.kind {
+		case "fn", "fntype":
+			d.Functions[r.name] = true
+		case "alias":
+			d.Aliases[r.name] = true
+		case "shopts":
+			d.ExpandAliases = slices.Contains(strings.Split(r.payload, ":"), "expand_aliases")
+		case "traps":
+			for _, stmt := range statements(r.payload) {
+				d.Traps = d.Traps || !strings.Contains(stmt, "__snapexec_")
+			}
+		}
+	}
+	return d
 }
 
 // bashVar is one variable of a declare -p dump.
@@ -462,6 +483,28 @@ const bashSourceEnv = `if [[ -n ${BASH_ENV-} && $BASH_ENV != *'"'* ]]; then if [
 // runs. The options that act on every later command come last, with $_ set
 // as the profile left it by a command whose trace goes nowhere.
 func bashRender(p *restorePlan) string {
+	file, _ := bashRenderFor(p, false)
+	return file
+}
+
+// bashStandbyRender writes the restore file of a standby shell of a bash
+// plan (package standby), which restores the state before its command is
+// known and then waits for the go-ahead: bashRender's file without the late
+// steps, $_ and a function named builtin, which goAhead, one line that the
+// go-ahead runs before the command, restores instead. ok is false when the
+// plan sets options that act on every command (xtrace, verbose, noexec,
+// onecmd): they would act on the wait, and only a fresh replay is exact.
+func bashStandbyRender(p *restorePlan) (file, goAhead string, ok bool) {
+	if p.last != "" {
+		return "", "", false
+	}
+	file, goAhead = bashRenderFor(p, true)
+	return file, goAhead, true
+}
+
+// bashRenderFor renders the restore file of p, for a replay or for a
+// standby shell; a standby's go-ahead line comes with it.
+func bashRenderFor(p *restorePlan, standby bool) (file, goAhead string) {
 	var b strings.Builder
 	b.WriteString(bashPrelude)
 	for _, s := range p.steps {
@@ -470,8 +513,13 @@ func bashRender(p *restorePlan) string {
 		}
 	}
 	b.WriteString("{\n")
+	var late []string
 	for _, s := range p.steps {
-		if s.tail {
+		switch {
+		case !s.tail:
+		case standby && s.late:
+			late = append(late, s.code)
+		default:
 			b.WriteString(s.code + "\n")
 		}
 	}
@@ -480,7 +528,7 @@ func bashRender(p *restorePlan) string {
 	if p.last != "" {
 		last = append(last, p.last)
 	}
-	if p.underscore != nil {
+	if p.underscore != nil && !standby {
 		last = append(last, `\builtin : `+quote(*p.underscore))
 	}
 	switch {
@@ -490,9 +538,45 @@ func bashRender(p *restorePlan) string {
 		b.WriteString(last[0] + "\n")
 	}
 	for _, s := range p.finally {
-		b.WriteString(s.code + "\n")
+		if standby {
+			late = append(late, s.code)
+		} else {
+			b.WriteString(s.code + "\n")
+		}
 	}
 	b.WriteString("}\n")
+	if !standby {
+		return b.String(), ""
+	}
+	// One line, so that the command's first line is the go-ahead's eval's
+	// first, as a replay's script is the first line of its -c string.
+	var g strings.Builder
+	if len(late) > 0 {
+		g.WriteString(`\builtin eval -- ` + ansiQuote(strings.Join(late, "\n")) + "; ")
+	}
+	if p.underscore != nil {
+		g.WriteString(`\builtin : ` + ansiQuote(*p.underscore) + "; ")
+	}
+	return b.String(), g.String()
+}
+
+// ansiQuote quotes s as one $'...' word of bash, which holds no newline or
+// other control byte, so that it stays on one line.
+func ansiQuote(s string) string {
+	var b strings.Builder
+	b.WriteString("$'")
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\' || c == '\'':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20 || c >= 0x7f:
+			fmt.Fprintf(&b, "\\x%02x", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('\'')
 	return b.String()
 }
 

@@ -38,7 +38,35 @@ func (s *Snapshot) WithState(state string) *Snapshot {
 		OptionCount:   s.OptionCount,
 		Dropped:       s.Dropped,
 		restore:       s.restore,
+		standby:       s.standby,
+		goAhead:       s.goAhead,
 	}
+}
+
+// StandbyReady reports whether a standby shell can serve s: its state is
+// restored from a file, and sets no option that would act on the standby's
+// wait (xtrace, verbose, noexec, onecmd).
+func (s *Snapshot) StandbyReady() bool { return s.standby != "" }
+
+// ForStandby returns a copy of s that a standby shell restores: Replay of
+// the copy restores s from the standby's restore file, which leaves the
+// traps, disabled builtins and $_ to GoAhead's line. It defines the same
+// names as s.
+func (s *Snapshot) ForStandby() *Snapshot {
+	c := s.WithState(s.State)
+	c.restore = s.standby
+	d := s.Definitions()
+	c.namesOnce.Do(func() { c.definitions = d })
+	return c
+}
+
+// GoAhead is the line a standby shell of s runs, with its go-ahead, right
+// before script: BASH_EXECUTION_STRING becomes script, as in a replay, and
+// the part of the state that would have acted on the wait is restored. It
+// is one line, ending in "; ", so that the script's line numbers are a
+// replay's.
+func (s *Snapshot) GoAhead(script string) string {
+	return "BASH_EXECUTION_STRING=" + ansiQuote(script) + "; " + s.goAhead
 }
 
 // Definitions are the names a bash state defines.
@@ -48,6 +76,9 @@ type Definitions struct {
 	Functions, Aliases map[string]bool
 	// ExpandAliases is set when the state turns expand_aliases on.
 	ExpandAliases bool
+	// Traps is set when the state sets a trap, after which bash runs no
+	// command in its own place.
+	Traps bool
 }
 
 var functionHeader = regexp.MustCompile(`(?m)^([^\s()]+) \(\) $`)
