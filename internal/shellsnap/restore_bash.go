@@ -537,9 +537,10 @@ func bashRenderFor(p *restorePlan, standby bool) (file, goAhead string) {
 	case len(last) > 0:
 		b.WriteString(last[0] + "\n")
 	}
+	var finally []string
 	for _, s := range p.finally {
 		if standby {
-			late = append(late, s.code)
+			finally = append(finally, s.code)
 		} else {
 			b.WriteString(s.code + "\n")
 		}
@@ -554,8 +555,15 @@ func bashRenderFor(p *restorePlan, standby bool) (file, goAhead string) {
 	if len(late) > 0 {
 		g.WriteString(`\builtin eval -- ` + ansiQuote(strings.Join(late, "\n")) + "; ")
 	}
+	colon := `\builtin :`
+	if len(finally) > 0 {
+		// The function named builtin is defined before $_ is set (an eval
+		// sets $_ to its argument), so that ":" is what sets it.
+		g.WriteString(`\builtin eval -- ` + ansiQuote(strings.Join(finally, "\n")) + "; ")
+		colon = `\:`
+	}
 	if p.underscore != nil {
-		g.WriteString(`\builtin : ` + ansiQuote(*p.underscore) + "; ")
+		g.WriteString(colon + " " + ansiQuote(*p.underscore) + "; ")
 	}
 	return b.String(), g.String()
 }

@@ -66,7 +66,8 @@ func (s *Snapshot) ForStandby() *Snapshot {
 // is one line, ending in "; ", so that the script's line numbers are a
 // replay's.
 func (s *Snapshot) GoAhead(script string) string {
-	return "BASH_EXECUTION_STRING=" + ansiQuote(script) + "; " + s.goAhead
+	// export -n: under allexport the assignment would export it.
+	return "BASH_EXECUTION_STRING=" + ansiQuote(script) + "; \\builtin export -n BASH_EXECUTION_STRING; " + s.goAhead
 }
 
 // Definitions are the names a bash state defines.
