@@ -209,9 +209,14 @@ func (c *Cache) await(ctx context.Context, req Request, l Launch, purpose Purpos
 	if !ranInit {
 		c.hit(e)
 	}
-	c.metrics.command(ctx, state, OutcomeUsed, wait)
+	outcome := OutcomeUsed
+	if len(res.snap.Unrestored) > 0 {
+		outcome = OutcomePartial
+	}
+	c.metrics.command(ctx, state, outcome, wait)
+	// The history counts a partial replay as used: the snapshot was.
 	c.history.command(state, OutcomeUsed)
-	return Prepared{Receipt: Receipt{Outcome: OutcomeUsed, State: state, Wait: wait}, Snapshot: res.snap, CaptureEnv: res.captureEnv}, nil
+	return Prepared{Receipt: Receipt{Outcome: outcome, State: state, Wait: wait, Unrestored: res.snap.Unrestored}, Snapshot: res.snap, CaptureEnv: res.captureEnv}, nil
 }
 
 // lookup finds or inserts the launch's entry, starting a new retry

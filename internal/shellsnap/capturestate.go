@@ -75,7 +75,7 @@ func (c snapshotCapture) capture(ctx context.Context) (*Snapshot, []fileStamp, e
 		return snap, stamps, nil
 	}
 	if recs != nil {
-		snap.Dropped = c.validate(ctx, plan)
+		snap.Unrestored = c.validate(ctx, plan)
 		snap.FunctionCount, snap.AliasCount, snap.OptionCount = plan.counts()
 		stamps = append(stamps, sourcedStamps(recs, stamps, started)...)
 	}
@@ -125,7 +125,7 @@ func (c snapshotCapture) keep(snap *Snapshot, plan *restorePlan, recs []record) 
 // pieces that fail from plan, returning their names. A validation that does
 // not run drops nothing: the restore then shows its errors as a login shell
 // would.
-func (c snapshotCapture) validate(ctx context.Context, plan *restorePlan) []string {
+func (c snapshotCapture) validate(ctx context.Context, plan *restorePlan) []Piece {
 	if !plan.hasPieces() {
 		return nil
 	}

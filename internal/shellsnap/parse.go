@@ -27,9 +27,9 @@ type Snapshot struct {
 	// state's "# Functions", "# aliases N" and "# setopts N" (plus bash's
 	// "# shopts N") sections.
 	FunctionCount, AliasCount, OptionCount int
-	// Dropped names the pieces of the state that the capture found the shell
-	// cannot restore ("function a=b"): a replay restores everything else.
-	Dropped []string
+	// Unrestored names the pieces of the state that the capture found the
+	// shell cannot read back: a replay restores everything else.
+	Unrestored []Piece
 
 	// restore is the restore file a replay runs (restore.go); empty for a
 	// shell whose state travels in the environment.

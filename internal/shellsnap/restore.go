@@ -37,8 +37,15 @@ type step struct {
 // piece reports whether s is validated.
 func (s step) piece() bool { return s.kind != "" }
 
-// label is how a dropped step is named.
-func (s step) label() string { return s.kind + " " + s.name }
+// Piece is one piece of a snapshot's state that a restore defines on its
+// own: a function, variable, alias or completion, by name. Names only: a
+// piece's value never leaves the server.
+type Piece struct {
+	// Kind is "function", "variable", "alias" or "completion".
+	Kind string
+	// Name is the piece's name as the shell knows it.
+	Name string
+}
 
 // restorePlan is a snapshot's state as the steps that restore it.
 type restorePlan struct {
@@ -56,19 +63,19 @@ type restorePlan struct {
 	options int
 }
 
-// dropped returns plan without the steps whose indices failed, and their
-// labels.
-func (p *restorePlan) drop(failed map[int]bool) (names []string) {
+// drop removes the steps whose indices failed from plan, and returns them
+// as pieces.
+func (p *restorePlan) drop(failed map[int]bool) (dropped []Piece) {
 	kept := p.steps[:0:0]
 	for i, s := range p.steps {
 		if failed[i] {
-			names = append(names, s.label())
+			dropped = append(dropped, Piece{Kind: s.kind, Name: s.name})
 			continue
 		}
 		kept = append(kept, s)
 	}
 	p.steps = kept
-	return names
+	return dropped
 }
 
 // failedSteps reads a validation run's output: a line "F i" for each piece

@@ -36,7 +36,7 @@ func (s *Snapshot) WithState(state string) *Snapshot {
 		FunctionCount: s.FunctionCount,
 		AliasCount:    s.AliasCount,
 		OptionCount:   s.OptionCount,
-		Dropped:       s.Dropped,
+		Unrestored:    s.Unrestored,
 		restore:       s.restore,
 		standby:       s.standby,
 		goAhead:       s.goAhead,
