@@ -71,6 +71,8 @@ func (c snapshotCapture) capture(ctx context.Context) (*Snapshot, []fileStamp, e
 		// A state of the reference's format (a test's fake capture) is
 		// restored as it is.
 		plan = &restorePlan{shell: "bash", steps: []step{{code: snap.State}}}
+	case c.shell == "sh":
+		plan = shPlan(snap.State, c.env, final, filterEnv(final, c.policy))
 	default:
 		return snap, stamps, nil
 	}
@@ -91,6 +93,15 @@ func (c snapshotCapture) keep(snap *Snapshot, plan *restorePlan, recs []record) 
 	if c.shell == "zsh" {
 		zshenv, zlogin := zshRender(plan)
 		path, err := c.files.writeDir(map[string]string{".zshenv": zshenv, ".zlogin": zlogin})
+		if err != nil {
+			return err
+		}
+		snap.restore = path
+		c.files.own(snap, path)
+		return nil
+	}
+	if c.shell == "sh" {
+		path, err := c.files.write(shRender(plan))
 		if err != nil {
 			return err
 		}

@@ -236,9 +236,18 @@ func replayFromFile(in ReplayInput) ([]string, map[string]string) {
 		}
 		env[name] = in.Snapshot.restore
 	}
-	if in.Shell == "zsh" {
+	switch in.Shell {
+	case "zsh":
 		carry("ZDOTDIR", userZdotdirVar)
 		return slices.Clone(in.Command), env
+	case "sh":
+		// dash runs no startup file for sh -c, so the restore is sourced
+		// on the script's first line: its line numbers stay the script's.
+		// command keeps an error in the file from ending the shell.
+		command := slices.Clone(in.Command)
+		command[in.ShellStart+1] = "-c"
+		command[in.ShellStart+2] = "command . " + shellQuote(in.Snapshot.restore) + "; " + command[in.ShellStart+2]
+		return command, env
 	}
 	carry("BASH_ENV", userBashEnvVar)
 	command := append(slices.Clone(in.Command[:in.ShellStart+1]), "--noprofile")
