@@ -16,7 +16,7 @@ import (
 
 // newTestProcs is a manager for a test's own processes, shut down when the
 // test ends.
-func newTestProcs(t *testing.T) *exec.Manager {
+func newTestProcs(t testing.TB) *exec.Manager {
 	t.Helper()
 	m := exec.NewManager(exec.Options{Grace: 300 * time.Millisecond})
 	t.Cleanup(func() {

@@ -35,6 +35,11 @@ package shellsnap
 //
 // A function whose name holds "=" is printed by type, whose first line says
 // what it is: declare -f takes such a name for an assignment.
+//
+// Per function, the state holds its text and its record's header only: the
+// attributes are listed for the functions that have any, and the files the
+// functions come from once each ("- 0 FILE"), so that a profile of many
+// functions fits MaxSnapshotBytes nearly as it did in the reference's format.
 const bashCapture = `if [[ -n ${__SNAPEXEC_BASH_ENV+x} ]]; then BASH_ENV=$__SNAPEXEC_BASH_ENV; \builtin export BASH_ENV; \builtin unset -v __SNAPEXEC_BASH_ENV; fi
 __snapexec_n=@NONCE@
 __snapexec_pwd=$PWD
@@ -111,7 +116,11 @@ for __snapexec_f in "${__snapexec_fns[@]}"; do
     \command printf '%s fn %q\n' "$__snapexec_n" "$__snapexec_f"; \command declare -f -- "$__snapexec_f"; \command printf '\n'
   fi
 done
-\command printf '%s fnattrs\n' "$__snapexec_n"; \command declare -F; \command printf '\n'
+\command printf '%s fnattrs\n' "$__snapexec_n"
+while IFS= \command read -r __snapexec_f; do
+  if [[ $__snapexec_f != "declare -f "* ]]; then \command printf '%s\n' "$__snapexec_f"; fi
+done < <(\command declare -F)
+\command printf '\n'
 for __snapexec_f in "${!BASH_ALIASES[@]}"; do
   \command printf '%s alias %q\n%s\n' "$__snapexec_n" "$__snapexec_f" "${BASH_ALIASES[$__snapexec_f]}"
 done
@@ -144,7 +153,14 @@ for __snapexec_f in "${__snapexec_srcs[@]}"; do
 done
 if [[ -n ${__snapexec_fns[0]+x} ]]; then
   \command shopt -s extdebug
-  \command printf '%s fnfiles\n' "$__snapexec_n"; \command declare -F -- "${__snapexec_fns[@]}"; \command printf '\n'
+  \command declare -A __snapexec_seen
+  while IFS= \command read -r __snapexec_f; do
+    __snapexec_f=${__snapexec_f#* }
+    __snapexec_seen[${__snapexec_f#* }]=1
+  done < <(\command declare -F -- "${__snapexec_fns[@]}")
+  \command printf '%s fnfiles\n' "$__snapexec_n"
+  for __snapexec_f in "${!__snapexec_seen[@]}"; do \command printf -- '- 0 %s\n' "$__snapexec_f"; done
+  \command printf '\n'
 fi
 \command printf '%s end\n\n\0' "$__snapexec_n"
 \command /usr/bin/env -0
