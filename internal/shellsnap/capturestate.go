@@ -119,7 +119,7 @@ func (c snapshotCapture) keep(snap *Snapshot, plan *restorePlan, recs []record) 
 		snap.namesOnce.Do(func() { snap.definitions = bashDefinitions(recs) })
 	}
 	file, goAhead, ok := bashStandbyRender(plan)
-	if !ok {
+	if !ok || recs == nil && referenceTraced(snap.State) {
 		return nil
 	}
 	snap.standby, snap.goAhead = path, goAhead

@@ -6,28 +6,24 @@ import (
 	"sync"
 )
 
-// What other packages read of a bash state: the names it defines and its
-// set -o section. Both follow the layout the capture script writes
-// (script.go); a standby shell (package standby) needs them.
+// What a standby shell (package standby) reads of a snapshot: the names its
+// state defines, its standby restore file and go-ahead line.
 
-// optionsHeader starts the bash state's last section, its set -o options.
+// optionsHeader starts the last section of a bash state of the
+// reference's format, its set -o options.
 const optionsHeader = "\n# setopts "
 
-// SplitOptions cuts a bash state before its set -o options section, the
-// last one the capture script writes: restore is the state without it, and
-// options the section ("" when there is none).
-func SplitOptions(state string) (restore, options string) {
+// referenceTraced reports whether a bash state of the reference's format
+// turns xtrace or verbose on in its options section: its restore would
+// trace a standby's wait.
+func referenceTraced(state string) bool {
 	i := strings.LastIndex(state, optionsHeader)
-	if i < 0 {
-		return state, ""
-	}
-	return state[:i+1], state[i+1:]
+	return i >= 0 && (strings.Contains(state[i:], "xtrace") || strings.Contains(state[i:], "verbose"))
 }
 
-// WithState returns a copy of s that carries state in place of s.State,
-// such as the part SplitOptions leaves to restore: Replay of the copy
-// restores that state with everything else of s (its environment above
-// all) unchanged.
+// WithState returns a copy of s that carries state in place of s.State:
+// Replay of the copy restores that state with everything else of s (its
+// environment and restore files above all) unchanged.
 func (s *Snapshot) WithState(state string) *Snapshot {
 	return &Snapshot{
 		State:         state,

@@ -77,8 +77,7 @@ func serves(in shellsnap.ReplayInput) bool {
 		// restarts it from 0.
 		return false
 	}
-	_, options := shellsnap.SplitOptions(in.Snapshot.State)
-	return !traced.MatchString(options) && !traced.MatchString(in.Command[2])
+	return !traced.MatchString(in.Command[2])
 }
 
 // traced matches what turns xtrace or verbose on, which a standby does not
