@@ -282,8 +282,9 @@ func limitsOf(text string, line *regexp.Regexp) map[string][2]string {
 
 // fnSteps adds the functions, each as "function NAME () { ... }" (bash
 // prints "a=b () ", which it would read as an assignment), and their
-// attributes. A function the request's environment exported unchanged is
-// left to that environment. A function named builtin is defined last of
+// attributes. A function the request's environment exported, which the
+// profile left as bash imported it and exported, is left to each request's
+// environment. A function named builtin is defined last of
 // all, so that the restore's own \builtin never calls it.
 func fnSteps(p *restorePlan, byKind map[string][]record, captureEnv, final map[string]string) {
 	attrs := map[string]string{}
@@ -292,12 +293,18 @@ func fnSteps(p *restorePlan, byKind map[string][]record, captureEnv, final map[s
 			attrs[m[2]] = m[1]
 		}
 	}
+	imported := map[string]string{}
+	for _, r := range byKind["fn0"] {
+		imported[r.name] = r.payload
+	}
 	var after, builtin []step
 	recs := append(slices.Clone(byKind["fn"]), byKind["fntype"]...)
 	for _, r := range recs {
 		envName := "BASH_FUNC_" + r.name + "%%"
-		body, inCapture := captureEnv[envName]
-		if inCapture && final[envName] == body && strings.Contains(attrs[r.name], "x") {
+		_, inCapture := captureEnv[envName]
+		_, stillExported := final[envName]
+		if old, ok := imported[r.name]; ok && inCapture && stillExported && strings.TrimSuffix(old, "\n") == strings.TrimSuffix(r.payload, "\n") && strings.Contains(attrs[r.name], "x") {
+			// The request's own: each request's environment brings it, or not.
 			continue
 		}
 		code := r.payload

@@ -9,8 +9,11 @@ package shellsnap
 // profile; the script puts it back first. @NONCE@ is replaced by a random
 // token that starts every record (records.go).
 //
-// Before the profile runs, nothing but the request's exported functions can
-// stand for a builtin; after it, the script names every builtin through
+// The functions the request's environment exported are noted as bash
+// imported them (fn0 records; read without a process substitution, which
+// would set $! before the profile runs), so that one the profile left as it was is
+// left to each request's own environment. Before the profile runs, nothing
+// but the request's exported functions can stand for a builtin; after it, the script names every builtin through
 // "\command", which neither an alias nor a function of the profile can
 // replace (a function named "command" still could). It records the options
 // in BASHOPTS and SHELLOPTS, which reading takes no command, before the
@@ -46,6 +49,11 @@ __snapexec_pwd=$PWD
 __snapexec_args=("$@")
 __snapexec_zero=$0
 __snapexec_flags0=$-
+\builtin declare -A __snapexec_fn0
+\builtin mapfile -t __snapexec_fns <<<"$(\builtin compgen -A function)"
+for __snapexec_f in "${__snapexec_fns[@]}"; do
+  if [[ -n $__snapexec_f ]]; then __snapexec_fn0[$__snapexec_f]=$(\builtin declare -f -- "$__snapexec_f"); fi
+done
 __snapexec_limits=$(\builtin ulimit -S -a; \builtin printf -- '--\n'; \builtin ulimit -H -a)
 __snapexec_src=
 __snapexec_srcs=()
@@ -162,6 +170,9 @@ if [[ -n ${__snapexec_fns[0]+x} ]]; then
   for __snapexec_f in "${!__snapexec_seen[@]}"; do \command printf -- '- 0 %s\n' "$__snapexec_f"; done
   \command printf '\n'
 fi
+for __snapexec_f in "${!__snapexec_fn0[@]}"; do
+  \command printf '%s fn0 %q\n%s\n' "$__snapexec_n" "$__snapexec_f" "${__snapexec_fn0[$__snapexec_f]}"
+done
 \command printf '%s end\n\n\0' "$__snapexec_n"
 \command /usr/bin/env -0
 `
