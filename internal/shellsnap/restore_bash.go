@@ -558,15 +558,15 @@ func bashRenderFor(p *restorePlan, standby bool) (file, goAhead string) {
 	}
 	// One line, so that the command's first line is the go-ahead's eval's
 	// first, as a replay's script is the first line of its -c string.
+	// One eval: the late steps may disable eval itself (enable -n eval).
 	var g strings.Builder
-	if len(late) > 0 {
-		g.WriteString(`\builtin eval -- ` + ansiQuote(strings.Join(late, "\n")) + "; ")
+	if deferred := append(late, finally...); len(deferred) > 0 {
+		g.WriteString(`\builtin eval -- ` + ansiQuote(strings.Join(deferred, "\n")) + "; ")
 	}
 	colon := `\builtin :`
 	if len(finally) > 0 {
-		// The function named builtin is defined before $_ is set (an eval
-		// sets $_ to its argument), so that ":" is what sets it.
-		g.WriteString(`\builtin eval -- ` + ansiQuote(strings.Join(finally, "\n")) + "; ")
+		// $_ is set after the eval (which sets it to its argument), once
+		// a function named builtin is defined: so by ":" itself.
 		colon = `\:`
 	}
 	if p.underscore != nil {

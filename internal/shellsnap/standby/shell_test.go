@@ -33,6 +33,26 @@ func TestStandbyMatchesReplay(t *testing.T) {
 		// The options act on the user's command only, in both: nothing of
 		// the restore or the wait trips them.
 		"errexit and nounset": "set -o errexit -o nounset -o pipefail\nf() { echo f; }\n",
+		// What the standby leaves to its go-ahead: traps (a DEBUG trap would
+		// run on the wait), disabled builtins, a function named builtin, $_;
+		// and what a real profile does besides.
+		"adversarial": `trap 'echo debug >/dev/null' DEBUG
+trap 'echo bye' EXIT
+trap '' HUP
+enable -n kill eval
+builtin() { command builtin "$@"; }
+readonly RO=1
+declare -A MAP=([k]=v)
+declare -ia NUMS=(1 2 3)
+PROMPT_COMMAND='echo prompt'
+shopt -s extglob
+ext() { case $1 in @(a|b)) echo ab;; esac; }
+shopt -u extglob
+function a=b { echo ab; }
+mkdir -p "$HOME/work" && cd "$HOME/work"
+set +B
+: last-word
+`,
 	}
 	probes := map[string]string{
 		"fidelity": fidelityProbe,
@@ -42,6 +62,7 @@ func TestStandbyMatchesReplay(t *testing.T) {
 		"errors":   "no_such_command_here; cd /no/such/dir; echo \"line $LINENO\"",
 		"state":    "echo \"seconds=$SECONDS args=$# zero=${0##*/}\"; declare -p " + scriptVar + " 2>&1; compgen -v | grep -c '^__CODEX' || true",
 		"exit":     "echo before; exit 3",
+		"rest":     "echo \"$_\"; trap -p; enable -n; declare -p RO MAP NUMS PROMPT_COMMAND 2>&1; pwd; echo {a,b}; type -t builtin; echo \"$BASH_EXECUTION_STRING\"",
 	}
 	for pname, profile := range profiles {
 		home := t.TempDir()
