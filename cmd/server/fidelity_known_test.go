@@ -62,7 +62,7 @@ func replayed(shell string) []string {
 	case "zsh":
 		return []string{"*", "!exit-in-profile"}
 	}
-	return []string{"*", "!exit-in-profile", "!non-utf8-state"}
+	return []string{"*", "!exit-in-profile"}
 }
 
 // except returns profiles with names left out.
@@ -167,22 +167,6 @@ var knownDifferences = []knownDifference{
 	{item: "M11", shells: sh, profiles: []string{"nvm-like"}, keys: []string{"nvm current"}, why: "as fn"},
 	{item: "M11", shells: sh, profiles: []string{"m3-lineno"}, keys: []string{"error in a profile function"}, why: "as fn"},
 	{item: "M11", shells: sh, profiles: []string{"low-builtin-names"}, keys: []string{"var CALLS"}, why: "as fn: the profile's functions named like builtins are lost"},
-	{item: "M5", shells: sh, profiles: []string{"m5-unexported", "kitchen-sink"}, keys: []string{"var CDPATH", "var IFS", "var LC_ALL", "var PS1", "var PS2", "var plain_var", "ifs split"},
-		why: "the sh capture keeps exported variables only: prompts, IFS, an unexported CDPATH or LC_ALL and plain variables are lost"},
-	{item: "M5", shells: sh, profiles: []string{"conda-like", "prompts"}, keys: []string{"var PS1"}, why: "as m5-unexported"},
-	{item: "M5", shells: sh, profiles: []string{"tricky-values"}, keys: []string{"var OPTARG", "var OPTIND", "var opt", "var plain_nl"}, why: "as m5-unexported (getopts state too)"},
-	{item: "M5", shells: sh, profiles: []string{"nvm-like"}, keys: []string{"var NVM_CD_FLAGS"}, why: "as m5-unexported"},
-	{item: "low: exported IFS", shells: sh, profiles: []string{"low-exported-ifs"}, keys: []string{"*IFS", "ifs split", "export ,'"},
-		why: "dash takes no IFS from the environment, and the sh capture keeps no shell variable: the shell's IFS is the default"},
-	{item: "M6", shells: sh, profiles: []string{"m6-attributes", "kitchen-sink"}, keys: []string{"export EXPORTED_NO_VALUE", "readonly *", "var RO_VAR", "var TMOUT"},
-		why: "the sh capture keeps no attributes: readonly and an exported variable without a value are lost"},
-	{item: "M7", shells: sh, profiles: []string{"m7-traps", "kitchen-sink"}, keys: []string{"trap *", "after end", "child status SigIgn", "shell status SigCgt", "shell status SigIgn"},
-		why: "the sh capture keeps no traps: trap '' HUP no longer reaches children, the EXIT trap does not run"},
-	{item: "M7", shells: sh, profiles: []string{"m7-ulimits", "kitchen-sink"}, keys: []string{"ulimit *", "child limits *"},
-		why: "the sh capture keeps no ulimits"},
-	{item: "M8", shells: sh, profiles: []string{"m8-cd", "kitchen-sink"}, keys: []string{"*PWD", "pwd"},
-		why: "the sh capture keeps no working directory: a cd in the profile is not replayed"},
-	{item: "M8", shells: sh, profiles: []string{"m8-cd"}, keys: []string{"glob *"}, why: "as pwd: the glob runs in the request's cwd"},
 	{item: "new: $!", shells: sh, profiles: []string{"background-job"}, keys: []string{"$! is set"},
 		why: "$! (the profile's last background job) is not carried"},
 	{item: "new: positional parameters", shells: sh, profiles: []string{"positional"}, keys: []string{"$@", "$0 $# $-"},

@@ -3,6 +3,7 @@ package shellsnap
 import (
 	"bytes"
 	"context"
+	"errors"
 	"maps"
 	"os"
 	"slices"
@@ -67,12 +68,12 @@ func (c snapshotCapture) capture(ctx context.Context) (*Snapshot, []fileStamp, e
 		plan = bashPlan(recs, c.env, final, filterEnv(final, c.policy))
 	case recs != nil && c.shell == "zsh":
 		plan = zshPlan(recs, c.env, final, filterEnv(final, c.policy))
+	case recs != nil && c.shell == "sh":
+		plan = shPlan(recs, c.env, final, filterEnv(final, c.policy))
 	case c.shell == "bash":
 		// A state of the reference's format (a test's fake capture) is
 		// restored as it is.
 		plan = &restorePlan{shell: "bash", steps: []step{{code: snap.State}}}
-	case c.shell == "sh":
-		plan = shPlan(snap.State, c.env, final, filterEnv(final, c.policy))
 	default:
 		return snap, stamps, nil
 	}
@@ -141,8 +142,11 @@ func (c snapshotCapture) validate(ctx context.Context, plan *restorePlan) []Piec
 		return nil
 	}
 	script, argv := bashValidation(plan), []string{c.argv[0], "--noprofile", "--norc"}
-	if c.shell == "zsh" {
+	switch c.shell {
+	case "zsh":
 		script, argv = zshValidation(plan), []string{c.argv[0], "-f"}
+	case "sh":
+		script, argv = shValidation(plan), []string{c.argv[0]}
 	}
 	path, err := c.files.write(script)
 	if err != nil {
@@ -192,11 +196,12 @@ func (c snapshotCapture) command(nonce string) ([]string, map[string]string, err
 		argv := slices.Clone(c.argv)
 		argv[2] = strings.ReplaceAll(zshCapture, "@NONCE@", nonce)
 		return argv, env, nil
+	case "sh":
+		// sh -c: the script sources the login files itself (shCapture).
+		argv := []string{c.argv[0], "-c", strings.ReplaceAll(shCapture, "@NONCE@", nonce)}
+		return append(argv, c.argv[3:]...), env, nil
 	}
-	script, _ := CaptureScript(c.shell)
-	argv := slices.Clone(c.argv)
-	argv[2] = script
-	return argv, env, nil
+	return nil, nil, errors.New("no capture script for shell " + c.shell)
 }
 
 // parseCapture parses a capture's output: Parse's state and environment,

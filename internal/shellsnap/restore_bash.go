@@ -1,12 +1,14 @@
 package shellsnap
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -459,9 +461,19 @@ func optionNames(listing string) []string {
 
 // statements splits shell text into its top-level statements' source text.
 // Text bash printed (trap -p, complete -p) always parses; if it does not,
-// nothing is restored from it.
+// nothing is restored from it. The parser reads UTF-8 only, so it reads a
+// copy whose other bytes are '?' (the same offsets), and the statements are
+// cut from text itself, bytes and all.
 func statements(text string) []string {
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(text), "")
+	valid := []byte(text)
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		if r == utf8.RuneError && size == 1 {
+			valid[i] = '?'
+		}
+		i += size
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(bytes.NewReader(valid), "")
 	if err != nil {
 		return nil
 	}

@@ -3,6 +3,7 @@ package shellsnap
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -114,4 +115,68 @@ echo {x,y}`
 			t.Errorf("replay stdout lacks %q:\n%s", want, stdout)
 		}
 	}
+}
+
+// TestStatementsKeepBytes: a value that is not UTF-8 (a Latin-1 profile)
+// costs neither itself nor the statements around it.
+func TestStatementsKeepBytes(t *testing.T) {
+	text := "a='x'\nlatin='echo caf\xe9'\ntrap -- 'echo \xff' EXIT\n"
+	want := []string{"a='x'", "latin='echo caf\xe9'", "trap -- 'echo \xff' EXIT"}
+	if got := statements(text); !reflect.DeepEqual(got, want) {
+		t.Errorf("statements(%q) = %q, want %q", text, got, want)
+	}
+}
+
+// TestShReplayMatchesLogin: what a dash profile leaves behind comes back in
+// a replay as sh -lc has it: plain, read-only and exported-without-value
+// variables, a value that is not UTF-8, traps and an ignored signal, a
+// limit, an alias, a cd, and set -u; and no line number moves.
+func TestShReplayMatchesLogin(t *testing.T) {
+	home := t.TempDir()
+	if err := os.Mkdir(filepath.Join(home, "proj"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(home, ".profile"), `plain='a b
+c'
+readonly RO=fixed
+export NOVALUE
+latin='caf`+"\xe9"+`'
+trap 'echo bye' EXIT
+trap '' HUP
+ulimit -S -n 512
+alias ll='ls -l'
+cd "$HOME/proj"
+set -u
+`)
+	c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
+	t.Cleanup(c.Close)
+	probe := `echo "$plain|$RO|$latin|$PWD|$-"; readonly -p | grep RO; export -p | grep NOVALUE; trap; ulimit -S -n; alias ll
+echo "$LINENO"; no_such_cmd_here`
+	l := Launch{Argv: []string{"/bin/sh", "-lc", probe}, Cwd: home, Env: loginEnv(home)}
+	p, err := c.Prepare(context.Background(), &Request{ScopeID: "s", Shell: Shell{Name: "sh", Path: "/bin/sh"}}, l)
+	if err != nil || p.Receipt.Outcome != OutcomeUsed {
+		t.Fatalf("Prepare() = %+v, %v; want used", p.Receipt, err)
+	}
+	argv, env := Replay(ReplayInput{Snapshot: p.Snapshot, Shell: "sh", Command: l.Argv, Env: l.Env, RequestEnv: l.Env, CaptureEnv: p.CaptureEnv})
+	stdout, stderr := runShell(t, home, argv, env)
+	login, loginErr := runShell(t, home, l.Argv, l.Env)
+	if stdout != login || stderr != loginErr {
+		t.Errorf("sh replay differs from sh -lc:\nreplay: %q\nstderr %q\nlogin:  %q\nstderr %q", stdout, stderr, login, loginErr)
+	}
+	if !strings.Contains(stdout, "bye") || !strings.Contains(stdout, "caf\xe9") {
+		t.Errorf("sh replay = %q, want the EXIT trap and the Latin-1 value", stdout)
+	}
+}
+
+// runShell runs argv in home and returns its output, whatever its status.
+func runShell(t *testing.T, home string, argv []string, env map[string]string) (stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env, cmd.Dir = envPairs(env), home
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	_ = cmd.Run()
+	return out.String(), errOut.String()
 }
