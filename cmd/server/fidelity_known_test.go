@@ -167,10 +167,6 @@ var knownDifferences = []knownDifference{
 	{item: "M11", shells: sh, profiles: []string{"nvm-like"}, keys: []string{"nvm current"}, why: "as fn"},
 	{item: "M11", shells: sh, profiles: []string{"m3-lineno"}, keys: []string{"error in a profile function"}, why: "as fn"},
 	{item: "M11", shells: sh, profiles: []string{"low-builtin-names"}, keys: []string{"var CALLS"}, why: "as fn: the profile's functions named like builtins are lost"},
-	{item: "new: $!", shells: sh, profiles: []string{"background-job"}, keys: []string{"$! is set"},
-		why: "$! (the profile's last background job) is not carried"},
-	{item: "new: positional parameters", shells: sh, profiles: []string{"positional"}, keys: []string{"$@", "$0 $# $-"},
-		why: "set -- in the profile sets the command's positional parameters in a login shell; a sh replay has none"},
 
 	// Causes issue 16 does not list.
 	{item: "design: /proc environ", shells: bash, profiles: replayed("bash"), keys: []string{"shell environ"},

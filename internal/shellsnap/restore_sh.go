@@ -107,6 +107,19 @@ func shPlan(recs []record, captureEnv, final, kept map[string]string) *restorePl
 	for _, stmt := range shStatements(byKind["traps"]) {
 		add(stmt)
 	}
+	if _, ok := byKind["args"]; ok {
+		code := `set --`
+		for _, r := range recs {
+			if r.kind == "arg" {
+				code += " " + quote(r.payload)
+			}
+		}
+		add(code)
+	}
+	if _, ok := byKind["background"]; ok {
+		// Only another background job sets $! again.
+		add(`: & wait "$!"`)
+	}
 	var last []string
 	for line := range strings.SplitSeq(byKind["setopts"], "\n") {
 		m := shOption.FindStringSubmatch(line)
