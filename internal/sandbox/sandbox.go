@@ -195,6 +195,14 @@ func (s *Sandbox) startConfined(cmd *exec.Cmd, rulesetFD int, flags uint32, netn
 	if err := llsys.LandlockRestrictSelf(rulesetFD, flags); err != nil {
 		return fmt.Errorf("landlock_restrict_self: %w", err)
 	}
+	// The child restores the forking thread's signal mask, and a fresh
+	// thread has the one the server started with: emptied, since this
+	// thread ends after the fork, so that the child starts with no signal
+	// blocked whatever the server inherited.
+	var empty unix.Sigset_t
+	if err := unix.PthreadSigmask(unix.SIG_SETMASK, &empty, nil); err != nil {
+		return fmt.Errorf("signal mask: %w", err)
+	}
 	return cmd.Start()
 }
 
