@@ -65,7 +65,7 @@ func (s *Service) prewarm(ctx context.Context, in PrewarmInput) (shellsnap.Entry
 		}
 		return shellsnap.EntryInfo{}, err
 	}
-	info, ok := s.snapshots.Entry(req, l.Cwd, in.EnvPolicy)
+	info, ok := s.snapshots.Entry(req, l)
 	if !ok {
 		// Forgotten or evicted while it captured.
 		return shellsnap.EntryInfo{}, ErrNotFound

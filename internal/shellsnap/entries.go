@@ -68,9 +68,9 @@ func (c *Cache) Scope(scopeID string) []EntryInfo {
 	return c.collect(func(e *entry) bool { return e.key.scopeID == scopeID })
 }
 
-// Entry returns the entry a command with req, cwd and policy would use.
-func (c *Cache) Entry(req Request, cwd string, policy *envpolicy.Policy) (EntryInfo, bool) {
-	k := keyOf(req, cwd, policy)
+// Entry returns the entry a command with req and l would use.
+func (c *Cache) Entry(req Request, l Launch) (EntryInfo, bool) {
+	k := keyOf(req, l)
 	infos := c.collect(func(e *entry) bool { return e.key == k })
 	if len(infos) == 0 {
 		return EntryInfo{}, false
