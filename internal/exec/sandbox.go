@@ -11,6 +11,16 @@ import (
 // errNoSandbox names what a manager without a Sandbox lacks.
 const errNoSandbox = "a sandbox: this process manager was built without one"
 
+// CheckSandbox reports whether the manager can start a process confined by
+// p, as Start would find before it spawns anything: a *sandbox.FieldError for
+// a malformed policy or a writable root that is not a directory, a
+// *sandbox.UnavailableError for one the kernel or the manager cannot
+// enforce. For a caller that must refuse a policy before it runs anything
+// else for the command (a snapshot capture).
+func (m *Manager) CheckSandbox(p sandbox.Policy) error {
+	return checkSandbox(m.opts.Sandbox, p)
+}
+
 // checkSandbox refuses a policy that sb cannot enforce, as Sandbox.Check
 // does: a *sandbox.FieldError or a *sandbox.UnavailableError. The zero policy
 // needs no sandbox at all.

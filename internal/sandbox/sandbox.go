@@ -101,8 +101,9 @@ func (s *Sandbox) Close() error {
 // Support returns what the sandbox found it can enforce.
 func (s *Sandbox) Support() Support { return s.support }
 
-// Check reports whether p is well formed (a *FieldError) and enforceable (an
-// *UnavailableError). A zero policy always is.
+// Check reports whether p is well formed, its writable roots directories (a
+// *FieldError), and whether it is enforceable (an *UnavailableError). A zero
+// policy always is.
 func (s *Sandbox) Check(p Policy) error {
 	if err := p.Validate(); err != nil {
 		return err
@@ -113,7 +114,7 @@ func (s *Sandbox) Check(p Policy) error {
 	if missing := s.support.missing(p); len(missing) > 0 {
 		return &UnavailableError{Missing: missing}
 	}
-	return nil
+	return checkRoots(p)
 }
 
 // Start starts cmd confined by p and reports how. A zero policy starts cmd
