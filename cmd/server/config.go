@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/handlers"
+	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/service"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 	"github.com/snapexec/snapexec/internal/shellsnap/standby"
@@ -38,6 +41,8 @@ type config struct {
 	idleTimeout    time.Duration
 	maxConns       int
 	captureTimeout time.Duration
+	// defaultSandbox confines every request that gives no sandbox.
+	defaultSandbox sandbox.Policy
 }
 
 // limitsConfig bounds what one request may ask for and what the server holds.
@@ -94,7 +99,8 @@ func (c config) options() options {
 				MaxStdinBytes:  c.limits.stdinBytes,
 				MaxOutputBytes: c.maxOutputBytes,
 			},
-			Standby: standby.Options{Max: c.standbyShells, Idle: c.standbyIdle},
+			Standby:        standby.Options{Max: c.standbyShells, Idle: c.standbyIdle},
+			DefaultSandbox: c.defaultSandbox,
 		},
 		router: handlers.RouterOptions{
 			Security:    handlers.Security{Token: c.token, AllowedHosts: c.allowedHosts, MaxBodyBytes: c.limits.bodyBytes},
@@ -151,6 +157,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		fs.DurationVar(d.p, d.name, def, d.help+" ("+d.env+")")
 	}
 	tokenFile := fs.String("token-file", getenv("SNAPEXEC_TOKEN_FILE"), "file holding the bearer token every route but /healthz and /readyz requires (SNAPEXEC_TOKEN_FILE; or the token itself in SNAPEXEC_TOKEN)")
+	defaultSandbox := fs.String("default-sandbox", getenv("SNAPEXEC_DEFAULT_SANDBOX"), `the sandbox of every command and prewarm whose request gives none, as the API's sandbox object in JSON, such as {"writableRoots":["/work"],"network":"none"}; a server that cannot enforce it does not start (SNAPEXEC_DEFAULT_SANDBOX)`)
 	hosts := fs.String("allowed-hosts", getenv("SNAPEXEC_ALLOWED_HOSTS"), "comma-separated Host names accepted besides the loopback ones; * for any (SNAPEXEC_ALLOWED_HOSTS)")
 	ints := []struct {
 		p    *int
@@ -190,6 +197,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if c.limits.bodyBytes < 1024 || c.limits.retainedBytes < 0 {
 		return c, fmt.Errorf("--max-body-bytes must be at least 1024 and --max-retained-output-bytes not negative")
 	}
+	if c.defaultSandbox, err = parseSandbox(*defaultSandbox); err != nil {
+		return c, fmt.Errorf("--default-sandbox: %w", err)
+	}
 	for _, h := range strings.Split(*hosts, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			c.allowedHosts = append(c.allowedHosts, h)
@@ -220,6 +230,29 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return c, fmt.Errorf("--body-timeout and --idle-timeout must be positive and --max-connections at least 1")
 	}
 	return c, nil
+}
+
+// parseSandbox reads a sandbox given as the API's JSON object; "" is none.
+// Unknown fields are refused: a misspelt one would silently confine less.
+func parseSandbox(s string) (sandbox.Policy, error) {
+	if strings.TrimSpace(s) == "" {
+		return sandbox.Policy{}, nil
+	}
+	var v struct {
+		WritableRoots []string `json:"writableRoots"`
+		ReadOnly      bool     `json:"readOnly"`
+		Network       string   `json:"network"`
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return sandbox.Policy{}, err
+	}
+	if dec.More() {
+		return sandbox.Policy{}, errors.New("more than one JSON value")
+	}
+	p := sandbox.Policy{WritableRoots: v.WritableRoots, ReadOnly: v.ReadOnly, Network: sandbox.Network(v.Network)}
+	return p, p.Validate()
 }
 
 // intEnv reads an integer from the environment variable name, or def when it

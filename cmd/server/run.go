@@ -17,6 +17,7 @@ import (
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/handlers"
+	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/service"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 	"github.com/snapexec/snapexec/web"
@@ -70,8 +71,14 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 		}
 	}()
 
+	// The namespaces the sandbox keeps ready are released last, once every
+	// process has ended.
+	sb := sandbox.New(sandbox.Options{})
+	defer sb.Close()
+	logSandbox(logger, sb.Support())
+
 	opts := cfg.options()
-	opts.exec.Reaper = reaper
+	opts.exec.Reaper, opts.exec.Sandbox = reaper, sb
 	opts.service.ServerEnv = environ
 	svc, httpServer, err := wire(opts, tel, logger)
 	if err != nil {
@@ -182,6 +189,18 @@ func newReaper(ctx context.Context, keeper *exec.Keeper, logger zerolog.Logger) 
 		logger.Warn().Err(err).Msg("cannot become a child subreaper; orphaned grandchildren are left to PID 1")
 	}
 	return reaper
+}
+
+// logSandbox says at start what sandboxes this server can enforce.
+func logSandbox(logger zerolog.Logger, sup sandbox.Support) {
+	ev := logger.Info().Int("landlockABI", sup.LandlockABI)
+	if sup.NetnsErr != nil {
+		ev = ev.Str("networkNamespaces", sup.NetnsErr.Error())
+	}
+	if sup.CapsErr != nil {
+		ev = ev.Str("capabilities", sup.CapsErr.Error())
+	}
+	ev.Msg("sandbox support")
 }
 
 func newLogger(cfg config, stderr io.Writer) (zerolog.Logger, error) {

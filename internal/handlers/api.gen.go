@@ -121,6 +121,7 @@ const (
 	OutputLost           ProblemCode = "output_lost"
 	ProcessExists        ProblemCode = "process_exists"
 	ProcessExited        ProblemCode = "process_exited"
+	SandboxUnavailable   ProblemCode = "sandbox_unavailable"
 	ShuttingDown         ProblemCode = "shutting_down"
 	SpawnFailed          ProblemCode = "spawn_failed"
 	StdinClosed          ProblemCode = "stdin_closed"
@@ -162,6 +163,8 @@ func (e ProblemCode) Valid() bool {
 	case ProcessExists:
 		return true
 	case ProcessExited:
+		return true
+	case SandboxUnavailable:
 		return true
 	case ShuttingDown:
 		return true
@@ -209,6 +212,45 @@ func (e ProcessStatus) Valid() bool {
 	case ProcessStatusTerminated:
 		return true
 	case ProcessStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SandboxNetwork.
+const (
+	SandboxNetworkFull     SandboxNetwork = "full"
+	SandboxNetworkLoopback SandboxNetwork = "loopback"
+	SandboxNetworkNone     SandboxNetwork = "none"
+)
+
+// Valid indicates whether the value is a known member of the SandboxNetwork enum.
+func (e SandboxNetwork) Valid() bool {
+	switch e {
+	case SandboxNetworkFull:
+		return true
+	case SandboxNetworkLoopback:
+		return true
+	case SandboxNetworkNone:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SandboxReportType.
+const (
+	SandboxReportTypeLandlock SandboxReportType = "landlock"
+	SandboxReportTypeNone     SandboxReportType = "none"
+)
+
+// Valid indicates whether the value is a known member of the SandboxReportType enum.
+func (e SandboxReportType) Valid() bool {
+	switch e {
+	case SandboxReportTypeLandlock:
+		return true
+	case SandboxReportTypeNone:
 		return true
 	default:
 		return false
@@ -417,6 +459,16 @@ type ExecRequest struct {
 	// ProcessId Client key, unique among live and retained processes; generated when absent.
 	ProcessId *string `json:"processId,omitempty"`
 
+	// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and
+	// a network namespace for none and loopback); its shell snapshot capture runs confined
+	// alike. The command reads everything the server may read, and writes only beneath
+	// writableRoots (besides /dev/null, /dev/tty and its terminals). Absent: the server's
+	// --default-sandbox (none unless the operator set one). A sandbox that confines nothing
+	// ({} or network full alone) runs the command unconfined, answered as sandbox.type none.
+	// A sandbox the server cannot enforce is refused, 422 sandbox_unavailable naming what is
+	// missing, and nothing runs; a writable root that is not a directory is 400.
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
+
 	// ShellSnapshot Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
 	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope); a shell
 	// other than bash, zsh or sh is 422 unsupported_shell, whatever the argv; any other argv
@@ -447,6 +499,9 @@ type ExecResult struct {
 	// ProcessId The process's id, or null when no process was started (snapshot.outcome not_run):
 	// the table holds none under any id, not even the one the request gave.
 	ProcessId *string `json:"processId"`
+
+	// Sandbox How the process was confined.
+	Sandbox *SandboxReport `json:"sandbox,omitempty"`
 
 	// Signal The ending signal's name as in signal(7), such as SIGKILL, or null.
 	Signal *string `json:"signal"`
@@ -530,7 +585,17 @@ type PrewarmRequest struct {
 	// includeOnly. Patterns use * and ?, match the whole name, and ignore ASCII case.
 	// The server's own secrets never reach a child.
 	EnvPolicy *EnvPolicy `json:"envPolicy,omitempty"`
-	Shell     ShellInfo  `json:"shell"`
+
+	// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and
+	// a network namespace for none and loopback); its shell snapshot capture runs confined
+	// alike. The command reads everything the server may read, and writes only beneath
+	// writableRoots (besides /dev/null, /dev/tty and its terminals). Absent: the server's
+	// --default-sandbox (none unless the operator set one). A sandbox that confines nothing
+	// ({} or network full alone) runs the command unconfined, answered as sandbox.type none.
+	// A sandbox the server cannot enforce is refused, 422 sandbox_unavailable naming what is
+	// missing, and nothing runs; a writable root that is not a directory is 400.
+	Sandbox *Sandbox  `json:"sandbox,omitempty"`
+	Shell   ShellInfo `json:"shell"`
 }
 
 // Problem defines model for Problem.
@@ -567,6 +632,9 @@ type Process struct {
 	Pid       int    `json:"pid"`
 	PipeStdin bool   `json:"pipeStdin"`
 	ProcessId string `json:"processId"`
+
+	// Sandbox How the process was confined.
+	Sandbox SandboxReport `json:"sandbox"`
 
 	// Signal The ending signal's name as in signal(7), such as SIGTERM, or null.
 	Signal *string `json:"signal"`
@@ -617,6 +685,44 @@ type Quantiles struct {
 	P90   *float64 `json:"p90,omitempty"`
 	P99   *float64 `json:"p99,omitempty"`
 }
+
+// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and
+// a network namespace for none and loopback); its shell snapshot capture runs confined
+// alike. The command reads everything the server may read, and writes only beneath
+// writableRoots (besides /dev/null, /dev/tty and its terminals). Absent: the server's
+// --default-sandbox (none unless the operator set one). A sandbox that confines nothing
+// ({} or network full alone) runs the command unconfined, answered as sandbox.type none.
+// A sandbox the server cannot enforce is refused, 422 sandbox_unavailable naming what is
+// missing, and nothing runs; a writable root that is not a directory is 400.
+type Sandbox struct {
+	// Network none: no network at all, not even the host's loopback. loopback: a loopback of the
+	// command's own (its processes reach each other on 127.0.0.1, nothing else). full: as
+	// the server has it. Absent means full.
+	Network *SandboxNetwork `json:"network,omitempty"`
+
+	// ReadOnly Nothing is writable; excludes writableRoots. Absent means false.
+	ReadOnly *bool `json:"readOnly,omitempty"`
+
+	// WritableRoots Absolute directories beneath which the command may create, write, rename and remove.
+	WritableRoots *[]string `json:"writableRoots,omitempty"`
+}
+
+// SandboxNetwork none: no network at all, not even the host's loopback. loopback: a loopback of the
+// command's own (its processes reach each other on 127.0.0.1, nothing else). full: as
+// the server has it. Absent means full.
+type SandboxNetwork string
+
+// SandboxReport How the process was confined.
+type SandboxReport struct {
+	// Abi The Landlock ABI the kernel enforced with; present with landlock.
+	Abi *int `json:"abi,omitempty"`
+
+	// Type landlock, as its sandbox asked; none, unconfined.
+	Type SandboxReportType `json:"type"`
+}
+
+// SandboxReportType landlock, as its sandbox asked; none, unconfined.
+type SandboxReportType string
 
 // ShellInfo defines model for ShellInfo.
 type ShellInfo struct {
@@ -823,6 +929,16 @@ type StartProcessRequest struct {
 
 	// ProcessId Client key, unique among live and retained processes; generated when absent.
 	ProcessId *string `json:"processId,omitempty"`
+
+	// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and
+	// a network namespace for none and loopback); its shell snapshot capture runs confined
+	// alike. The command reads everything the server may read, and writes only beneath
+	// writableRoots (besides /dev/null, /dev/tty and its terminals). Absent: the server's
+	// --default-sandbox (none unless the operator set one). A sandbox that confines nothing
+	// ({} or network full alone) runs the command unconfined, answered as sandbox.type none.
+	// A sandbox the server cannot enforce is refused, 422 sandbox_unavailable naming what is
+	// missing, and nothing runs; a writable root that is not a directory is 400.
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
 
 	// ShellSnapshot Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
 	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope); a shell

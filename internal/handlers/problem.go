@@ -14,6 +14,7 @@ import (
 
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/service"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
@@ -59,8 +60,15 @@ func problemFor(err error) *problem {
 	}
 	var fe *service.FieldError
 	var pe *envpolicy.FieldError
+	var se *sandbox.FieldError
+	var ue *sandbox.UnavailableError
 	var ce *shellsnap.CaptureError
 	switch {
+	case errors.As(err, &se):
+		return &problem{status: http.StatusBadRequest, code: InvalidRequest, field: se.Field, detail: se.Error(), cause: err}
+	case errors.As(err, &ue):
+		return &problem{status: http.StatusUnprocessableEntity, code: SandboxUnavailable, field: "sandbox",
+			detail: "the sandbox cannot be enforced on this server, so nothing ran: it lacks " + strings.Join(ue.Missing, "; "), cause: err}
 	case errors.As(err, &fe):
 		return &problem{status: http.StatusBadRequest, code: InvalidRequest, field: fe.Field, detail: fe.Reason, cause: err}
 	case errors.As(err, &pe):

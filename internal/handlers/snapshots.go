@@ -37,6 +37,7 @@ func (s *Server) PrewarmSnapshot(ctx context.Context, req PrewarmSnapshotRequest
 		Cwd:       b.Cwd,
 		Env:       orZero(b.Env),
 		EnvPolicy: policyFrom(b.EnvPolicy),
+		Sandbox:   sandboxFrom(b.Sandbox),
 		Wait:      req.Params.Wait == nil || *req.Params.Wait,
 	}
 	info, err := s.snapshots.Prewarm(ctx, in)

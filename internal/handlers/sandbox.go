@@ -1,0 +1,27 @@
+package handlers
+
+import (
+	"github.com/snapexec/snapexec/internal/sandbox"
+)
+
+// sandboxFrom translates a request's sandbox; nil (absent) leaves the
+// server's default to the service.
+func sandboxFrom(b *Sandbox) *sandbox.Policy {
+	if b == nil {
+		return nil
+	}
+	return &sandbox.Policy{
+		WritableRoots: orZero(b.WritableRoots),
+		ReadOnly:      orZero(b.ReadOnly),
+		Network:       sandbox.Network(orZero(b.Network)),
+	}
+}
+
+// sandboxReport is how a process was confined, as the answers show it.
+func sandboxReport(r sandbox.Report) SandboxReport {
+	if r.Type != sandbox.TypeLandlock {
+		return SandboxReport{Type: SandboxReportTypeNone}
+	}
+	abi := r.ABI
+	return SandboxReport{Type: SandboxReportTypeLandlock, Abi: &abi}
+}
