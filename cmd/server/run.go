@@ -16,6 +16,7 @@ import (
 	"github.com/snapexec/snapexec/api"
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/files"
 	"github.com/snapexec/snapexec/internal/handlers"
 	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/service"
@@ -79,6 +80,14 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 
 	opts := cfg.options()
 	opts.exec.Reaper, opts.exec.Sandbox = reaper, sb
+	if len(opts.filesRoots) > 0 {
+		fsys, err := files.New(opts.filesRoots, opts.files)
+		if err != nil {
+			return fmt.Errorf("--files-root: %w", err)
+		}
+		defer fsys.Close()
+		opts.openFiles = fsys
+	}
 	opts.service.ServerEnv = environ
 	svc, httpServer, err := wire(opts, tel, logger)
 	if err != nil {
@@ -118,7 +127,7 @@ func wire(opts options, tel *telemetry, logger zerolog.Logger) (*service.Service
 	}
 	opts.router.MeterProvider, opts.router.TracerProvider, opts.router.Propagator = tel.meterProvider, tel.tracerProvider, tel.propagator
 	opts.router.Metrics, opts.router.Dashboard = tel.metrics, web.Handler
-	srv := handlers.New(handlers.Deps{Exec: svc, Processes: svc, Snapshots: svc, Stats: svc, Gate: svc}, api.Spec, version)
+	srv := handlers.New(handlers.Deps{Exec: svc, Processes: svc, Snapshots: svc, Stats: svc, Gate: svc, Files: opts.openFiles}, api.Spec, version)
 	router, err := handlers.NewRouter(srv, logger, opts.router)
 	if err != nil {
 		return nil, nil, err
