@@ -60,6 +60,14 @@ type execRequest struct {
 	Cwd           string            `json:"cwd"`
 	Env           map[string]string `json:"env"`
 	ShellSnapshot *snapshotRequest  `json:"shellSnapshot,omitempty"`
+	Sandbox       *sandboxRequest   `json:"sandbox,omitempty"`
+}
+
+// sandboxRequest is the sandbox of the sandboxed modes: the home writable,
+// no network, as an agent's command is commonly confined.
+type sandboxRequest struct {
+	WritableRoots []string `json:"writableRoots"`
+	Network       string   `json:"network"`
 }
 
 type prewarmRequest struct {
@@ -81,6 +89,9 @@ type execResult struct {
 		WaitMs  float64 `json:"waitMs"`
 		Standby bool    `json:"standby"`
 	} `json:"snapshot"`
+	Sandbox struct {
+		Type string `json:"type"`
+	} `json:"sandbox"`
 }
 
 // snapshotEntry is the part of a cache entry the bench checks.
@@ -113,6 +124,8 @@ type mode struct {
 type bench struct {
 	srv  *server
 	home string
+	// files is the server's --files-root.
+	files string
 }
 
 // measure runs every phase in turn, reporting progress to log.
@@ -125,12 +138,16 @@ func (b *bench) measure(ctx context.Context, o options, tmp string, log io.Write
 	if res.Memory.IdleRSSMiB, _, err = b.srv.memory(); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(log, "latency: %d interleaved rounds of 10 modes\n", o.rounds)
+	fmt.Fprintf(log, "latency: %d interleaved rounds of 12 modes\n", o.rounds)
 	if res.Latency, err = b.latency(ctx, o.rounds); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(log, "first capture: %d runs against a plain login\n", o.firstRuns)
 	if res.FirstCapture, err = b.firstCapture(ctx, o.firstRuns); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "files: %d interleaved rounds of a %d MiB read and write against cat and cp\n", filesRounds, filesBytes>>20)
+	if res.Files, err = b.filesThroughput(ctx); err != nil {
 		return nil, err
 	}
 	for _, c := range []int{1, 4, 16} {
@@ -162,10 +179,18 @@ func (b *bench) latency(ctx context.Context, rounds int) ([]summary, error) {
 			return nil, fmt.Errorf("capturing the warm scope %s: %w", scope, err)
 		}
 	}
-	// The launch repeats: its standby starts. (catNull is the same launch.)
+	sandboxedWarm := b.sandboxed(b.execBody(echoHi, "bench-warm", b.home))
+	if _, err := b.exec(ctx, sandboxedWarm, want{"hi\n", "used", "on_demand", "no"}); err != nil {
+		return nil, fmt.Errorf("capturing the sandboxed warm scope: %w", err)
+	}
+	// The launches repeat: their standbys start. (catNull is the same launch.)
 	if _, err := b.exec(ctx, b.execBody(echoHi, "bench-warm", b.home), want{"hi\n", "used", "cache_hit", "no"}); err != nil {
 		return nil, err
 	}
+	if _, err := b.exec(ctx, sandboxedWarm, want{"hi\n", "used", "cache_hit", "no"}); err != nil {
+		return nil, err
+	}
+	trueSandboxed := b.sandboxed(b.execBody([]string{"/bin/true"}, "", b.home))
 	if _, _, err := b.prewarm(ctx, "bench-prewarm", b.home); err != nil {
 		return nil, err
 	}
@@ -191,6 +216,12 @@ func (b *bench) latency(ctx context.Context, rounds int) ([]summary, error) {
 		burst,
 		b.execMode("nosnap", "/exec bash -lc, no snapshot", echoHi, "", want{"hi\n", "not_requested", "", "no"}),
 		b.execMode("exectrue", "/exec /bin/true", []string{"/bin/true"}, "", want{"", "not_requested", "", "no"}),
+		{key: "sbwarm", label: "/exec bash -lc, warm snapshot, sandboxed", run: func(ctx context.Context) (sample, error) {
+			return b.exec(ctx, sandboxedWarm, want{"hi\n", "used", "cache_hit", "yes"})
+		}},
+		{key: "sbtrue", label: "/exec /bin/true, sandboxed", run: func(ctx context.Context) (sample, error) {
+			return b.exec(ctx, trueSandboxed, want{"", "not_requested", "", "no"})
+		}},
 		b.spawnMode("bashc", "direct bash -c", "hi\n", "/bin/bash", "-c", "echo hi"),
 		b.spawnMode("bashcat", "direct bash -c 'cat /dev/null'", "", "/bin/bash", "-c", "cat /dev/null"),
 		b.spawnMode("true", "direct /bin/true", "", "/bin/true"),
@@ -435,6 +466,15 @@ func (b *bench) execBody(argv []string, scope, home string) []byte {
 	return body
 }
 
+// sandboxed is the /exec body with the sandboxed modes' sandbox added.
+func (b *bench) sandboxed(body []byte) []byte {
+	var req execRequest
+	_ = json.Unmarshal(body, &req) // our own encoding
+	req.Sandbox = &sandboxRequest{WritableRoots: []string{b.home}, Network: "none"}
+	out, _ := json.Marshal(req)
+	return out
+}
+
 // execMode is a mode running argv through /exec.
 func (b *bench) execMode(key, label string, argv []string, scope string, w want) mode {
 	body := b.execBody(argv, scope, b.home)
@@ -459,9 +499,12 @@ func (b *bench) exec(ctx context.Context, body []byte, w want) (sample, error) {
 		return sample{}, fmt.Errorf("POST /exec %s = %d %s", body, code, data)
 	}
 	standbyOK := w.standby == "" || (w.standby == "yes") == r.Snapshot.Standby
+	var req execRequest
+	_ = json.Unmarshal(body, &req) // our own encoding
+	wantSandbox := map[bool]string{false: "none", true: "landlock"}[req.Sandbox != nil]
 	if r.Status != "exited" || r.ExitCode == nil || *r.ExitCode != 0 || r.Stdout != w.stdout || r.Stderr != "" ||
-		r.Snapshot.Outcome != w.outcome || r.Snapshot.State != w.state || !standbyOK {
-		return sample{}, fmt.Errorf("POST /exec %.300s = %s\nwant exit 0, stdout %q, no stderr, snapshot %s %s, standby %q", body, data, w.stdout, w.outcome, w.state, w.standby)
+		r.Snapshot.Outcome != w.outcome || r.Snapshot.State != w.state || !standbyOK || r.Sandbox.Type != wantSandbox {
+		return sample{}, fmt.Errorf("POST /exec %.300s = %s\nwant exit 0, stdout %q, no stderr, snapshot %s %s, standby %q, sandbox %s", body, data, w.stdout, w.outcome, w.state, w.standby, wantSandbox)
 	}
 	return sample{wallMs: ms(wall), durationMs: float64(r.DurationMs), waitMs: r.Snapshot.WaitMs, standby: r.Snapshot.Standby}, nil
 }
