@@ -941,8 +941,18 @@ type SnapshotEntry struct {
 	// Prewarmed The ready snapshot was captured by a prewarm.
 	Prewarmed bool       `json:"prewarmed"`
 	RetryAt   *time.Time `json:"retryAt,omitempty"`
-	ScopeId   string     `json:"scopeId"`
-	Shell     ShellInfo  `json:"shell"`
+
+	// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and
+	// a network namespace for none and loopback); its shell snapshot capture runs confined
+	// alike. The command reads everything the server may read, and writes only beneath
+	// writableRoots (besides /dev/null, /dev/tty and its terminals). Absent: the server's
+	// --default-sandbox (none unless the operator set one). A sandbox that confines nothing
+	// ({} or network full alone) runs the command unconfined, answered as sandbox.type none.
+	// A sandbox the server cannot enforce is refused, 422 sandbox_unavailable naming what is
+	// missing, and nothing runs; a writable root that is not a directory is 400.
+	Sandbox *Sandbox  `json:"sandbox,omitempty"`
+	ScopeId string    `json:"scopeId"`
+	Shell   ShellInfo `json:"shell"`
 
 	// State failed is in backoff or retryable; exhausted has spent its retry budget.
 	State      SnapshotEntryState `json:"state"`

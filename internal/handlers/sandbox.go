@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"slices"
+
 	"github.com/snapexec/snapexec/internal/sandbox"
 )
 
@@ -15,6 +17,26 @@ func sandboxFrom(b *Sandbox) *sandbox.Policy {
 		ReadOnly:      orZero(b.ReadOnly),
 		Network:       sandbox.Network(orZero(b.Network)),
 	}
+}
+
+// sandboxView shows the sandbox of a snapshot entry, nil for none.
+func sandboxView(p sandbox.Policy) *Sandbox {
+	if p.IsZero() {
+		return nil
+	}
+	out := &Sandbox{}
+	if len(p.WritableRoots) > 0 {
+		roots := slices.Clone(p.WritableRoots)
+		out.WritableRoots = &roots
+	}
+	if p.ReadOnly {
+		out.ReadOnly = &p.ReadOnly
+	}
+	if p.Network != "" {
+		network := SandboxNetwork(p.Network)
+		out.Network = &network
+	}
+	return out
 }
 
 // sandboxReport is how a process was confined, as the answers show it.

@@ -65,6 +65,7 @@ func entry(e shellsnap.EntryInfo) SnapshotEntry {
 		Shell:         ShellInfo{Name: e.Shell.Name, Path: e.Shell.Path},
 		Cwd:           e.Cwd,
 		EnvPolicy:     policyView(e.Policy),
+		Sandbox:       sandboxView(e.Sandbox),
 		State:         SnapshotEntryState(e.State),
 		Prewarmed:     e.Prewarmed,
 		Attempts:      e.Attempts,

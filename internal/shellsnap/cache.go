@@ -250,7 +250,7 @@ func (c *Cache) find(k key, req Request, l Launch, purpose Purpose) (*entry, *ce
 		}
 		return e, e.cell, e.attempts
 	}
-	e := &entry{key: k, req: req, policy: l.Policy, attempts: 1, cell: newCell(), lastUsedAt: now}
+	e := &entry{key: k, req: req, policy: l.Policy, sandbox: l.Sandbox, attempts: 1, cell: newCell(), lastUsedAt: now}
 	c.entries.PushBack(e)
 	if c.entries.Len() > MaxCachedSnapshots {
 		// Eviction does not cancel a capture in flight: its holders still get
@@ -268,7 +268,7 @@ func (c *Cache) renew(k key, stale *entry, cl *cell, req Request, l Launch, purp
 	c.mu.Lock()
 	for el := c.entries.Front(); el != nil; el = el.Next() {
 		if el.Value == stale && stale.cell == cl {
-			e := &entry{key: k, req: req, policy: l.Policy, attempts: 1, cell: newCell(), lastUsedAt: c.now()}
+			e := &entry{key: k, req: req, policy: l.Policy, sandbox: l.Sandbox, attempts: 1, cell: newCell(), lastUsedAt: c.now()}
 			el.Value = e
 			c.mu.Unlock()
 			return e, e.cell, e.attempts

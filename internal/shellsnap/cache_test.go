@@ -136,6 +136,13 @@ func TestSandboxesKeepTheirSnapshots(t *testing.T) {
 			t.Errorf("capture %d ran in sandbox %+v, want its launch's %+v", i, sb, launches[i])
 		}
 	}
+	for _, sb := range launches {
+		l := bashCommand("/k")
+		l.Sandbox = sb
+		if e, ok := c.Entry(*bashRequest("s"), l); !ok || e.Sandbox.Key() != sb.Key() {
+			t.Errorf("Entry of the launch in %+v = %+v, %v; want the entry showing that sandbox", sb, e.Sandbox, ok)
+		}
+	}
 }
 
 // TestNewRequiresACapturer: a cache has no capture of its own, which no

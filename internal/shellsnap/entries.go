@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/snapexec/snapexec/internal/envpolicy"
+	"github.com/snapexec/snapexec/internal/sandbox"
 )
 
 // EntryState is an entry's state as the registry shows it.
@@ -21,11 +22,13 @@ const (
 // EntryInfo is what the registry shows of one cache entry. It carries the
 // names of the captured variables, never their values.
 type EntryInfo struct {
-	Key           string
-	ScopeID       string
-	Shell         Shell
-	Cwd           string
-	Policy        *envpolicy.Policy
+	Key     string
+	ScopeID string
+	Shell   Shell
+	Cwd     string
+	Policy  *envpolicy.Policy
+	// Sandbox is the sandbox the snapshot was captured in, part of the key.
+	Sandbox       sandbox.Policy
 	State         EntryState
 	Prewarmed     bool
 	Attempts      int
@@ -51,6 +54,7 @@ type entry struct {
 	key        key
 	req        Request
 	policy     *envpolicy.Policy
+	sandbox    sandbox.Policy
 	attempts   int
 	cell       *cell
 	hits       int64
@@ -135,6 +139,7 @@ func (e *entry) info() EntryInfo {
 		Shell:       e.req.Shell,
 		Cwd:         e.key.cwd,
 		Policy:      e.policy,
+		Sandbox:     e.sandbox,
 		State:       EntryPending,
 		Attempts:    e.attempts,
 		MaxAttempts: MaxSnapshotAttempts,
