@@ -156,6 +156,11 @@ func copyOverlapped(w io.Writer, r io.Reader) (n int64, err error) {
 		for {
 			var buf []byte
 			select {
+			case <-stop: // checked first: a buffer may be free too
+				return
+			default:
+			}
+			select {
 			case buf = <-free:
 			case <-stop:
 				return
