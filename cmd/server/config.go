@@ -124,7 +124,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		}
 		return def
 	}
-	fs.StringVar(&c.addr, "addr", env("SNAPEXEC_ADDR", "127.0.0.1:8080"), "listen address (SNAPEXEC_ADDR)")
+	fs.StringVar(&c.addr, "addr", env("SNAPEXEC_ADDR", "127.0.0.1:8080"), "listen address: HOST:PORT, or unix:/PATH for a Unix socket only this user may use (SNAPEXEC_ADDR)")
 	fs.StringVar(&c.logLevel, "log-level", env("SNAPEXEC_LOG_LEVEL", "info"), "debug, info, warn or error (SNAPEXEC_LOG_LEVEL)")
 	fs.StringVar(&c.logFormat, "log-format", env("SNAPEXEC_LOG_FORMAT", "json"), "json or console (SNAPEXEC_LOG_FORMAT)")
 	durations := []struct {
@@ -272,8 +272,13 @@ func readToken(file, value string) (string, error) {
 	return value, nil
 }
 
-// loopbackAddr reports whether addr listens only on a loopback interface.
+// loopbackAddr reports whether addr listens only on a loopback interface,
+// or on a Unix socket, which only this host's processes reach (and only the
+// server's user: listen makes it 0600).
 func loopbackAddr(addr string) bool {
+	if strings.HasPrefix(addr, unixPrefix) {
+		return true
+	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false

@@ -77,12 +77,12 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.addr)
+	ln, err := listen(cfg.addr)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "snapexec listening on http://%s\n", ln.Addr())
-	logger.Info().Str("addr", ln.Addr().String()).Bool("tokenRequired", cfg.token != "").Msg("listening")
+	fmt.Fprintf(stdout, "snapexec listening on %s\n", listenURL(ln))
+	logger.Info().Str("addr", listenURL(ln)).Bool("tokenRequired", cfg.token != "").Msg("listening")
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpServer.Serve(ln) }()
 	select {
