@@ -312,6 +312,18 @@ func TestGrafanaDashboardMetrics(t *testing.T) {
 			}
 		}
 	}
+	// Every time is in seconds (the metrics' unit suffix), so a panel that
+	// shows one says s.
+	for _, p := range dashboardPanels(readDashboard(t, root)) {
+		for _, target := range digList(p, "targets") {
+			expr := digString(target, "expr")
+			if strings.Contains(expr, "_seconds_bucket") && strings.Contains(expr, "histogram_quantile") {
+				if unit := digString(p, "fieldConfig", "defaults", "unit"); unit != "s" {
+					t.Errorf("panel %q shows %s in unit %q, want s", digString(p, "title"), expr, unit)
+				}
+			}
+		}
+	}
 	if t.Failed() {
 		t.Logf("/metrics:\n%s", body)
 	}

@@ -135,12 +135,12 @@ func TestSeedScenarioOverHTTP(t *testing.T) {
 		`failure_reason="capture_failed",success="false",version="v2"`: 4,
 		`success="true",version="v2"`:                                  1,
 	}
-	if got := promSeries(t, s, "codex_shell_snapshot_total"); !equalSeries(got, want) {
-		t.Errorf("codex_shell_snapshot_total = %v, want %v", got, want)
+	if got := promSeries(t, s, "snapexec_snapshot_captures_total"); !equalSeries(got, want) {
+		t.Errorf("snapexec_snapshot_captures_total = %v, want %v", got, want)
 	}
 	wantHist := map[string]float64{`success="false",version="v2"`: 4, `success="true",version="v2"`: 1}
-	if got := promSeries(t, s, "codex_shell_snapshot_duration_ms_count"); !equalSeries(got, wantHist) {
-		t.Errorf("codex_shell_snapshot_duration_ms_count = %v, want %v", got, wantHist)
+	if got := promSeries(t, s, "snapexec_snapshot_capture_duration_seconds_count"); !equalSeries(got, wantHist) {
+		t.Errorf("snapexec_snapshot_capture_duration_seconds_count = %v, want %v", got, wantHist)
 	}
 }
 
