@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/snapexec/snapexec/client"
 )
 
 // sseEvent is one server-sent event.
@@ -101,20 +103,22 @@ func (s *testServer) waitStatus(t *testing.T, id, want string) map[string]any {
 
 func TestShutdownEndsRunningProcesses(t *testing.T) {
 	s := startServer(t, nil)
+	api := s.api(t)
+	ctx := context.Background()
 	var pids []int
-	for i := range 5 {
-		p := s.startProcess(t, map[string]any{"argv": []string{"sh", "-c", "trap '' TERM; sleep 30 & echo $!; wait"}})
-		id := p["processId"].(string)
-		var out map[string]any
-		waitFor(t, "pid output", func() bool {
-			_, body := s.get(t, "/processes/"+id+"/output?waitMs=100")
-			_ = json.Unmarshal(body, &out)
-			return len(out["chunks"].([]any)) > 0
-		})
-		data := out["chunks"].([]any)[0].(map[string]any)["data"].(string)
-		pid, _ := strconv.Atoi(strings.TrimSpace(data))
-		pids = append(pids, pid, int(p["pid"].(float64)))
-		_ = i
+	for range 5 {
+		p, err := api.Start(ctx, client.StartProcessRequest{Argv: []string{"sh", "-c", "trap '' TERM; sleep 30 & echo $!; wait"}})
+		if err != nil {
+			t.Fatalf("Start = %+v %v", p, err)
+		}
+		// A long poll: it answers at the first output.
+		waitMs := 5000
+		out, err := client.Result(api.ReadProcessOutputWithResponse(ctx, p.ProcessId, &client.ReadProcessOutputParams{WaitMs: &waitMs}))
+		if err != nil || len(out.Chunks) == 0 {
+			t.Fatalf("output of %s = %+v %v, want the sleep's pid", p.ProcessId, out, err)
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(out.Chunks[0].Bytes())))
+		pids = append(pids, pid, p.Pid)
 	}
 	s.stop(t)
 	for _, pid := range pids {
