@@ -559,6 +559,14 @@ func TestComposeFile(t *testing.T) {
 		if serviceEnv(snapexec, "OTEL_SERVICE_NAME") == "" {
 			t.Errorf("snapexec has no OTEL_SERVICE_NAME")
 		}
+		// Spans are pushed to the collector; metrics are not (Prometheus
+		// scrapes /metrics, and the collector has no metrics pipeline).
+		if e := serviceEnv(snapexec, "OTEL_TRACES_EXPORTER"); e != "otlp" {
+			t.Errorf("snapexec's OTEL_TRACES_EXPORTER = %q, want otlp", e)
+		}
+		if e := serviceEnv(snapexec, "OTEL_METRICS_EXPORTER"); e != "none" {
+			t.Errorf("snapexec's OTEL_METRICS_EXPORTER = %q, want none", e)
+		}
 		if c, ok := snapexec.DependsOn[collector.Name]; !ok || c.Condition != types.ServiceConditionHealthy {
 			t.Errorf("snapexec does not wait for %s to be healthy (%+v)", collector.Name, snapexec.DependsOn)
 		}
