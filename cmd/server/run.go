@@ -30,8 +30,9 @@ const version = "0.1.0"
 
 // run is the whole server: it parses its configuration from args and
 // environ (the server's whole environment, NAME=VALUE, which an envPolicy
-// also inherits from), serves until ctx ends or SIGINT/SIGTERM arrives,
-// then drains and returns.
+// also inherits from; the OTEL_* variables excepted, which the OpenTelemetry
+// SDK reads from the process: setupTelemetry), serves until ctx ends or
+// SIGINT/SIGTERM arrives, then drains and returns.
 func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	env := envpolicy.FromList(environ)
 	getenv := func(name string) string { return env[name] }
@@ -64,7 +65,7 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 	reapCtx, stopReaping := context.WithCancel(context.Background())
 	defer stopReaping()
 	reaper := newReaper(reapCtx, keeper, logger)
-	tel, err := setupTelemetry(ctx, getenv)
+	tel, err := setupTelemetry(ctx)
 	if err != nil {
 		return err
 	}

@@ -45,9 +45,10 @@ type telemetry struct {
 }
 
 // setupTelemetry builds the providers from the standard OTEL_* variables.
-// The OpenTelemetry SDK and autoexport read them from the process
-// environment, not from getenv, so that every variable the SDK documents
-// works as documented.
+// Unlike the rest of the configuration it reads the process environment,
+// not run's environ: the OpenTelemetry SDK and autoexport read it there,
+// and reading it in one place keeps every variable they document working
+// as documented.
 //
 //   - The resource: service.name "snapexec" and service.version, then
 //     OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME over them.
@@ -61,7 +62,7 @@ type telemetry struct {
 //     set: the specification's default, OTLP to localhost:4318, would log an
 //     export error every few seconds on a machine with no collector, which is
 //     where a development server runs.
-func setupTelemetry(ctx context.Context, getenv func(string) string) (_ *telemetry, err error) {
+func setupTelemetry(ctx context.Context) (_ *telemetry, err error) {
 	t := &telemetry{propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})}
 	defer func() {
 		if err != nil {
@@ -101,7 +102,7 @@ func setupTelemetry(ctx context.Context, getenv func(string) string) (_ *telemet
 
 	spans, err := autoexport.NewSpanExporter(ctx, autoexport.WithFallbackSpanExporter(
 		func(ctx context.Context) (sdktrace.SpanExporter, error) {
-			if getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" && getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" {
+			if os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" {
 				return nil, nil
 			}
 			return autoexport.NewSpanExporter(ctx) // OTLP, the default

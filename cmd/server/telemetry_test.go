@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -94,7 +93,7 @@ func TestTelemetryExporters(t *testing.T) {
 				"OTEL_EXPORTER_PROMETHEUS_HOST", "OTEL_EXPORTER_PROMETHEUS_PORT"} {
 				t.Setenv(k, tc.env[k])
 			}
-			tel, err := setupTelemetry(context.Background(), os.Getenv)
+			tel, err := setupTelemetry(context.Background())
 			if err == nil {
 				// Nothing listens on 127.0.0.1:1: the flush's error is expected.
 				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
