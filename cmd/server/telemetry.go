@@ -76,7 +76,7 @@ func setupTelemetry(ctx context.Context) (_ *telemetry, err error) {
 		resource.WithFromEnv(),
 	)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
 	}
 
 	registry := prometheus.NewRegistry()

@@ -86,11 +86,12 @@ func TestTelemetryExporters(t *testing.T) {
 		{"prometheus listener", map[string]string{"OTEL_METRICS_EXPORTER": "prometheus", "OTEL_EXPORTER_PROMETHEUS_HOST": "127.0.0.1", "OTEL_EXPORTER_PROMETHEUS_PORT": "0"}, ""},
 		{"unknown traces exporter", map[string]string{"OTEL_TRACES_EXPORTER": "zipkin2"}, `OTEL_TRACES_EXPORTER "zipkin2"`},
 		{"unknown metrics exporter", map[string]string{"OTEL_METRICS_EXPORTER": "statsd"}, `OTEL_METRICS_EXPORTER "statsd"`},
+		{"malformed resource attributes", map[string]string{"OTEL_RESOURCE_ATTRIBUTES": "team"}, "OTEL_RESOURCE_ATTRIBUTES"},
 		{"bad protocol", map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, `OTEL_TRACES_EXPORTER "otlp"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, k := range []string{"OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL",
-				"OTEL_EXPORTER_PROMETHEUS_HOST", "OTEL_EXPORTER_PROMETHEUS_PORT"} {
+				"OTEL_EXPORTER_PROMETHEUS_HOST", "OTEL_EXPORTER_PROMETHEUS_PORT", "OTEL_RESOURCE_ATTRIBUTES"} {
 				t.Setenv(k, tc.env[k])
 			}
 			tel, err := setupTelemetry(context.Background())
