@@ -475,10 +475,10 @@ func TestComposeFile(t *testing.T) {
 				t.Errorf("%v; server log:\n%s", err, s.Log())
 			}
 		})
-		if code, _ := request(t, http.MethodGet, s.URL+"/stats", "", "", nil); code != http.StatusUnauthorized {
+		if code, _ := get(t, s.URL+"/stats", "", ""); code != http.StatusUnauthorized {
 			t.Errorf("GET /stats without the token = %d, want 401: snapexec would run without a token", code)
 		}
-		if code, body := request(t, http.MethodGet, s.URL+"/stats", "snapexec:"+listenPort, token, nil); code != http.StatusOK {
+		if code, body := get(t, s.URL+"/stats", "snapexec:"+listenPort, token); code != http.StatusOK {
 			t.Errorf("GET /stats with Host snapexec:%s = %d %s: SNAPEXEC_ALLOWED_HOSTS=%q does not accept the service name snapexec, the Host Prometheus scrapes with",
 				listenPort, code, body, serviceEnv(snapexec, "SNAPEXEC_ALLOWED_HOSTS"))
 		}
