@@ -38,6 +38,7 @@ type config struct {
 	idleTimeout    time.Duration
 	maxConns       int
 	captureTimeout time.Duration
+	printVersion   bool
 }
 
 // limitsConfig bounds what one request may ask for and what the server holds.
@@ -179,8 +180,12 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.IntVar(&c.standbyShells, "standby-shells", 4, "bash shells kept restored ahead of the next warm snapshot command, one per launch (0: none)")
 	fs.Int64Var(&c.limits.bodyBytes, "max-body-bytes", 8<<20, "bytes of a request body; beyond it 413")
 	fs.Int64Var(&c.limits.retainedBytes, "max-retained-output-bytes", 256<<20, "output bytes kept over all finished processes")
+	fs.BoolVar(&c.printVersion, "version", false, "print the version and exit")
 	if err := fs.Parse(args[1:]); err != nil {
 		return c, err
+	}
+	if c.printVersion {
+		return c, nil // whatever else is set, or amiss, is not needed to print it
 	}
 	for _, v := range ints {
 		if *v.p < 1 {
