@@ -688,6 +688,11 @@ type HTTPStats struct {
 // Health defines model for Health.
 type Health struct {
 	Status HealthStatus `json:"status"`
+
+	// Version The server's version, as `--version` prints it and `target_info` labels it.
+	//
+	// Example: 0.1.0
+	Version *string `json:"version,omitempty"`
 }
 
 // HealthStatus defines model for Health.Status.
@@ -1573,8 +1578,11 @@ type ClientInterface interface {
 	// StreamProcessEvents Server-sent events of the output chunks, then one exit event.
 	//
 	// Events `stdout` and `stderr` (id = seq, data = an OutputChunk), then `exit`
-	// (data = the Process). Last-Event-ID resumes after that seq exactly; 410 output_lost
-	// when the chunks asked for were evicted; 400 when it is beyond the last event.
+	// (data = the Process). Without Last-Event-ID the stream starts at the oldest
+	// retained chunk. A `lost` event (data = {"nextSeq": N}) says that the chunks before
+	// seq N were evicted unsent: before the stream started, or while a slow reader fell
+	// behind. Last-Event-ID resumes after that seq exactly; 410 output_lost when the
+	// chunks after it were evicted; 400 when it is beyond the last event.
 	//
 	// Corresponds with GET /processes/{processId}/events (the `StreamProcessEvents` operationId).
 	StreamProcessEvents(ctx context.Context, processId ProcessId, params *StreamProcessEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1582,8 +1590,9 @@ type ClientInterface interface {
 	// ReadProcessOutput Long-poll read of retained output chunks.
 	//
 	// Returns the retained chunks with seq > afterSeq at once when there are any, or when
-	// the process has ended; otherwise waits up to waitMs for new output. 410 output_lost
-	// when the chunks asked for were evicted; 400 when afterSeq is not below nextSeq.
+	// the process has ended; otherwise waits up to waitMs for new output. afterSeq 0 (or
+	// none) reads from the oldest retained chunk. 410 output_lost when the chunks after a
+	// positive afterSeq were evicted; 400 when afterSeq is not below nextSeq.
 	//
 	// Corresponds with GET /processes/{processId}/output (the `ReadProcessOutput` operationId).
 	ReadProcessOutput(ctx context.Context, processId ProcessId, params *ReadProcessOutputParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2143,8 +2152,11 @@ func (c *APIClient) GetProcess(ctx context.Context, processId ProcessId, reqEdit
 // StreamProcessEvents Server-sent events of the output chunks, then one exit event.
 //
 // Events `stdout` and `stderr` (id = seq, data = an OutputChunk), then `exit`
-// (data = the Process). Last-Event-ID resumes after that seq exactly; 410 output_lost
-// when the chunks asked for were evicted; 400 when it is beyond the last event.
+// (data = the Process). Without Last-Event-ID the stream starts at the oldest
+// retained chunk. A `lost` event (data = {"nextSeq": N}) says that the chunks before
+// seq N were evicted unsent: before the stream started, or while a slow reader fell
+// behind. Last-Event-ID resumes after that seq exactly; 410 output_lost when the
+// chunks after it were evicted; 400 when it is beyond the last event.
 //
 // Corresponds with GET /processes/{processId}/events (the `StreamProcessEvents` operationId).
 func (c *APIClient) StreamProcessEvents(ctx context.Context, processId ProcessId, params *StreamProcessEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2162,8 +2174,9 @@ func (c *APIClient) StreamProcessEvents(ctx context.Context, processId ProcessId
 // ReadProcessOutput Long-poll read of retained output chunks.
 //
 // Returns the retained chunks with seq > afterSeq at once when there are any, or when
-// the process has ended; otherwise waits up to waitMs for new output. 410 output_lost
-// when the chunks asked for were evicted; 400 when afterSeq is not below nextSeq.
+// the process has ended; otherwise waits up to waitMs for new output. afterSeq 0 (or
+// none) reads from the oldest retained chunk. 410 output_lost when the chunks after a
+// positive afterSeq were evicted; 400 when afterSeq is not below nextSeq.
 //
 // Corresponds with GET /processes/{processId}/output (the `ReadProcessOutput` operationId).
 func (c *APIClient) ReadProcessOutput(ctx context.Context, processId ProcessId, params *ReadProcessOutputParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3896,8 +3909,11 @@ type ClientWithResponsesInterface interface {
 	// StreamProcessEventsWithResponse Server-sent events of the output chunks, then one exit event.
 	//
 	// Events `stdout` and `stderr` (id = seq, data = an OutputChunk), then `exit`
-	// (data = the Process). Last-Event-ID resumes after that seq exactly; 410 output_lost
-	// when the chunks asked for were evicted; 400 when it is beyond the last event.
+	// (data = the Process). Without Last-Event-ID the stream starts at the oldest
+	// retained chunk. A `lost` event (data = {"nextSeq": N}) says that the chunks before
+	// seq N were evicted unsent: before the stream started, or while a slow reader fell
+	// behind. Last-Event-ID resumes after that seq exactly; 410 output_lost when the
+	// chunks after it were evicted; 400 when it is beyond the last event.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3907,8 +3923,9 @@ type ClientWithResponsesInterface interface {
 	// ReadProcessOutputWithResponse Long-poll read of retained output chunks.
 	//
 	// Returns the retained chunks with seq > afterSeq at once when there are any, or when
-	// the process has ended; otherwise waits up to waitMs for new output. 410 output_lost
-	// when the chunks asked for were evicted; 400 when afterSeq is not below nextSeq.
+	// the process has ended; otherwise waits up to waitMs for new output. afterSeq 0 (or
+	// none) reads from the oldest retained chunk. 410 output_lost when the chunks after a
+	// positive afterSeq were evicted; 400 when afterSeq is not below nextSeq.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6355,8 +6372,11 @@ func (c *ClientWithResponses) GetProcessWithResponse(ctx context.Context, proces
 // StreamProcessEventsWithResponse Server-sent events of the output chunks, then one exit event.
 //
 // Events `stdout` and `stderr` (id = seq, data = an OutputChunk), then `exit`
-// (data = the Process). Last-Event-ID resumes after that seq exactly; 410 output_lost
-// when the chunks asked for were evicted; 400 when it is beyond the last event.
+// (data = the Process). Without Last-Event-ID the stream starts at the oldest
+// retained chunk. A `lost` event (data = {"nextSeq": N}) says that the chunks before
+// seq N were evicted unsent: before the stream started, or while a slow reader fell
+// behind. Last-Event-ID resumes after that seq exactly; 410 output_lost when the
+// chunks after it were evicted; 400 when it is beyond the last event.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -6372,8 +6392,9 @@ func (c *ClientWithResponses) StreamProcessEventsWithResponse(ctx context.Contex
 // ReadProcessOutputWithResponse Long-poll read of retained output chunks.
 //
 // Returns the retained chunks with seq > afterSeq at once when there are any, or when
-// the process has ended; otherwise waits up to waitMs for new output. 410 output_lost
-// when the chunks asked for were evicted; 400 when afterSeq is not below nextSeq.
+// the process has ended; otherwise waits up to waitMs for new output. afterSeq 0 (or
+// none) reads from the oldest retained chunk. 410 output_lost when the chunks after a
+// positive afterSeq were evicted; 400 when afterSeq is not below nextSeq.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -100,7 +100,7 @@ func (b *bench) readFile(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	resp, err := b.srv.client.Do(req)
+	resp, err := b.srv.http.Do(req)
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func (b *bench) writeFile(ctx context.Context, src, dst string) error {
 		return err
 	}
 	req.ContentLength = filesBytes
-	resp, err := b.srv.client.Do(req)
+	resp, err := b.srv.http.Do(req)
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/snapexec/snapexec/client"
 )
 
 // runTimeout bounds a whole run, whatever the flags say.
@@ -151,7 +153,8 @@ func loginHome(tmp, profile string) (string, error) {
 type server struct {
 	cmd     *exec.Cmd
 	base    string // http://127.0.0.1:PORT
-	client  *http.Client
+	http    *http.Client
+	api     *client.Client
 	logPath string
 	exited  chan error // receives Wait's result once
 }
@@ -200,16 +203,22 @@ func startServer(ctx context.Context, bin, logPath string, args ...string) (*ser
 		_ = cmd.Process.Kill()
 		return nil, ctx.Err()
 	}
-	s.client = &http.Client{
+	s.http = &http.Client{
 		Timeout:   30 * time.Second,
 		Transport: &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 32, IdleConnTimeout: time.Minute},
 	}
+	api, err := client.New(s.base, client.WithHTTPClient(s.http))
+	if err != nil {
+		_ = cmd.Process.Kill()
+		return nil, err
+	}
+	s.api = api
 	return s, nil
 }
 
 // stop sends SIGTERM, waits up to 10 s for a clean exit, then kills.
 func (s *server) stop() error {
-	s.client.CloseIdleConnections()
+	s.http.CloseIdleConnections()
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-s.exited:
@@ -235,28 +244,6 @@ func (s *server) logTail(w io.Writer, n int) {
 	for _, l := range lines[max(0, len(lines)-n):] {
 		fmt.Fprintln(w, "  "+l)
 	}
-}
-
-// call sends one request, a JSON body when body is not nil, and reads the answer.
-func (s *server) call(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, s.base+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, data, err
 }
 
 // clockTick is the unit of /proc's CPU times (USER_HZ, 100 on every Linux ABI).

@@ -48,6 +48,7 @@ type config struct {
 	filesRoots    []string
 	filesMaxBytes int64
 	filesMaxList  int
+	printVersion  bool
 }
 
 // limitsConfig bounds what one request may ask for and what the server holds.
@@ -142,7 +143,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		}
 		return def
 	}
-	fs.StringVar(&c.addr, "addr", env("SNAPEXEC_ADDR", "127.0.0.1:8080"), "listen address (SNAPEXEC_ADDR)")
+	fs.StringVar(&c.addr, "addr", env("SNAPEXEC_ADDR", "127.0.0.1:8080"), "listen address: HOST:PORT, or unix:/PATH for a Unix socket only this user may use (SNAPEXEC_ADDR)")
 	fs.StringVar(&c.logLevel, "log-level", env("SNAPEXEC_LOG_LEVEL", "info"), "debug, info, warn or error (SNAPEXEC_LOG_LEVEL)")
 	fs.StringVar(&c.logFormat, "log-format", env("SNAPEXEC_LOG_FORMAT", "json"), "json or console (SNAPEXEC_LOG_FORMAT)")
 	durations := []struct {
@@ -204,8 +205,12 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.IntVar(&c.standbyShells, "standby-shells", 4, "bash shells kept restored ahead of the next warm snapshot command, one per launch (0: none)")
 	fs.Int64Var(&c.limits.bodyBytes, "max-body-bytes", 8<<20, "bytes of a request body; beyond it 413")
 	fs.Int64Var(&c.limits.retainedBytes, "max-retained-output-bytes", 256<<20, "output bytes kept over all finished processes")
+	fs.BoolVar(&c.printVersion, "version", false, "print the version and exit")
 	if err := fs.Parse(args[1:]); err != nil {
 		return c, err
+	}
+	if c.printVersion {
+		return c, nil // whatever else is set, or amiss, is not needed to print it
 	}
 	for _, v := range ints {
 		if *v.p < 1 {
@@ -333,8 +338,13 @@ func readToken(file, value string) (string, error) {
 	return value, nil
 }
 
-// loopbackAddr reports whether addr listens only on a loopback interface.
+// loopbackAddr reports whether addr listens only on a loopback interface,
+// or on a Unix socket, which only this host's processes reach (and only the
+// server's user: listen makes it 0600).
 func loopbackAddr(addr string) bool {
+	if strings.HasPrefix(addr, unixPrefix) {
+		return true
+	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false

@@ -1,10 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/files"
@@ -58,6 +65,64 @@ func TestConfigOptions(t *testing.T) {
 	for _, tt := range tests {
 		if !reflect.DeepEqual(tt.got, tt.want) {
 			t.Errorf("options().%s = %+v, want %+v", tt.name, tt.got, tt.want)
+		}
+	}
+}
+
+// TestVersionFlag: --version prints the version and starts nothing, even
+// with settings the server would refuse to start with.
+func TestVersionFlag(t *testing.T) {
+	var stdout strings.Builder
+	err := run(context.Background(), []string{"snapexec", "--version", "--addr", "0.0.0.0:1"}, nil, strings.NewReader(""), &stdout, io.Discard)
+	if err != nil || !strings.HasPrefix(stdout.String(), "snapexec server "+version) {
+		t.Errorf("run --version = %v, stdout %q; want nil and %q", err, stdout.String(), "snapexec server "+version)
+	}
+}
+
+// TestConsoleLogsColourOnlyOnATerminal: --log-format console colours a
+// terminal, and writes no escape code into a file or under NO_COLOR.
+func TestConsoleLogsColourOnlyOnATerminal(t *testing.T) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	file, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	for _, tc := range []struct {
+		name       string
+		out        *os.File
+		noColor    string
+		wantColour bool
+	}{
+		{"terminal", tty, "", true},
+		{"terminal, NO_COLOR", tty, "1", false},
+		{"file", file, "", false},
+	} {
+		logger, err := newLogger(config{logLevel: "info", logFormat: "console"}, tc.out, func(k string) string {
+			return map[string]string{"NO_COLOR": tc.noColor}[k]
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		logger.Info().Str("k", "v").Msg("hello")
+		var got []byte
+		if tc.out == tty {
+			got = make([]byte, 4096)
+			n, err := ptmx.Read(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = got[:n]
+		} else if got, err = os.ReadFile(file.Name()); err != nil {
+			t.Fatal(err)
+		}
+		if colour := bytes.Contains(got, []byte("\x1b[")); colour != tc.wantColour || !bytes.Contains(got, []byte("hello")) {
+			t.Errorf("%s: console log %q; want colour %v", tc.name, got, tc.wantColour)
 		}
 	}
 }

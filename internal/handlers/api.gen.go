@@ -686,6 +686,11 @@ type HTTPStats struct {
 // Health defines model for Health.
 type Health struct {
 	Status HealthStatus `json:"status"`
+
+	// Version The server's version, as `--version` prints it and `target_info` labels it.
+	//
+	// Example: 0.1.0
+	Version *string `json:"version,omitempty"`
 }
 
 // HealthStatus defines model for Health.Status.

@@ -138,7 +138,7 @@ func (s *Service) sandbox(p *sandbox.Policy) (sandbox.Policy, error) {
 }
 
 // childEnv is the environment of a child whose request gave env and policy
-// (SHELL-SNAPSHOTS.md 6.1): with a policy, the policy applied to the
+// (docs/design/envpolicy.md#snapshots): with a policy, the policy applied to the
 // server's environment with the request's env laid over it; without one,
 // exactly the request's env. Never-inherited names are dropped either way.
 func (s *Service) childEnv(env map[string]string, policy *envpolicy.Policy) map[string]string {

@@ -26,7 +26,7 @@ type PrewarmInput struct {
 }
 
 // Prewarm captures the snapshot a command `shell -lc ...` with in's cwd, env
-// and policy would use (SHELL-SNAPSHOTS.md 3.3). An input that Validate
+// and policy would use (docs/design/snapshots.md#cache-key). An input that Validate
 // refuses is its error, and a cwd that is not a directory
 // exec.ErrCwdNotFound. A failure of this prewarm's own capture is returned
 // as a *shellsnap.CaptureError and nothing is cached. After Shutdown began,

@@ -78,6 +78,8 @@ type Cache struct {
 	slotWait time.Duration
 	metrics  *metrics
 	tracer   trace.Tracer
+	// idSecret keys the ids that entries show (keyID).
+	idSecret []byte
 
 	history *captureHistory
 	slots   *slots
@@ -94,7 +96,7 @@ func New(opts Options) (*Cache, error) {
 	if opts.Capture == nil {
 		return nil, errNoCapturer
 	}
-	c := &Cache{capture: opts.Capture, now: opts.Now, timeout: opts.Timeout, slotWait: opts.SlotWait, entries: list.New(), history: newCaptureHistory(), slots: newSlots(opts.MaxConcurrentCaptures)}
+	c := &Cache{capture: opts.Capture, now: opts.Now, timeout: opts.Timeout, slotWait: opts.SlotWait, entries: list.New(), history: newCaptureHistory(), slots: newSlots(opts.MaxConcurrentCaptures), idSecret: keyIDSecret()}
 	c.life, c.close = context.WithCancel(context.Background())
 	if c.timeout <= 0 {
 		c.timeout = SnapshotTimeout
@@ -250,7 +252,7 @@ func (c *Cache) find(k key, req Request, l Launch, purpose Purpose) (*entry, *ce
 		}
 		return e, e.cell, e.attempts
 	}
-	e := &entry{key: k, req: req, policy: l.Policy, sandbox: l.Sandbox, attempts: 1, cell: newCell(), lastUsedAt: now}
+	e := &entry{key: k, id: keyID(c.idSecret, k), req: req, policy: l.Policy, sandbox: l.Sandbox, attempts: 1, cell: newCell(), lastUsedAt: now}
 	c.entries.PushBack(e)
 	if c.entries.Len() > MaxCachedSnapshots {
 		// Eviction does not cancel a capture in flight: its holders still get
@@ -268,7 +270,7 @@ func (c *Cache) renew(k key, stale *entry, cl *cell, req Request, l Launch, purp
 	c.mu.Lock()
 	for el := c.entries.Front(); el != nil; el = el.Next() {
 		if el.Value == stale && stale.cell == cl {
-			e := &entry{key: k, req: req, policy: l.Policy, sandbox: l.Sandbox, attempts: 1, cell: newCell(), lastUsedAt: c.now()}
+			e := &entry{key: k, id: keyID(c.idSecret, k), req: req, policy: l.Policy, sandbox: l.Sandbox, attempts: 1, cell: newCell(), lastUsedAt: c.now()}
 			el.Value = e
 			c.mu.Unlock()
 			return e, e.cell, e.attempts

@@ -717,3 +717,29 @@ func TestRegistryCountsWaiters(t *testing.T) {
 		}
 	})
 }
+
+// TestEntryKeyCannotBeGuessed: an entry's shown key is keyed by a secret of
+// the cache, so that a set value of its policy (a token, say) cannot be
+// recovered by hashing guesses against it; within one cache it is stable.
+func TestEntryKeyCannotBeGuessed(t *testing.T) {
+	l := bashCommand("/k")
+	l.Policy = &envpolicy.Policy{Set: map[string]string{"API_TOKEN": "1234"}}
+	keyIn := func(c *Cache) string {
+		t.Helper()
+		mustPrepare(t, c, bashRequest("s"), l, Execution)
+		info, ok := c.Entry(*bashRequest("s"), l)
+		if !ok {
+			t.Fatal("Entry() found no entry after a prepare")
+		}
+		return info.Key
+	}
+	c := newTestCache(t, Options{Capture: (&fakeCapturer{}).capture})
+	first := keyIn(c)
+	if again := keyIn(c); again != first {
+		t.Errorf("the key of one entry changed from %q to %q", first, again)
+	}
+	other := keyIn(newTestCache(t, Options{Capture: (&fakeCapturer{}).capture}))
+	if other == first {
+		t.Errorf("two caches show key %q for the same entry: it is a plain hash of the request, the cwd and the policy's values", first)
+	}
+}

@@ -52,6 +52,7 @@ type EntryInfo struct {
 // Its fields are guarded by the Cache's mutex; the cell guards its own.
 type entry struct {
 	key        key
+	id         string // keyID(key), as shown
 	req        Request
 	policy     *envpolicy.Policy
 	sandbox    sandbox.Policy
@@ -134,7 +135,7 @@ func (c *Cache) collect(match func(*entry) bool) []EntryInfo {
 // info is e as the registry shows it; the caller holds the Cache's mutex.
 func (e *entry) info() EntryInfo {
 	in := EntryInfo{
-		Key:         keyID(e.key),
+		Key:         e.id,
 		ScopeID:     e.req.ScopeID,
 		Shell:       e.req.Shell,
 		Cwd:         e.key.cwd,

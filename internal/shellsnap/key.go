@@ -1,6 +1,8 @@
 package shellsnap
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -31,9 +33,17 @@ func keyOf(req Request, l Launch) key {
 	return k
 }
 
-// keyID is a short stable id of a key, safe to show.
-func keyID(k key) string {
-	h := sha256.New()
+// keyIDSecret returns a new secret for keyID: one per cache, so that ids
+// are stable for the cache's life and mean nothing outside it.
+func keyIDSecret() []byte {
+	return []byte(rand.Text())
+}
+
+// keyID is a short stable id of k, safe to show: an HMAC under the cache's
+// secret, because a plain hash of the policy could be tested against
+// guesses of its set values (a short token, a PIN).
+func keyID(secret []byte, k key) string {
+	h := hmac.New(sha256.New, secret)
 	for _, f := range []string{k.scopeID, k.shellName, k.shellPath, k.cwd, k.policy, k.sandbox} {
 		h.Write([]byte(f))
 		h.Write([]byte{0})

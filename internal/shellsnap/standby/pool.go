@@ -93,11 +93,11 @@ func New(procs *exec.Manager, current func(*shellsnap.Snapshot) bool, opts Optio
 	}
 	sb := &Pool{procs: procs, opts: opts, current: current, idle: make(map[launchKey]*standby), filling: make(map[launchKey]bool), seen: make(map[launchID]time.Time), builtins: make(map[string]map[string]bool)}
 	var err error
-	if sb.claims, err = m.Int64Counter("snapexec.standby.commands",
+	if sb.claims, err = m.Int64Counter("snapexec.standby.commands", metric.WithUnit("{command}"),
 		metric.WithDescription("Snapshot commands of a launch a standby shell can serve, by result: hit (one ran it), miss (none was ready) or unfit (one was ready, but the script is one only a fresh replay runs exactly).")); err != nil {
 		return nil, err
 	}
-	if _, err = m.Int64ObservableGauge("snapexec.standby.idle",
+	if _, err = m.Int64ObservableGauge("snapexec.standby.idle", metric.WithUnit("{shell}"),
 		metric.WithDescription("Standby shells waiting for a command."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			sb.mu.Lock()
