@@ -154,10 +154,10 @@ func TestReadmeExamples(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, "snapexec"), "./cmd/snapexec").CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/snapexec: %v\n%s", err, out)
 	}
-	s := testserver.Start(t, testserver.Options{NoToken: true})
 	// The README's server is localhost:8080 and its scratch directory
-	// /tmp/snapexec-demo; the test's are its own.
+	// /tmp/snapexec-demo, also its files root; the test's are its own.
 	demo := t.TempDir()
+	s := testserver.Start(t, testserver.Options{NoToken: true, Args: []string{"--files-root", demo}})
 	replacer := strings.NewReplacer("localhost:8080", strings.TrimPrefix(s.URL, "http://"), "/tmp/snapexec-demo", demo)
 
 	// One shell runs them all, so that a variable one sets reaches the

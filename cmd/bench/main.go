@@ -98,7 +98,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 
-	srv, err := startServer(ctx, bin, filepath.Join(tmp, "server.log"))
+	filesDir := filepath.Join(tmp, "files")
+	if err := os.Mkdir(filesDir, 0o755); err != nil {
+		return err
+	}
+	srv, err := startServer(ctx, bin, filepath.Join(tmp, "server.log"), "--files-root", filesDir)
 	if err != nil {
 		return err
 	}
@@ -110,7 +114,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			srv.logTail(stderr, 20)
 		}
 	}()
-	b := &bench{srv: srv, home: home}
+	b := &bench{srv: srv, home: home, files: filesDir}
 	res, err := b.measure(ctx, o, tmp, stdout)
 	if err != nil {
 		return err
@@ -155,15 +159,15 @@ type server struct {
 	exited  chan error // receives Wait's result once
 }
 
-// startServer runs bin on a free loopback port, its log in logPath, and waits
-// for the line that gives its address.
-func startServer(ctx context.Context, bin, logPath string) (*server, error) {
+// startServer runs bin with args on a free loopback port, its log in
+// logPath, and waits for the line that gives its address.
+func startServer(ctx context.Context, bin, logPath string, args ...string) (*server, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	defer logFile.Close() // the child holds its own descriptor
-	cmd := exec.Command(bin, "--addr", "127.0.0.1:0")
+	cmd := exec.Command(bin, append([]string{"--addr", "127.0.0.1:0"}, args...)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.Stderr = logFile
 	// The server dies with the bench, even when the bench is killed.

@@ -69,6 +69,8 @@ type mode struct {
 type bench struct {
 	srv  *server
 	home string
+	// files is the server's --files-root.
+	files string
 }
 
 // measure runs every phase in turn, reporting progress to log.
@@ -81,12 +83,16 @@ func (b *bench) measure(ctx context.Context, o options, tmp string, log io.Write
 	if res.Memory.IdleRSSMiB, _, err = b.srv.memory(); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(log, "latency: %d interleaved rounds of 10 modes\n", o.rounds)
+	fmt.Fprintf(log, "latency: %d interleaved rounds of 12 modes\n", o.rounds)
 	if res.Latency, err = b.latency(ctx, o.rounds); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(log, "first capture: %d runs against a plain login\n", o.firstRuns)
 	if res.FirstCapture, err = b.firstCapture(ctx, o.firstRuns); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "files: %d interleaved rounds of a %d MiB read and write against cat and cp\n", filesRounds, filesBytes>>20)
+	if res.Files, err = b.filesThroughput(ctx); err != nil {
 		return nil, err
 	}
 	for _, c := range []int{1, 4, 16} {
@@ -118,10 +124,18 @@ func (b *bench) latency(ctx context.Context, rounds int) ([]summary, error) {
 			return nil, fmt.Errorf("capturing the warm scope %s: %w", scope, err)
 		}
 	}
-	// The launch repeats: its standby starts. (catNull is the same launch.)
+	sandboxedWarm := b.sandboxed(b.execBody(echoHi, "bench-warm", b.home))
+	if _, err := b.exec(ctx, sandboxedWarm, want{"hi\n", "used", "on_demand", "no"}); err != nil {
+		return nil, fmt.Errorf("capturing the sandboxed warm scope: %w", err)
+	}
+	// The launches repeat: their standbys start. (catNull is the same launch.)
 	if _, err := b.exec(ctx, b.execBody(echoHi, "bench-warm", b.home), want{"hi\n", "used", "cache_hit", "no"}); err != nil {
 		return nil, err
 	}
+	if _, err := b.exec(ctx, sandboxedWarm, want{"hi\n", "used", "cache_hit", "no"}); err != nil {
+		return nil, err
+	}
+	trueSandboxed := b.sandboxed(b.execBody([]string{"/bin/true"}, "", b.home))
 	if _, _, err := b.prewarm(ctx, "bench-prewarm", b.home); err != nil {
 		return nil, err
 	}
@@ -146,6 +160,12 @@ func (b *bench) latency(ctx context.Context, rounds int) ([]summary, error) {
 		burst,
 		b.execMode("nosnap", "/exec bash -lc, no snapshot", echoHi, "", want{"hi\n", "not_requested", "", "no"}),
 		b.execMode("exectrue", "/exec /bin/true", []string{"/bin/true"}, "", want{"", "not_requested", "", "no"}),
+		{key: "sbwarm", label: "/exec bash -lc, warm snapshot, sandboxed", run: func(ctx context.Context) (sample, error) {
+			return b.exec(ctx, sandboxedWarm, want{"hi\n", "used", "cache_hit", "yes"})
+		}},
+		{key: "sbtrue", label: "/exec /bin/true, sandboxed", run: func(ctx context.Context) (sample, error) {
+			return b.exec(ctx, trueSandboxed, want{"", "not_requested", "", "no"})
+		}},
 		b.spawnMode("bashc", "direct bash -c", "hi\n", "/bin/bash", "-c", "echo hi"),
 		b.spawnMode("bashcat", "direct bash -c 'cat /dev/null'", "", "/bin/bash", "-c", "cat /dev/null"),
 		b.spawnMode("true", "direct /bin/true", "", "/bin/true"),
@@ -389,6 +409,14 @@ func (b *bench) execBody(argv []string, scope, home string) client.ExecRequest {
 	return req
 }
 
+// sandboxed is req with the sandboxed modes' sandbox: the home writable, no
+// network, as an agent's command is commonly confined.
+func (b *bench) sandboxed(req client.ExecRequest) client.ExecRequest {
+	network := client.SandboxNetworkNone
+	req.Sandbox = &client.Sandbox{WritableRoots: &[]string{b.home}, Network: &network}
+	return req
+}
+
 // execMode is a mode running argv through /exec.
 func (b *bench) execMode(key, label string, argv []string, scope string, w want) mode {
 	body := b.execBody(argv, scope, b.home)
@@ -413,10 +441,14 @@ func (b *bench) exec(ctx context.Context, req client.ExecRequest, w want) (sampl
 		state = string(*r.Snapshot.State)
 	}
 	standbyOK := w.standby == "" || (w.standby == "yes") == r.Snapshot.Standby
+	wantSandbox := client.SandboxReportTypeNone
+	if req.Sandbox != nil {
+		wantSandbox = client.SandboxReportTypeLandlock
+	}
 	if r.Status != client.ExitStatusExited || r.ExitCode == nil || *r.ExitCode != 0 || string(r.StdoutData()) != w.stdout || len(r.StderrData()) > 0 ||
-		string(r.Snapshot.Outcome) != w.outcome || state != w.state || !standbyOK {
+		string(r.Snapshot.Outcome) != w.outcome || state != w.state || !standbyOK || r.Sandbox == nil || r.Sandbox.Type != wantSandbox {
 		got, _ := json.Marshal(r) // cannot fail: the generated type
-		return sample{}, fmt.Errorf("POST /exec %q = %.300s\nwant exit 0, stdout %q, no stderr, snapshot %s %s, standby %q", req.Argv, got, w.stdout, w.outcome, w.state, w.standby)
+		return sample{}, fmt.Errorf("POST /exec %q = %.300s\nwant exit 0, stdout %q, no stderr, snapshot %s %s, standby %q, sandbox %s", req.Argv, got, w.stdout, w.outcome, w.state, w.standby, wantSandbox)
 	}
 	return sample{wallMs: ms(wall), durationMs: float64(r.DurationMs), waitMs: r.Snapshot.WaitMs, standby: r.Snapshot.Standby}, nil
 }

@@ -14,7 +14,9 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/files"
 	"github.com/snapexec/snapexec/internal/handlers"
+	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/service"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 	"github.com/snapexec/snapexec/internal/shellsnap/standby"
@@ -31,6 +33,8 @@ func TestConfigOptions(t *testing.T) {
 		"--max-arg-bytes", "14", "--max-env", "15", "--max-env-bytes", "16", "--max-stdin-bytes", "17",
 		"--max-running", "18", "--max-retained", "19", "--max-captures", "20", "--max-connections", "21",
 		"--standby-shells", "22", "--max-body-bytes", "2300", "--max-retained-output-bytes", "24",
+		"--files-root", "/r1", "--files-root", "/r2", "--files-max-bytes", "25", "--files-max-list", "26",
+		"--default-sandbox", `{"writableRoots":["/w"],"network":"loopback"}`,
 	}, func(k string) string { return map[string]string{"SNAPEXEC_TOKEN": "tok-0123456789abcdef"}[k] }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -47,8 +51,11 @@ func TestConfigOptions(t *testing.T) {
 			MaxEnv: 15, MaxEnvBytes: 16, MaxStdinBytes: 17, MaxOutputBytes: 12,
 		}},
 		{"standby", got.service.Standby, standby.Options{Max: 22, Idle: 7 * time.Second}},
+		{"default sandbox", got.service.DefaultSandbox, sandbox.Policy{WritableRoots: []string{"/w"}, Network: sandbox.NetworkLoopback}},
+		{"files roots", got.filesRoots, []string{"/r1", "/r2"}},
+		{"files", got.files, files.Options{MaxFileBytes: 25, MaxListEntries: 26}},
 		{"router", got.router, handlers.RouterOptions{
-			Security:    handlers.Security{Token: "tok-0123456789abcdef", AllowedHosts: []string{"a.example", "b.example"}, MaxBodyBytes: 2300},
+			Security:    handlers.Security{Token: "tok-0123456789abcdef", AllowedHosts: []string{"a.example", "b.example"}, MaxBodyBytes: 2300, MaxUploadBytes: 25},
 			BodyTimeout: 8 * time.Second,
 		}},
 		{"http idle timeout", got.http.IdleTimeout, 9 * time.Second},

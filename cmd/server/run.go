@@ -18,7 +18,9 @@ import (
 	"github.com/snapexec/snapexec/api"
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/files"
 	"github.com/snapexec/snapexec/internal/handlers"
+	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/service"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 	"github.com/snapexec/snapexec/web"
@@ -78,8 +80,22 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 		}
 	}()
 
+	// The namespaces the sandbox keeps ready are released last, once every
+	// process has ended.
+	sb := sandbox.New(sandbox.Options{})
+	defer sb.Close()
+	logSandbox(logger, sb.Support())
+
 	opts := cfg.options()
-	opts.exec.Reaper = reaper
+	opts.exec.Reaper, opts.exec.Sandbox = reaper, sb
+	if len(opts.filesRoots) > 0 {
+		fsys, err := files.New(opts.filesRoots, opts.files)
+		if err != nil {
+			return fmt.Errorf("--files-root: %w", err)
+		}
+		defer fsys.Close()
+		opts.openFiles = fsys
+	}
 	opts.service.ServerEnv = environ
 	svc, httpServer, err := wire(opts, tel, logger)
 	if err != nil {
@@ -119,7 +135,7 @@ func wire(opts options, tel *telemetry, logger zerolog.Logger) (*service.Service
 	}
 	opts.router.MeterProvider, opts.router.TracerProvider, opts.router.Propagator = tel.meterProvider, tel.tracerProvider, tel.propagator
 	opts.router.Metrics, opts.router.Dashboard = tel.metrics, web.Handler
-	srv := handlers.New(handlers.Deps{Exec: svc, Processes: svc, Snapshots: svc, Stats: svc, Gate: svc}, api.Spec, version)
+	srv := handlers.New(handlers.Deps{Exec: svc, Processes: svc, Snapshots: svc, Stats: svc, Gate: svc, Files: opts.openFiles}, api.Spec, version)
 	router, err := handlers.NewRouter(srv, logger, opts.router)
 	if err != nil {
 		return nil, nil, err
@@ -190,6 +206,18 @@ func newReaper(ctx context.Context, keeper *exec.Keeper, logger zerolog.Logger) 
 		logger.Warn().Err(err).Msg("cannot become a child subreaper; orphaned grandchildren are left to PID 1")
 	}
 	return reaper
+}
+
+// logSandbox says at start what sandboxes this server can enforce.
+func logSandbox(logger zerolog.Logger, sup sandbox.Support) {
+	ev := logger.Info().Int("landlockABI", sup.LandlockABI)
+	if sup.NetnsErr != nil {
+		ev = ev.Str("networkNamespaces", sup.NetnsErr.Error())
+	}
+	if sup.CapsErr != nil {
+		ev = ev.Str("capabilities", sup.CapsErr.Error())
+	}
+	ev.Msg("sandbox support")
 }
 
 func newLogger(cfg config, stderr io.Writer, getenv func(string) string) (zerolog.Logger, error) {

@@ -84,6 +84,8 @@ func NewRouter(s *Server, logger zerolog.Logger, opts RouterOptions) (http.Handl
 		ErrorHandlerFunc: parameterError,
 	})
 	r.Get("/processes/{processId}/events", s.processEvents)
+	r.Get("/files/content", s.readFile)
+	r.Put("/files/content", s.writeFile)
 	if opts.Metrics != nil {
 		r.Method(http.MethodGet, "/metrics", opts.Metrics)
 	}

@@ -21,6 +21,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/snapexec/snapexec/internal/sandbox"
 )
 
 // fakeClock is the backoff clock the test pauses and advances.
@@ -84,9 +86,9 @@ func snapshotFailureRetries(t *testing.T, recoveryAttempt int, prewarmFailsFirst
 	cache, err := New(Options{
 		Now:   clock.Now,
 		Meter: provider.Meter("test"),
-		Capture: func(ctx context.Context, argv []string, cwd string, env map[string]string) ([]byte, error) {
+		Capture: func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy) ([]byte, error) {
 			started <- struct{}{}
-			return capture(ctx, argv, cwd, env)
+			return capture(ctx, argv, cwd, env, sb)
 		},
 	})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
 
@@ -52,12 +53,14 @@ echo "--- umask"; umask
 echo "--- exported function"; exported_fn
 echo "--- alias use"; type -t ll`
 
-// newTestProcs is a manager for a test's own processes, shut down when the
-// test ends.
+// newTestProcs is a manager for a test's own processes, with a sandbox of
+// this kernel, shut down when the test ends.
 func newTestProcs(t *testing.T) *exec.Manager {
 	t.Helper()
-	m := exec.NewManager(exec.Options{Grace: 300 * time.Millisecond})
+	sb := sandbox.New(sandbox.Options{})
+	m := exec.NewManager(exec.Options{Grace: 300 * time.Millisecond, Sandbox: sb})
 	t.Cleanup(func() {
+		defer sb.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = m.Shutdown(ctx)

@@ -41,8 +41,10 @@ type Options struct {
 const maxSeenLaunches = 256
 
 // launchID identifies a launch: the SHA-256 of its argv[0], cwd, output
-// bound and environment but the state chunks, so that no two launches share
-// one (a standby must never run a command with another's environment).
+// bound, sandbox and environment but the state chunks, so that no two
+// launches share one (a standby must never run a command with another's
+// environment, nor under another's sandbox: a standby is held under its
+// launch's sandbox, exec.Manager.Hold, which its command inherits).
 type launchID [sha256.Size]byte
 
 // launchKey is what a standby serves: a launch whose replay used snap.
@@ -211,6 +213,7 @@ func keyOf(snap *shellsnap.Snapshot, spec exec.Spec) launchKey {
 	field(spec.Argv[0])
 	field(spec.Dir)
 	field(strconv.Itoa(spec.MaxOutputBytes))
+	field(spec.Sandbox.Key())
 	for _, kv := range spec.Env {
 		if !strings.HasPrefix(kv, shellsnap.StateEnvPrefix) {
 			field(kv)
