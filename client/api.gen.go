@@ -70,6 +70,54 @@ func (e ExitStatus) Valid() bool {
 	}
 }
 
+// Defines values for FileEntryType.
+const (
+	FileEntryTypeDirectory FileEntryType = "directory"
+	FileEntryTypeFile      FileEntryType = "file"
+	FileEntryTypeOther     FileEntryType = "other"
+	FileEntryTypeSymlink   FileEntryType = "symlink"
+)
+
+// Valid indicates whether the value is a known member of the FileEntryType enum.
+func (e FileEntryType) Valid() bool {
+	switch e {
+	case FileEntryTypeDirectory:
+		return true
+	case FileEntryTypeFile:
+		return true
+	case FileEntryTypeOther:
+		return true
+	case FileEntryTypeSymlink:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FileInfoType.
+const (
+	FileInfoTypeDirectory FileInfoType = "directory"
+	FileInfoTypeFile      FileInfoType = "file"
+	FileInfoTypeOther     FileInfoType = "other"
+	FileInfoTypeSymlink   FileInfoType = "symlink"
+)
+
+// Valid indicates whether the value is a known member of the FileInfoType enum.
+func (e FileInfoType) Valid() bool {
+	switch e {
+	case FileInfoTypeDirectory:
+		return true
+	case FileInfoTypeFile:
+		return true
+	case FileInfoTypeOther:
+		return true
+	case FileInfoTypeSymlink:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	HealthStatusDraining HealthStatus = "draining"
@@ -111,18 +159,30 @@ const (
 	ProblemCodeBodyTimeout          ProblemCode = "body_timeout"
 	ProblemCodeBodyTooLarge         ProblemCode = "body_too_large"
 	ProblemCodeCaptureFailed        ProblemCode = "capture_failed"
+	ProblemCodeCrossDevice          ProblemCode = "cross_device"
 	ProblemCodeCwdNotFound          ProblemCode = "cwd_not_found"
 	ProblemCodeDeadlineExceeded     ProblemCode = "deadline_exceeded"
+	ProblemCodeExists               ProblemCode = "exists"
+	ProblemCodeFilesDisabled        ProblemCode = "files_disabled"
 	ProblemCodeForbiddenOrigin      ProblemCode = "forbidden_origin"
 	ProblemCodeInternal             ProblemCode = "internal"
 	ProblemCodeInvalidRequest       ProblemCode = "invalid_request"
 	ProblemCodeInvalidScope         ProblemCode = "invalid_scope"
+	ProblemCodeIsADirectory         ProblemCode = "is_a_directory"
+	ProblemCodeIsRoot               ProblemCode = "is_root"
 	ProblemCodeMethodNotAllowed     ProblemCode = "method_not_allowed"
 	ProblemCodeMisdirectedHost      ProblemCode = "misdirected_host"
+	ProblemCodeNotADirectory        ProblemCode = "not_a_directory"
+	ProblemCodeNotARegularFile      ProblemCode = "not_a_regular_file"
+	ProblemCodeNotEmpty             ProblemCode = "not_empty"
 	ProblemCodeNotFound             ProblemCode = "not_found"
 	ProblemCodeOutputLost           ProblemCode = "output_lost"
+	ProblemCodeOutsideRoot          ProblemCode = "outside_root"
+	ProblemCodePreconditionFailed   ProblemCode = "precondition_failed"
 	ProblemCodeProcessExists        ProblemCode = "process_exists"
 	ProblemCodeProcessExited        ProblemCode = "process_exited"
+	ProblemCodeRangeNotSatisfiable  ProblemCode = "range_not_satisfiable"
+	ProblemCodeSandboxUnavailable   ProblemCode = "sandbox_unavailable"
 	ProblemCodeShuttingDown         ProblemCode = "shutting_down"
 	ProblemCodeSpawnFailed          ProblemCode = "spawn_failed"
 	ProblemCodeStdinClosed          ProblemCode = "stdin_closed"
@@ -141,9 +201,15 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case ProblemCodeCaptureFailed:
 		return true
+	case ProblemCodeCrossDevice:
+		return true
 	case ProblemCodeCwdNotFound:
 		return true
 	case ProblemCodeDeadlineExceeded:
+		return true
+	case ProblemCodeExists:
+		return true
+	case ProblemCodeFilesDisabled:
 		return true
 	case ProblemCodeForbiddenOrigin:
 		return true
@@ -153,17 +219,35 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case ProblemCodeInvalidScope:
 		return true
+	case ProblemCodeIsADirectory:
+		return true
+	case ProblemCodeIsRoot:
+		return true
 	case ProblemCodeMethodNotAllowed:
 		return true
 	case ProblemCodeMisdirectedHost:
+		return true
+	case ProblemCodeNotADirectory:
+		return true
+	case ProblemCodeNotARegularFile:
+		return true
+	case ProblemCodeNotEmpty:
 		return true
 	case ProblemCodeNotFound:
 		return true
 	case ProblemCodeOutputLost:
 		return true
+	case ProblemCodeOutsideRoot:
+		return true
+	case ProblemCodePreconditionFailed:
+		return true
 	case ProblemCodeProcessExists:
 		return true
 	case ProblemCodeProcessExited:
+		return true
+	case ProblemCodeRangeNotSatisfiable:
+		return true
+	case ProblemCodeSandboxUnavailable:
 		return true
 	case ProblemCodeShuttingDown:
 		return true
@@ -211,6 +295,45 @@ func (e ProcessStatus) Valid() bool {
 	case ProcessStatusTerminated:
 		return true
 	case ProcessStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SandboxNetwork.
+const (
+	SandboxNetworkFull     SandboxNetwork = "full"
+	SandboxNetworkLoopback SandboxNetwork = "loopback"
+	SandboxNetworkNone     SandboxNetwork = "none"
+)
+
+// Valid indicates whether the value is a known member of the SandboxNetwork enum.
+func (e SandboxNetwork) Valid() bool {
+	switch e {
+	case SandboxNetworkFull:
+		return true
+	case SandboxNetworkLoopback:
+		return true
+	case SandboxNetworkNone:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SandboxReportType.
+const (
+	SandboxReportTypeLandlock SandboxReportType = "landlock"
+	SandboxReportTypeNone     SandboxReportType = "none"
+)
+
+// Valid indicates whether the value is a known member of the SandboxReportType enum.
+func (e SandboxReportType) Valid() bool {
+	switch e {
+	case SandboxReportTypeLandlock:
+		return true
+	case SandboxReportTypeNone:
 		return true
 	default:
 		return false
@@ -446,6 +569,16 @@ type ExecRequest struct {
 	// ProcessId Client key, unique among live and retained processes; generated when absent.
 	ProcessId *string `json:"processId,omitempty"`
 
+	// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and
+	// a network namespace for none and loopback); its shell snapshot capture runs confined
+	// alike. The command reads everything the server may read, and writes only beneath
+	// writableRoots (besides /dev/null, /dev/tty and its terminals). Absent: the server's
+	// --default-sandbox (none unless the operator set one). A sandbox that confines nothing
+	// ({} or network full alone) runs the command unconfined, answered as sandbox.type none.
+	// A sandbox the server cannot enforce is refused, 422 sandbox_unavailable naming what is
+	// missing, and nothing runs; a writable root that is not a directory is 400.
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
+
 	// ShellSnapshot Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
 	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope); a shell
 	// other than bash, zsh or sh is 422 unsupported_shell, whatever the argv; any other argv
@@ -477,6 +610,9 @@ type ExecResult struct {
 	// the table holds none under any id, not even the one the request gave.
 	ProcessId *string `json:"processId"`
 
+	// Sandbox How the process was confined.
+	Sandbox *SandboxReport `json:"sandbox,omitempty"`
+
 	// Signal The ending signal's name as in signal(7), such as SIGKILL, or null.
 	Signal *string `json:"signal"`
 
@@ -506,6 +642,62 @@ type ExecResult struct {
 // idle timeout (idleTimeoutMs), terminated by a client, or shut down with the server.
 type ExitStatus string
 
+// FileEntry defines model for FileEntry.
+type FileEntry struct {
+	// Etag This version of the entry, without HTTP's quotes; If-Match takes it quoted or not.
+	Etag string `json:"etag"`
+
+	// Mode Permission bits (0o644 is 420).
+	Mode       int       `json:"mode"`
+	ModifiedAt time.Time `json:"modifiedAt"`
+
+	// Name The path relative to the listed or walked directory.
+	Name string `json:"name"`
+
+	// Path The absolute path, cleaned, as the request named it.
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+
+	// Type other is a FIFO, a socket or a device.
+	Type FileEntryType `json:"type"`
+}
+
+// FileEntryType other is a FIFO, a socket or a device.
+type FileEntryType string
+
+// FileInfo defines model for FileInfo.
+type FileInfo struct {
+	// Etag This version of the entry, without HTTP's quotes; If-Match takes it quoted or not.
+	Etag string `json:"etag"`
+
+	// Mode Permission bits (0o644 is 420).
+	Mode       int       `json:"mode"`
+	ModifiedAt time.Time `json:"modifiedAt"`
+
+	// Path The absolute path, cleaned, as the request named it.
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+
+	// Type other is a FIFO, a socket or a device.
+	Type FileInfoType `json:"type"`
+}
+
+// FileInfoType other is a FIFO, a socket or a device.
+type FileInfoType string
+
+// FilePage defines model for FilePage.
+type FilePage struct {
+	Entries []FileEntry `json:"entries"`
+
+	// Next The cursor of the following page; absent on the last.
+	Next *string `json:"next,omitempty"`
+}
+
+// FilePathRequest defines model for FilePathRequest.
+type FilePathRequest struct {
+	Path string `json:"path"`
+}
+
 // FinishedCounts defines model for FinishedCounts.
 type FinishedCounts struct {
 	Error      int64 `json:"error"`
@@ -523,6 +715,11 @@ type HTTPStats struct {
 // Health defines model for Health.
 type Health struct {
 	Status HealthStatus `json:"status"`
+
+	// Version The server's version, as `--version` prints it and `target_info` labels it.
+	//
+	// Example: 0.1.0
+	Version *string `json:"version,omitempty"`
 }
 
 // HealthStatus defines model for Health.Status.
@@ -559,7 +756,17 @@ type PrewarmRequest struct {
 	// includeOnly. Patterns use * and ?, match the whole name, and ignore ASCII case.
 	// The server's own secrets never reach a child.
 	EnvPolicy *EnvPolicy `json:"envPolicy,omitempty"`
-	Shell     ShellInfo  `json:"shell"`
+
+	// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and
+	// a network namespace for none and loopback); its shell snapshot capture runs confined
+	// alike. The command reads everything the server may read, and writes only beneath
+	// writableRoots (besides /dev/null, /dev/tty and its terminals). Absent: the server's
+	// --default-sandbox (none unless the operator set one). A sandbox that confines nothing
+	// ({} or network full alone) runs the command unconfined, answered as sandbox.type none.
+	// A sandbox the server cannot enforce is refused, 422 sandbox_unavailable naming what is
+	// missing, and nothing runs; a writable root that is not a directory is 400.
+	Sandbox *Sandbox  `json:"sandbox,omitempty"`
+	Shell   ShellInfo `json:"shell"`
 }
 
 // Problem defines model for Problem.
@@ -596,6 +803,9 @@ type Process struct {
 	Pid       int    `json:"pid"`
 	PipeStdin bool   `json:"pipeStdin"`
 	ProcessId string `json:"processId"`
+
+	// Sandbox How the process was confined.
+	Sandbox SandboxReport `json:"sandbox"`
 
 	// Signal The ending signal's name as in signal(7), such as SIGTERM, or null.
 	Signal *string `json:"signal"`
@@ -646,6 +856,52 @@ type Quantiles struct {
 	P90   *float64 `json:"p90,omitempty"`
 	P99   *float64 `json:"p99,omitempty"`
 }
+
+// RemoveRequest defines model for RemoveRequest.
+type RemoveRequest struct {
+	Path string `json:"path"`
+
+	// Recursive Remove a directory with its entries. Absent means false.
+	Recursive *bool `json:"recursive,omitempty"`
+}
+
+// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and
+// a network namespace for none and loopback); its shell snapshot capture runs confined
+// alike. The command reads everything the server may read, and writes only beneath
+// writableRoots (besides /dev/null, /dev/tty and its terminals). Absent: the server's
+// --default-sandbox (none unless the operator set one). A sandbox that confines nothing
+// ({} or network full alone) runs the command unconfined, answered as sandbox.type none.
+// A sandbox the server cannot enforce is refused, 422 sandbox_unavailable naming what is
+// missing, and nothing runs; a writable root that is not a directory is 400.
+type Sandbox struct {
+	// Network none: no network at all, not even the host's loopback. loopback: a loopback of the
+	// command's own (its processes reach each other on 127.0.0.1, nothing else). full: as
+	// the server has it. Absent means full.
+	Network *SandboxNetwork `json:"network,omitempty"`
+
+	// ReadOnly Nothing is writable; excludes writableRoots. Absent means false.
+	ReadOnly *bool `json:"readOnly,omitempty"`
+
+	// WritableRoots Absolute directories beneath which the command may create, write, rename and remove.
+	WritableRoots *[]string `json:"writableRoots,omitempty"`
+}
+
+// SandboxNetwork none: no network at all, not even the host's loopback. loopback: a loopback of the
+// command's own (its processes reach each other on 127.0.0.1, nothing else). full: as
+// the server has it. Absent means full.
+type SandboxNetwork string
+
+// SandboxReport How the process was confined.
+type SandboxReport struct {
+	// Abi The Landlock ABI the kernel enforced with; present with landlock.
+	Abi *int `json:"abi,omitempty"`
+
+	// Type landlock, as its sandbox asked; none, unconfined.
+	Type SandboxReportType `json:"type"`
+}
+
+// SandboxReportType landlock, as its sandbox asked; none, unconfined.
+type SandboxReportType string
 
 // ShellInfo defines model for ShellInfo.
 type ShellInfo struct {
@@ -717,8 +973,18 @@ type SnapshotEntry struct {
 	// Prewarmed The ready snapshot was captured by a prewarm.
 	Prewarmed bool       `json:"prewarmed"`
 	RetryAt   *time.Time `json:"retryAt,omitempty"`
-	ScopeId   string     `json:"scopeId"`
-	Shell     ShellInfo  `json:"shell"`
+
+	// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and
+	// a network namespace for none and loopback); its shell snapshot capture runs confined
+	// alike. The command reads everything the server may read, and writes only beneath
+	// writableRoots (besides /dev/null, /dev/tty and its terminals). Absent: the server's
+	// --default-sandbox (none unless the operator set one). A sandbox that confines nothing
+	// ({} or network full alone) runs the command unconfined, answered as sandbox.type none.
+	// A sandbox the server cannot enforce is refused, 422 sandbox_unavailable naming what is
+	// missing, and nothing runs; a writable root that is not a directory is 400.
+	Sandbox *Sandbox  `json:"sandbox,omitempty"`
+	ScopeId string    `json:"scopeId"`
+	Shell   ShellInfo `json:"shell"`
 
 	// State failed is in backoff or retryable; exhausted has spent its retry budget.
 	State      SnapshotEntryState `json:"state"`
@@ -864,6 +1130,16 @@ type StartProcessRequest struct {
 	// ProcessId Client key, unique among live and retained processes; generated when absent.
 	ProcessId *string `json:"processId,omitempty"`
 
+	// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and
+	// a network namespace for none and loopback); its shell snapshot capture runs confined
+	// alike. The command reads everything the server may read, and writes only beneath
+	// writableRoots (besides /dev/null, /dev/tty and its terminals). Absent: the server's
+	// --default-sandbox (none unless the operator set one). A sandbox that confines nothing
+	// ({} or network full alone) runs the command unconfined, answered as sandbox.type none.
+	// A sandbox the server cannot enforce is refused, 422 sandbox_unavailable naming what is
+	// missing, and nothing runs; a writable root that is not a directory is 400.
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
+
 	// ShellSnapshot Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
 	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope); a shell
 	// other than bash, zsh or sh is 422 unsupported_shell, whatever the argv; any other argv
@@ -920,6 +1196,15 @@ type TerminateResult struct {
 	Running bool `json:"running"`
 }
 
+// TransferRequest defines model for TransferRequest.
+type TransferRequest struct {
+	From string `json:"from"`
+
+	// Overwrite Replace an existing destination. Absent means false.
+	Overwrite *bool  `json:"overwrite,omitempty"`
+	To        string `json:"to"`
+}
+
 // UnrestoredPiece One piece of a snapshot's state that a replay leaves out, by name; never its value.
 type UnrestoredPiece struct {
 	Kind UnrestoredPieceKind `json:"kind"`
@@ -929,11 +1214,74 @@ type UnrestoredPiece struct {
 // UnrestoredPieceKind defines model for UnrestoredPiece.Kind.
 type UnrestoredPieceKind string
 
+// FileCursor defines model for FileCursor.
+type FileCursor = string
+
+// FileLimit defines model for FileLimit.
+type FileLimit = int
+
+// FilePath defines model for FilePath.
+type FilePath = string
+
 // ProcessId defines model for ProcessId.
 type ProcessId = string
 
 // ScopeId defines model for ScopeId.
 type ScopeId = string
+
+// ReadFileParams defines parameters for ReadFile.
+type ReadFileParams struct {
+	// Path An absolute path beneath one of the server's --files-root directories.
+	Path FilePath `form:"path" json:"path"`
+
+	// Range Byte ranges, as RFC 9110 says (bytes=0-1023).
+	Range *string `json:"Range,omitempty"`
+}
+
+// WriteFileParams defines parameters for WriteFile.
+type WriteFileParams struct {
+	// Path An absolute path beneath one of the server's --files-root directories.
+	Path FilePath `form:"path" json:"path"`
+
+	// IfMatch The ETag the file must still have.
+	IfMatch *string `json:"If-Match,omitempty"`
+
+	// IfNoneMatch "*": the file must not exist.
+	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+}
+
+// ListDirectoryParams defines parameters for ListDirectory.
+type ListDirectoryParams struct {
+	// Path An absolute path beneath one of the server's --files-root directories.
+	Path FilePath `form:"path" json:"path"`
+
+	// Cursor The next of the previous page; absent for the first.
+	Cursor *FileCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Entries a page holds at most; absent or above --files-max-list means --files-max-list.
+	Limit *FileLimit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// StatFileParams defines parameters for StatFile.
+type StatFileParams struct {
+	// Path An absolute path beneath one of the server's --files-root directories.
+	Path FilePath `form:"path" json:"path"`
+}
+
+// WalkDirectoryParams defines parameters for WalkDirectory.
+type WalkDirectoryParams struct {
+	// Path An absolute path beneath one of the server's --files-root directories.
+	Path FilePath `form:"path" json:"path"`
+
+	// Cursor The next of the previous page; absent for the first.
+	Cursor *FileCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Entries a page holds at most; absent or above --files-max-list means --files-max-list.
+	Limit *FileLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// MaxDepth Levels to descend; absent means 32.
+	MaxDepth *int `form:"maxDepth,omitempty" json:"maxDepth,omitempty"`
+}
 
 // StreamProcessEventsParams defines parameters for StreamProcessEvents.
 type StreamProcessEventsParams struct {
@@ -961,6 +1309,18 @@ type PrewarmSnapshotParams struct {
 
 // ExecJSONRequestBody defines body for Exec for application/json ContentType.
 type ExecJSONRequestBody = ExecRequest
+
+// CopyFileJSONRequestBody defines body for CopyFile for application/json ContentType.
+type CopyFileJSONRequestBody = TransferRequest
+
+// MakeDirectoryJSONRequestBody defines body for MakeDirectory for application/json ContentType.
+type MakeDirectoryJSONRequestBody = FilePathRequest
+
+// MoveFileJSONRequestBody defines body for MoveFile for application/json ContentType.
+type MoveFileJSONRequestBody = TransferRequest
+
+// RemoveFileJSONRequestBody defines body for RemoveFile for application/json ContentType.
+type RemoveFileJSONRequestBody = RemoveRequest
 
 // StartProcessJSONRequestBody defines body for StartProcess for application/json ContentType.
 type StartProcessJSONRequestBody = StartProcessRequest
@@ -1057,7 +1417,9 @@ type ClientInterface interface {
 	// because its request ended while it waited for its shell snapshot capture: status
 	// timed_out (timeoutMs ran out) or shutdown (the server began shutting down),
 	// snapshot.outcome not_run, and pid and processId null. A server that is shutting
-	// down refuses new commands with 503 shutting_down.
+	// down refuses new commands with 503 shutting_down. A sandbox the server cannot
+	// enforce is 422 sandbox_unavailable, naming what is missing, and nothing runs: not
+	// the command, not its snapshot capture.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1073,12 +1435,134 @@ type ClientInterface interface {
 	// because its request ended while it waited for its shell snapshot capture: status
 	// timed_out (timeoutMs ran out) or shutdown (the server began shutting down),
 	// snapshot.outcome not_run, and pid and processId null. A server that is shutting
-	// down refuses new commands with 503 shutting_down.
+	// down refuses new commands with 503 shutting_down. A sandbox the server cannot
+	// enforce is 422 sandbox_unavailable, naming what is missing, and nothing runs: not
+	// the command, not its snapshot capture.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /exec (the `Exec` operationId).
 	Exec(ctx context.Context, body ExecJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReadFile Read a file, whole or a Range of it.
+	//
+	// Streams the regular file at path. Range (one or several byte ranges) answers 206;
+	// If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
+	// is the version stat gives. A directory is 409 is_a_directory; a FIFO, socket or device
+	// 409 not_a_regular_file.
+	//
+	// Corresponds with GET /files/content (the `ReadFile` operationId).
+	ReadFile(ctx context.Context, params *ReadFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WriteFileWithBody Write a file atomically from the streamed body.
+	//
+	// The body goes to a temporary file in the same directory, is synced, and is then renamed
+	// over path: a reader sees the old file or the new one, never a part, and a failed,
+	// cut-short or oversized upload leaves the old file as it was. The parent directory must
+	// exist. If-Match with an ETag from stat or read refuses (412 precondition_failed) to
+	// replace a file changed or removed since; If-None-Match "*" refuses (412) to replace any.
+	// A replaced file keeps its mode. The body may be up to --files-max-bytes (413
+	// body_too_large beyond), and arrives at its own pace: --body-timeout bounds each pause,
+	// not the whole upload.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /files/content (the `WriteFile` operationId).
+	WriteFileWithBody(ctx context.Context, params *WriteFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CopyFileWithBody Copy a regular file, atomically as a write.
+	//
+	// An existing destination is replaced only with overwrite (else 409 exists).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /files/copy (the `CopyFile` operationId).
+	CopyFileWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CopyFile Copy a regular file, atomically as a write.
+	//
+	// An existing destination is replaced only with overwrite (else 409 exists).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /files/copy (the `CopyFile` operationId).
+	CopyFile(ctx context.Context, body CopyFileJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListDirectory A page of a directory's entries, by name.
+	//
+	// Entries in byte order of their names, at most limit (and at most --files-max-list) a
+	// page; pass next as cursor for the following page. Symlinks are described, not followed.
+	//
+	// Corresponds with GET /files/list (the `ListDirectory` operationId).
+	ListDirectory(ctx context.Context, params *ListDirectoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MakeDirectoryWithBody Make a directory and the parents it lacks (mkdir -p).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /files/mkdir (the `MakeDirectory` operationId).
+	MakeDirectoryWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MakeDirectory Make a directory and the parents it lacks (mkdir -p).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /files/mkdir (the `MakeDirectory` operationId).
+	MakeDirectory(ctx context.Context, body MakeDirectoryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MoveFileWithBody Rename a file or directory, within one filesystem.
+	//
+	// An existing destination is replaced only with overwrite (else 409 exists; a directory
+	// only by a directory, and only an empty one). Across filesystems 409 cross_device.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /files/move (the `MoveFile` operationId).
+	MoveFileWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MoveFile Rename a file or directory, within one filesystem.
+	//
+	// An existing destination is replaced only with overwrite (else 409 exists; a directory
+	// only by a directory, and only an empty one). Across filesystems 409 cross_device.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /files/move (the `MoveFile` operationId).
+	MoveFile(ctx context.Context, body MoveFileJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RemoveFileWithBody Remove a file, an empty directory, or a tree with recursive.
+	//
+	// A directory with entries is 409 not_empty unless recursive. A symlink is removed, not
+	// followed. A root itself is never removed (409 is_root).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /files/remove (the `RemoveFile` operationId).
+	RemoveFileWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RemoveFile Remove a file, an empty directory, or a tree with recursive.
+	//
+	// A directory with entries is 409 not_empty unless recursive. A symlink is removed, not
+	// followed. A root itself is never removed (409 is_root).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /files/remove (the `RemoveFile` operationId).
+	RemoveFile(ctx context.Context, body RemoveFileJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StatFile Describe a file or directory, following symlinks that stay inside.
+	//
+	// Corresponds with GET /files/stat (the `StatFile` operationId).
+	StatFile(ctx context.Context, params *StatFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WalkDirectory A page of a directory tree, depth first.
+	//
+	// Each directory before its entries, names in byte order, the same order on every call,
+	// so that next resumes where a page ended. At most maxDepth levels (1 is the directory's
+	// own entries; at most 32) and limit entries a page. Symlinks are entries, never followed.
+	//
+	// Corresponds with GET /files/walk (the `WalkDirectory` operationId).
+	WalkDirectory(ctx context.Context, params *WalkDirectoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Healthz Liveness.
 	//
@@ -1141,8 +1625,11 @@ type ClientInterface interface {
 	// StreamProcessEvents Server-sent events of the output chunks, then one exit event.
 	//
 	// Events `stdout` and `stderr` (id = seq, data = an OutputChunk), then `exit`
-	// (data = the Process). Last-Event-ID resumes after that seq exactly; 410 output_lost
-	// when the chunks asked for were evicted; 400 when it is beyond the last event.
+	// (data = the Process). Without Last-Event-ID the stream starts at the oldest
+	// retained chunk. A `lost` event (data = {"nextSeq": N}) says that the chunks before
+	// seq N were evicted unsent: before the stream started, or while a slow reader fell
+	// behind. Last-Event-ID resumes after that seq exactly; 410 output_lost when the
+	// chunks after it were evicted; 400 when it is beyond the last event.
 	//
 	// Corresponds with GET /processes/{processId}/events (the `StreamProcessEvents` operationId).
 	StreamProcessEvents(ctx context.Context, processId ProcessId, params *StreamProcessEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1150,8 +1637,9 @@ type ClientInterface interface {
 	// ReadProcessOutput Long-poll read of retained output chunks.
 	//
 	// Returns the retained chunks with seq > afterSeq at once when there are any, or when
-	// the process has ended; otherwise waits up to waitMs for new output. 410 output_lost
-	// when the chunks asked for were evicted; 400 when afterSeq is not below nextSeq.
+	// the process has ended; otherwise waits up to waitMs for new output. afterSeq 0 (or
+	// none) reads from the oldest retained chunk. 410 output_lost when the chunks after a
+	// positive afterSeq were evicted; 400 when afterSeq is not below nextSeq.
 	//
 	// Corresponds with GET /processes/{processId}/output (the `ReadProcessOutput` operationId).
 	ReadProcessOutput(ctx context.Context, processId ProcessId, params *ReadProcessOutputParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1273,7 +1761,9 @@ type ClientInterface interface {
 // because its request ended while it waited for its shell snapshot capture: status
 // timed_out (timeoutMs ran out) or shutdown (the server began shutting down),
 // snapshot.outcome not_run, and pid and processId null. A server that is shutting
-// down refuses new commands with 503 shutting_down.
+// down refuses new commands with 503 shutting_down. A sandbox the server cannot
+// enforce is 422 sandbox_unavailable, naming what is missing, and nothing runs: not
+// the command, not its snapshot capture.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1299,13 +1789,265 @@ func (c *APIClient) ExecWithBody(ctx context.Context, contentType string, body i
 // because its request ended while it waited for its shell snapshot capture: status
 // timed_out (timeoutMs ran out) or shutdown (the server began shutting down),
 // snapshot.outcome not_run, and pid and processId null. A server that is shutting
-// down refuses new commands with 503 shutting_down.
+// down refuses new commands with 503 shutting_down. A sandbox the server cannot
+// enforce is 422 sandbox_unavailable, naming what is missing, and nothing runs: not
+// the command, not its snapshot capture.
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /exec (the `Exec` operationId).
 func (c *APIClient) Exec(ctx context.Context, body ExecJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewExecRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReadFile Read a file, whole or a Range of it.
+//
+// Streams the regular file at path. Range (one or several byte ranges) answers 206;
+// If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
+// is the version stat gives. A directory is 409 is_a_directory; a FIFO, socket or device
+// 409 not_a_regular_file.
+//
+// Corresponds with GET /files/content (the `ReadFile` operationId).
+func (c *APIClient) ReadFile(ctx context.Context, params *ReadFileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReadFileRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WriteFileWithBody Write a file atomically from the streamed body.
+//
+// The body goes to a temporary file in the same directory, is synced, and is then renamed
+// over path: a reader sees the old file or the new one, never a part, and a failed,
+// cut-short or oversized upload leaves the old file as it was. The parent directory must
+// exist. If-Match with an ETag from stat or read refuses (412 precondition_failed) to
+// replace a file changed or removed since; If-None-Match "*" refuses (412) to replace any.
+// A replaced file keeps its mode. The body may be up to --files-max-bytes (413
+// body_too_large beyond), and arrives at its own pace: --body-timeout bounds each pause,
+// not the whole upload.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /files/content (the `WriteFile` operationId).
+func (c *APIClient) WriteFileWithBody(ctx context.Context, params *WriteFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWriteFileRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CopyFileWithBody Copy a regular file, atomically as a write.
+//
+// An existing destination is replaced only with overwrite (else 409 exists).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /files/copy (the `CopyFile` operationId).
+func (c *APIClient) CopyFileWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCopyFileRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CopyFile Copy a regular file, atomically as a write.
+//
+// An existing destination is replaced only with overwrite (else 409 exists).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /files/copy (the `CopyFile` operationId).
+func (c *APIClient) CopyFile(ctx context.Context, body CopyFileJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCopyFileRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListDirectory A page of a directory's entries, by name.
+//
+// Entries in byte order of their names, at most limit (and at most --files-max-list) a
+// page; pass next as cursor for the following page. Symlinks are described, not followed.
+//
+// Corresponds with GET /files/list (the `ListDirectory` operationId).
+func (c *APIClient) ListDirectory(ctx context.Context, params *ListDirectoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListDirectoryRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MakeDirectoryWithBody Make a directory and the parents it lacks (mkdir -p).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /files/mkdir (the `MakeDirectory` operationId).
+func (c *APIClient) MakeDirectoryWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMakeDirectoryRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MakeDirectory Make a directory and the parents it lacks (mkdir -p).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /files/mkdir (the `MakeDirectory` operationId).
+func (c *APIClient) MakeDirectory(ctx context.Context, body MakeDirectoryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMakeDirectoryRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MoveFileWithBody Rename a file or directory, within one filesystem.
+//
+// An existing destination is replaced only with overwrite (else 409 exists; a directory
+// only by a directory, and only an empty one). Across filesystems 409 cross_device.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /files/move (the `MoveFile` operationId).
+func (c *APIClient) MoveFileWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMoveFileRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MoveFile Rename a file or directory, within one filesystem.
+//
+// An existing destination is replaced only with overwrite (else 409 exists; a directory
+// only by a directory, and only an empty one). Across filesystems 409 cross_device.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /files/move (the `MoveFile` operationId).
+func (c *APIClient) MoveFile(ctx context.Context, body MoveFileJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMoveFileRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RemoveFileWithBody Remove a file, an empty directory, or a tree with recursive.
+//
+// A directory with entries is 409 not_empty unless recursive. A symlink is removed, not
+// followed. A root itself is never removed (409 is_root).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /files/remove (the `RemoveFile` operationId).
+func (c *APIClient) RemoveFileWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRemoveFileRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RemoveFile Remove a file, an empty directory, or a tree with recursive.
+//
+// A directory with entries is 409 not_empty unless recursive. A symlink is removed, not
+// followed. A root itself is never removed (409 is_root).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /files/remove (the `RemoveFile` operationId).
+func (c *APIClient) RemoveFile(ctx context.Context, body RemoveFileJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRemoveFileRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StatFile Describe a file or directory, following symlinks that stay inside.
+//
+// Corresponds with GET /files/stat (the `StatFile` operationId).
+func (c *APIClient) StatFile(ctx context.Context, params *StatFileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStatFileRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WalkDirectory A page of a directory tree, depth first.
+//
+// Each directory before its entries, names in byte order, the same order on every call,
+// so that next resumes where a page ended. At most maxDepth levels (1 is the directory's
+// own entries; at most 32) and limit entries a page. Symlinks are entries, never followed.
+//
+// Corresponds with GET /files/walk (the `WalkDirectory` operationId).
+func (c *APIClient) WalkDirectory(ctx context.Context, params *WalkDirectoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWalkDirectoryRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1457,8 +2199,11 @@ func (c *APIClient) GetProcess(ctx context.Context, processId ProcessId, reqEdit
 // StreamProcessEvents Server-sent events of the output chunks, then one exit event.
 //
 // Events `stdout` and `stderr` (id = seq, data = an OutputChunk), then `exit`
-// (data = the Process). Last-Event-ID resumes after that seq exactly; 410 output_lost
-// when the chunks asked for were evicted; 400 when it is beyond the last event.
+// (data = the Process). Without Last-Event-ID the stream starts at the oldest
+// retained chunk. A `lost` event (data = {"nextSeq": N}) says that the chunks before
+// seq N were evicted unsent: before the stream started, or while a slow reader fell
+// behind. Last-Event-ID resumes after that seq exactly; 410 output_lost when the
+// chunks after it were evicted; 400 when it is beyond the last event.
 //
 // Corresponds with GET /processes/{processId}/events (the `StreamProcessEvents` operationId).
 func (c *APIClient) StreamProcessEvents(ctx context.Context, processId ProcessId, params *StreamProcessEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1476,8 +2221,9 @@ func (c *APIClient) StreamProcessEvents(ctx context.Context, processId ProcessId
 // ReadProcessOutput Long-poll read of retained output chunks.
 //
 // Returns the retained chunks with seq > afterSeq at once when there are any, or when
-// the process has ended; otherwise waits up to waitMs for new output. 410 output_lost
-// when the chunks asked for were evicted; 400 when afterSeq is not below nextSeq.
+// the process has ended; otherwise waits up to waitMs for new output. afterSeq 0 (or
+// none) reads from the oldest retained chunk. 410 output_lost when the chunks after a
+// positive afterSeq were evicted; 400 when afterSeq is not below nextSeq.
 //
 // Corresponds with GET /processes/{processId}/output (the `ReadProcessOutput` operationId).
 func (c *APIClient) ReadProcessOutput(ctx context.Context, processId ProcessId, params *ReadProcessOutputParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1745,6 +2491,519 @@ func NewExecRequestWithBody(server string, contentType string, body io.Reader) (
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewReadFileRequest constructs an http.Request for the ReadFile method
+func NewReadFileRequest(server string, params *ReadFileParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/files/content")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "path", params.Path, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.Range != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Range", *params.Range, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Range", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewWriteFileRequestWithBody constructs an http.Request for the WriteFile method, with any body, and a specified content type
+func NewWriteFileRequestWithBody(server string, params *WriteFileParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/files/content")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "path", params.Path, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+		if params.IfNoneMatch != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewCopyFileRequest calls the generic CopyFile builder with application/json body
+func NewCopyFileRequest(server string, body CopyFileJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCopyFileRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCopyFileRequestWithBody constructs an http.Request for the CopyFile method, with any body, and a specified content type
+func NewCopyFileRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/files/copy")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListDirectoryRequest constructs an http.Request for the ListDirectory method
+func NewListDirectoryRequest(server string, params *ListDirectoryParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/files/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "path", params.Path, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewMakeDirectoryRequest calls the generic MakeDirectory builder with application/json body
+func NewMakeDirectoryRequest(server string, body MakeDirectoryJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewMakeDirectoryRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewMakeDirectoryRequestWithBody constructs an http.Request for the MakeDirectory method, with any body, and a specified content type
+func NewMakeDirectoryRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/files/mkdir")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewMoveFileRequest calls the generic MoveFile builder with application/json body
+func NewMoveFileRequest(server string, body MoveFileJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewMoveFileRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewMoveFileRequestWithBody constructs an http.Request for the MoveFile method, with any body, and a specified content type
+func NewMoveFileRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/files/move")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRemoveFileRequest calls the generic RemoveFile builder with application/json body
+func NewRemoveFileRequest(server string, body RemoveFileJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRemoveFileRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewRemoveFileRequestWithBody constructs an http.Request for the RemoveFile method, with any body, and a specified content type
+func NewRemoveFileRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/files/remove")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewStatFileRequest constructs an http.Request for the StatFile method
+func NewStatFileRequest(server string, params *StatFileParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/files/stat")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "path", params.Path, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewWalkDirectoryRequest constructs an http.Request for the WalkDirectory method
+func NewWalkDirectoryRequest(server string, params *WalkDirectoryParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/files/walk")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "path", params.Path, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.MaxDepth != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "maxDepth", *params.MaxDepth, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -2469,7 +3728,9 @@ type ClientWithResponsesInterface interface {
 	// because its request ended while it waited for its shell snapshot capture: status
 	// timed_out (timeoutMs ran out) or shutdown (the server began shutting down),
 	// snapshot.outcome not_run, and pid and processId null. A server that is shutting
-	// down refuses new commands with 503 shutting_down.
+	// down refuses new commands with 503 shutting_down. A sandbox the server cannot
+	// enforce is 422 sandbox_unavailable, naming what is missing, and nothing runs: not
+	// the command, not its snapshot capture.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2485,12 +3746,142 @@ type ClientWithResponsesInterface interface {
 	// because its request ended while it waited for its shell snapshot capture: status
 	// timed_out (timeoutMs ran out) or shutdown (the server began shutting down),
 	// snapshot.outcome not_run, and pid and processId null. A server that is shutting
-	// down refuses new commands with 503 shutting_down.
+	// down refuses new commands with 503 shutting_down. A sandbox the server cannot
+	// enforce is 422 sandbox_unavailable, naming what is missing, and nothing runs: not
+	// the command, not its snapshot capture.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /exec (the `Exec` operationId).
 	ExecWithResponse(ctx context.Context, body ExecJSONRequestBody, reqEditors ...RequestEditorFn) (*ExecResponse, error)
+
+	// ReadFileWithResponse Read a file, whole or a Range of it.
+	//
+	// Streams the regular file at path. Range (one or several byte ranges) answers 206;
+	// If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
+	// is the version stat gives. A directory is 409 is_a_directory; a FIFO, socket or device
+	// 409 not_a_regular_file.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /files/content (the `ReadFile` operationId).
+	ReadFileWithResponse(ctx context.Context, params *ReadFileParams, reqEditors ...RequestEditorFn) (*ReadFileResponse, error)
+
+	// WriteFileWithBodyWithResponse Write a file atomically from the streamed body.
+	//
+	// The body goes to a temporary file in the same directory, is synced, and is then renamed
+	// over path: a reader sees the old file or the new one, never a part, and a failed,
+	// cut-short or oversized upload leaves the old file as it was. The parent directory must
+	// exist. If-Match with an ETag from stat or read refuses (412 precondition_failed) to
+	// replace a file changed or removed since; If-None-Match "*" refuses (412) to replace any.
+	// A replaced file keeps its mode. The body may be up to --files-max-bytes (413
+	// body_too_large beyond), and arrives at its own pace: --body-timeout bounds each pause,
+	// not the whole upload.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /files/content (the `WriteFile` operationId).
+	WriteFileWithBodyWithResponse(ctx context.Context, params *WriteFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WriteFileResponse, error)
+
+	// CopyFileWithBodyWithResponse Copy a regular file, atomically as a write.
+	//
+	// An existing destination is replaced only with overwrite (else 409 exists).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /files/copy (the `CopyFile` operationId).
+	CopyFileWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CopyFileResponse, error)
+
+	// CopyFileWithResponse Copy a regular file, atomically as a write.
+	//
+	// An existing destination is replaced only with overwrite (else 409 exists).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /files/copy (the `CopyFile` operationId).
+	CopyFileWithResponse(ctx context.Context, body CopyFileJSONRequestBody, reqEditors ...RequestEditorFn) (*CopyFileResponse, error)
+
+	// ListDirectoryWithResponse A page of a directory's entries, by name.
+	//
+	// Entries in byte order of their names, at most limit (and at most --files-max-list) a
+	// page; pass next as cursor for the following page. Symlinks are described, not followed.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /files/list (the `ListDirectory` operationId).
+	ListDirectoryWithResponse(ctx context.Context, params *ListDirectoryParams, reqEditors ...RequestEditorFn) (*ListDirectoryResponse, error)
+
+	// MakeDirectoryWithBodyWithResponse Make a directory and the parents it lacks (mkdir -p).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /files/mkdir (the `MakeDirectory` operationId).
+	MakeDirectoryWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MakeDirectoryResponse, error)
+
+	// MakeDirectoryWithResponse Make a directory and the parents it lacks (mkdir -p).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /files/mkdir (the `MakeDirectory` operationId).
+	MakeDirectoryWithResponse(ctx context.Context, body MakeDirectoryJSONRequestBody, reqEditors ...RequestEditorFn) (*MakeDirectoryResponse, error)
+
+	// MoveFileWithBodyWithResponse Rename a file or directory, within one filesystem.
+	//
+	// An existing destination is replaced only with overwrite (else 409 exists; a directory
+	// only by a directory, and only an empty one). Across filesystems 409 cross_device.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /files/move (the `MoveFile` operationId).
+	MoveFileWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MoveFileResponse, error)
+
+	// MoveFileWithResponse Rename a file or directory, within one filesystem.
+	//
+	// An existing destination is replaced only with overwrite (else 409 exists; a directory
+	// only by a directory, and only an empty one). Across filesystems 409 cross_device.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /files/move (the `MoveFile` operationId).
+	MoveFileWithResponse(ctx context.Context, body MoveFileJSONRequestBody, reqEditors ...RequestEditorFn) (*MoveFileResponse, error)
+
+	// RemoveFileWithBodyWithResponse Remove a file, an empty directory, or a tree with recursive.
+	//
+	// A directory with entries is 409 not_empty unless recursive. A symlink is removed, not
+	// followed. A root itself is never removed (409 is_root).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /files/remove (the `RemoveFile` operationId).
+	RemoveFileWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RemoveFileResponse, error)
+
+	// RemoveFileWithResponse Remove a file, an empty directory, or a tree with recursive.
+	//
+	// A directory with entries is 409 not_empty unless recursive. A symlink is removed, not
+	// followed. A root itself is never removed (409 is_root).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /files/remove (the `RemoveFile` operationId).
+	RemoveFileWithResponse(ctx context.Context, body RemoveFileJSONRequestBody, reqEditors ...RequestEditorFn) (*RemoveFileResponse, error)
+
+	// StatFileWithResponse Describe a file or directory, following symlinks that stay inside.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /files/stat (the `StatFile` operationId).
+	StatFileWithResponse(ctx context.Context, params *StatFileParams, reqEditors ...RequestEditorFn) (*StatFileResponse, error)
+
+	// WalkDirectoryWithResponse A page of a directory tree, depth first.
+	//
+	// Each directory before its entries, names in byte order, the same order on every call,
+	// so that next resumes where a page ended. At most maxDepth levels (1 is the directory's
+	// own entries; at most 32) and limit entries a page. Symlinks are entries, never followed.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /files/walk (the `WalkDirectory` operationId).
+	WalkDirectoryWithResponse(ctx context.Context, params *WalkDirectoryParams, reqEditors ...RequestEditorFn) (*WalkDirectoryResponse, error)
 
 	// HealthzWithResponse Liveness.
 	//
@@ -2565,8 +3956,11 @@ type ClientWithResponsesInterface interface {
 	// StreamProcessEventsWithResponse Server-sent events of the output chunks, then one exit event.
 	//
 	// Events `stdout` and `stderr` (id = seq, data = an OutputChunk), then `exit`
-	// (data = the Process). Last-Event-ID resumes after that seq exactly; 410 output_lost
-	// when the chunks asked for were evicted; 400 when it is beyond the last event.
+	// (data = the Process). Without Last-Event-ID the stream starts at the oldest
+	// retained chunk. A `lost` event (data = {"nextSeq": N}) says that the chunks before
+	// seq N were evicted unsent: before the stream started, or while a slow reader fell
+	// behind. Last-Event-ID resumes after that seq exactly; 410 output_lost when the
+	// chunks after it were evicted; 400 when it is beyond the last event.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2576,8 +3970,9 @@ type ClientWithResponsesInterface interface {
 	// ReadProcessOutputWithResponse Long-poll read of retained output chunks.
 	//
 	// Returns the retained chunks with seq > afterSeq at once when there are any, or when
-	// the process has ended; otherwise waits up to waitMs for new output. 410 output_lost
-	// when the chunks asked for were evicted; 400 when afterSeq is not below nextSeq.
+	// the process has ended; otherwise waits up to waitMs for new output. afterSeq 0 (or
+	// none) reads from the oldest retained chunk. 410 output_lost when the chunks after a
+	// positive afterSeq were evicted; 400 when afterSeq is not below nextSeq.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2793,6 +4188,767 @@ func (r ExecResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ExecResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReadFileResponse200Headers the declared response headers of an HTTP 200 response for ReadFile
+type ReadFileResponse200Headers struct {
+	ETag *string
+}
+
+type ReadFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON416 the response for an HTTP 416 `application/problem+json` response
+	ApplicationproblemJSON416 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ReadFileResponse200Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReadFileResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReadFileResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReadFileResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ReadFileResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ReadFileResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON416 returns the response for an HTTP 416 `application/problem+json` response
+func (r ReadFileResponse) GetApplicationproblemJSON416() *Problem {
+	return r.ApplicationproblemJSON416
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ReadFileResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ReadFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReadFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReadFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReadFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// WriteFileResponse200Headers the declared response headers of an HTTP 200 response for WriteFile
+type WriteFileResponse200Headers struct {
+	ETag *string
+}
+
+type WriteFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *FileInfo
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationproblemJSON412 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *WriteFileResponse200Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r WriteFileResponse) GetJSON200() *FileInfo {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r WriteFileResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r WriteFileResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r WriteFileResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r WriteFileResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r WriteFileResponse) GetApplicationproblemJSON408() *Problem {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r WriteFileResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r WriteFileResponse) GetApplicationproblemJSON412() *Problem {
+	return r.ApplicationproblemJSON412
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r WriteFileResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r WriteFileResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r WriteFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WriteFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WriteFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WriteFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CopyFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *FileInfo
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CopyFileResponse) GetJSON200() *FileInfo {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CopyFileResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CopyFileResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CopyFileResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CopyFileResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CopyFileResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CopyFileResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r CopyFileResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CopyFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CopyFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CopyFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CopyFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListDirectoryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *FilePage
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListDirectoryResponse) GetJSON200() *FilePage {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListDirectoryResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListDirectoryResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListDirectoryResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListDirectoryResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ListDirectoryResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListDirectoryResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListDirectoryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListDirectoryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListDirectoryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListDirectoryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type MakeDirectoryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r MakeDirectoryResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r MakeDirectoryResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r MakeDirectoryResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r MakeDirectoryResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r MakeDirectoryResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r MakeDirectoryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r MakeDirectoryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r MakeDirectoryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r MakeDirectoryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type MoveFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r MoveFileResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r MoveFileResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r MoveFileResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r MoveFileResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r MoveFileResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r MoveFileResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r MoveFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r MoveFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r MoveFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r MoveFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type RemoveFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RemoveFileResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RemoveFileResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RemoveFileResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RemoveFileResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RemoveFileResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r RemoveFileResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RemoveFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RemoveFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RemoveFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RemoveFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StatFileResponse200Headers the declared response headers of an HTTP 200 response for StatFile
+type StatFileResponse200Headers struct {
+	ETag *string
+}
+
+type StatFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *FileInfo
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *StatFileResponse200Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StatFileResponse) GetJSON200() *FileInfo {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r StatFileResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r StatFileResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r StatFileResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r StatFileResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r StatFileResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r StatFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StatFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StatFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StatFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type WalkDirectoryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *FilePage
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r WalkDirectoryResponse) GetJSON200() *FilePage {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r WalkDirectoryResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r WalkDirectoryResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r WalkDirectoryResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r WalkDirectoryResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r WalkDirectoryResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r WalkDirectoryResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r WalkDirectoryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WalkDirectoryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WalkDirectoryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WalkDirectoryResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -3897,7 +6053,9 @@ func (r GetStatsResponse) ContentType() string {
 // because its request ended while it waited for its shell snapshot capture: status
 // timed_out (timeoutMs ran out) or shutdown (the server began shutting down),
 // snapshot.outcome not_run, and pid and processId null. A server that is shutting
-// down refuses new commands with 503 shutting_down.
+// down refuses new commands with 503 shutting_down. A sandbox the server cannot
+// enforce is 422 sandbox_unavailable, naming what is missing, and nothing runs: not
+// the command, not its snapshot capture.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3919,7 +6077,9 @@ func (c *ClientWithResponses) ExecWithBodyWithResponse(ctx context.Context, cont
 // because its request ended while it waited for its shell snapshot capture: status
 // timed_out (timeoutMs ran out) or shutdown (the server began shutting down),
 // snapshot.outcome not_run, and pid and processId null. A server that is shutting
-// down refuses new commands with 503 shutting_down.
+// down refuses new commands with 503 shutting_down. A sandbox the server cannot
+// enforce is 422 sandbox_unavailable, naming what is missing, and nothing runs: not
+// the command, not its snapshot capture.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3930,6 +6090,212 @@ func (c *ClientWithResponses) ExecWithResponse(ctx context.Context, body ExecJSO
 		return nil, err
 	}
 	return ParseExecResponse(rsp)
+}
+
+// ReadFileWithResponse Read a file, whole or a Range of it.
+//
+// Streams the regular file at path. Range (one or several byte ranges) answers 206;
+// If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
+// is the version stat gives. A directory is 409 is_a_directory; a FIFO, socket or device
+// 409 not_a_regular_file.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /files/content (the `ReadFile` operationId).
+func (c *ClientWithResponses) ReadFileWithResponse(ctx context.Context, params *ReadFileParams, reqEditors ...RequestEditorFn) (*ReadFileResponse, error) {
+	rsp, err := c.ReadFile(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReadFileResponse(rsp)
+}
+
+// WriteFileWithBodyWithResponse Write a file atomically from the streamed body.
+//
+// The body goes to a temporary file in the same directory, is synced, and is then renamed
+// over path: a reader sees the old file or the new one, never a part, and a failed,
+// cut-short or oversized upload leaves the old file as it was. The parent directory must
+// exist. If-Match with an ETag from stat or read refuses (412 precondition_failed) to
+// replace a file changed or removed since; If-None-Match "*" refuses (412) to replace any.
+// A replaced file keeps its mode. The body may be up to --files-max-bytes (413
+// body_too_large beyond), and arrives at its own pace: --body-timeout bounds each pause,
+// not the whole upload.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /files/content (the `WriteFile` operationId).
+func (c *ClientWithResponses) WriteFileWithBodyWithResponse(ctx context.Context, params *WriteFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WriteFileResponse, error) {
+	rsp, err := c.WriteFileWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWriteFileResponse(rsp)
+}
+
+// CopyFileWithBodyWithResponse Copy a regular file, atomically as a write.
+//
+// An existing destination is replaced only with overwrite (else 409 exists).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /files/copy (the `CopyFile` operationId).
+func (c *ClientWithResponses) CopyFileWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CopyFileResponse, error) {
+	rsp, err := c.CopyFileWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCopyFileResponse(rsp)
+}
+
+// CopyFileWithResponse Copy a regular file, atomically as a write.
+//
+// An existing destination is replaced only with overwrite (else 409 exists).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /files/copy (the `CopyFile` operationId).
+func (c *ClientWithResponses) CopyFileWithResponse(ctx context.Context, body CopyFileJSONRequestBody, reqEditors ...RequestEditorFn) (*CopyFileResponse, error) {
+	rsp, err := c.CopyFile(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCopyFileResponse(rsp)
+}
+
+// ListDirectoryWithResponse A page of a directory's entries, by name.
+//
+// Entries in byte order of their names, at most limit (and at most --files-max-list) a
+// page; pass next as cursor for the following page. Symlinks are described, not followed.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /files/list (the `ListDirectory` operationId).
+func (c *ClientWithResponses) ListDirectoryWithResponse(ctx context.Context, params *ListDirectoryParams, reqEditors ...RequestEditorFn) (*ListDirectoryResponse, error) {
+	rsp, err := c.ListDirectory(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListDirectoryResponse(rsp)
+}
+
+// MakeDirectoryWithBodyWithResponse Make a directory and the parents it lacks (mkdir -p).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /files/mkdir (the `MakeDirectory` operationId).
+func (c *ClientWithResponses) MakeDirectoryWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MakeDirectoryResponse, error) {
+	rsp, err := c.MakeDirectoryWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMakeDirectoryResponse(rsp)
+}
+
+// MakeDirectoryWithResponse Make a directory and the parents it lacks (mkdir -p).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /files/mkdir (the `MakeDirectory` operationId).
+func (c *ClientWithResponses) MakeDirectoryWithResponse(ctx context.Context, body MakeDirectoryJSONRequestBody, reqEditors ...RequestEditorFn) (*MakeDirectoryResponse, error) {
+	rsp, err := c.MakeDirectory(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMakeDirectoryResponse(rsp)
+}
+
+// MoveFileWithBodyWithResponse Rename a file or directory, within one filesystem.
+//
+// An existing destination is replaced only with overwrite (else 409 exists; a directory
+// only by a directory, and only an empty one). Across filesystems 409 cross_device.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /files/move (the `MoveFile` operationId).
+func (c *ClientWithResponses) MoveFileWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MoveFileResponse, error) {
+	rsp, err := c.MoveFileWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMoveFileResponse(rsp)
+}
+
+// MoveFileWithResponse Rename a file or directory, within one filesystem.
+//
+// An existing destination is replaced only with overwrite (else 409 exists; a directory
+// only by a directory, and only an empty one). Across filesystems 409 cross_device.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /files/move (the `MoveFile` operationId).
+func (c *ClientWithResponses) MoveFileWithResponse(ctx context.Context, body MoveFileJSONRequestBody, reqEditors ...RequestEditorFn) (*MoveFileResponse, error) {
+	rsp, err := c.MoveFile(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMoveFileResponse(rsp)
+}
+
+// RemoveFileWithBodyWithResponse Remove a file, an empty directory, or a tree with recursive.
+//
+// A directory with entries is 409 not_empty unless recursive. A symlink is removed, not
+// followed. A root itself is never removed (409 is_root).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /files/remove (the `RemoveFile` operationId).
+func (c *ClientWithResponses) RemoveFileWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RemoveFileResponse, error) {
+	rsp, err := c.RemoveFileWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRemoveFileResponse(rsp)
+}
+
+// RemoveFileWithResponse Remove a file, an empty directory, or a tree with recursive.
+//
+// A directory with entries is 409 not_empty unless recursive. A symlink is removed, not
+// followed. A root itself is never removed (409 is_root).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /files/remove (the `RemoveFile` operationId).
+func (c *ClientWithResponses) RemoveFileWithResponse(ctx context.Context, body RemoveFileJSONRequestBody, reqEditors ...RequestEditorFn) (*RemoveFileResponse, error) {
+	rsp, err := c.RemoveFile(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRemoveFileResponse(rsp)
+}
+
+// StatFileWithResponse Describe a file or directory, following symlinks that stay inside.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /files/stat (the `StatFile` operationId).
+func (c *ClientWithResponses) StatFileWithResponse(ctx context.Context, params *StatFileParams, reqEditors ...RequestEditorFn) (*StatFileResponse, error) {
+	rsp, err := c.StatFile(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStatFileResponse(rsp)
+}
+
+// WalkDirectoryWithResponse A page of a directory tree, depth first.
+//
+// Each directory before its entries, names in byte order, the same order on every call,
+// so that next resumes where a page ended. At most maxDepth levels (1 is the directory's
+// own entries; at most 32) and limit entries a page. Symlinks are entries, never followed.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /files/walk (the `WalkDirectory` operationId).
+func (c *ClientWithResponses) WalkDirectoryWithResponse(ctx context.Context, params *WalkDirectoryParams, reqEditors ...RequestEditorFn) (*WalkDirectoryResponse, error) {
+	rsp, err := c.WalkDirectory(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWalkDirectoryResponse(rsp)
 }
 
 // HealthzWithResponse Liveness.
@@ -4053,8 +6419,11 @@ func (c *ClientWithResponses) GetProcessWithResponse(ctx context.Context, proces
 // StreamProcessEventsWithResponse Server-sent events of the output chunks, then one exit event.
 //
 // Events `stdout` and `stderr` (id = seq, data = an OutputChunk), then `exit`
-// (data = the Process). Last-Event-ID resumes after that seq exactly; 410 output_lost
-// when the chunks asked for were evicted; 400 when it is beyond the last event.
+// (data = the Process). Without Last-Event-ID the stream starts at the oldest
+// retained chunk. A `lost` event (data = {"nextSeq": N}) says that the chunks before
+// seq N were evicted unsent: before the stream started, or while a slow reader fell
+// behind. Last-Event-ID resumes after that seq exactly; 410 output_lost when the
+// chunks after it were evicted; 400 when it is beyond the last event.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -4070,8 +6439,9 @@ func (c *ClientWithResponses) StreamProcessEventsWithResponse(ctx context.Contex
 // ReadProcessOutputWithResponse Long-poll read of retained output chunks.
 //
 // Returns the retained chunks with seq > afterSeq at once when there are any, or when
-// the process has ended; otherwise waits up to waitMs for new output. 410 output_lost
-// when the chunks asked for were evicted; 400 when afterSeq is not below nextSeq.
+// the process has ended; otherwise waits up to waitMs for new output. afterSeq 0 (or
+// none) reads from the oldest retained chunk. 410 output_lost when the chunks after a
+// positive afterSeq were evicted; 400 when afterSeq is not below nextSeq.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -4346,6 +6716,662 @@ func ParseExecResponse(rsp *http.Response) (*ExecResponse, error) {
 
 	case rsp.StatusCode == 200:
 		// Content-type (text/event-stream) unsupported
+
+	}
+
+	return response, nil
+}
+
+// ParseReadFileResponse parses an HTTP response from a ReadFileWithResponse call
+func ParseReadFileResponse(rsp *http.Response) (*ReadFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReadFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 416:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON416 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ReadFileResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWriteFileResponse parses an HTTP response from a WriteFileWithResponse call
+func ParseWriteFileResponse(rsp *http.Response) (*WriteFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WriteFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FileInfo
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers WriteFileResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCopyFileResponse parses an HTTP response from a CopyFileWithResponse call
+func ParseCopyFileResponse(rsp *http.Response) (*CopyFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CopyFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FileInfo
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListDirectoryResponse parses an HTTP response from a ListDirectoryWithResponse call
+func ParseListDirectoryResponse(rsp *http.Response) (*ListDirectoryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListDirectoryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FilePage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseMakeDirectoryResponse parses an HTTP response from a MakeDirectoryWithResponse call
+func ParseMakeDirectoryResponse(rsp *http.Response) (*MakeDirectoryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &MakeDirectoryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseMoveFileResponse parses an HTTP response from a MoveFileWithResponse call
+func ParseMoveFileResponse(rsp *http.Response) (*MoveFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &MoveFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseRemoveFileResponse parses an HTTP response from a RemoveFileWithResponse call
+func ParseRemoveFileResponse(rsp *http.Response) (*RemoveFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RemoveFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseStatFileResponse parses an HTTP response from a StatFileWithResponse call
+func ParseStatFileResponse(rsp *http.Response) (*StatFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StatFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FileInfo
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers StatFileResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWalkDirectoryResponse parses an HTTP response from a WalkDirectoryWithResponse call
+func ParseWalkDirectoryResponse(rsp *http.Response) (*WalkDirectoryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WalkDirectoryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FilePage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
 
 	}
 

@@ -121,3 +121,74 @@ func ExampleError() {
 	// Output:
 	// 422 spawn_failed argv
 }
+
+// A background process that reads its stdin: the long poll answers at its
+// first output, the write answers its question, and the next poll, from
+// after what was read, gets the rest.
+func ExampleClient_Start() {
+	ctx := context.Background()
+	c, err := client.New(os.Getenv("SNAPEXEC_URL"), client.WithToken(os.Getenv("SNAPEXEC_TOKEN")))
+	if err != nil {
+		log.Fatal(err)
+	}
+	pipe := true
+	p, err := c.Start(ctx, client.StartProcessRequest{
+		Argv:      []string{"/bin/sh", "-c", `printf 'name?'; read -r name; echo "hello, $name"`},
+		PipeStdin: &pipe,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	wait := 5000
+	page, err := client.Result(c.ReadProcessOutputWithResponse(ctx, p.ProcessId, &client.ReadProcessOutputParams{WaitMs: &wait}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s\n", page.Chunks[0].Bytes())
+	data, closeStdin := "snapexec\n", true
+	if _, err := client.Result(c.WriteProcessStdinWithResponse(ctx, p.ProcessId, client.StdinWrite{Data: &data, Close: &closeStdin})); err != nil {
+		log.Fatal(err)
+	}
+	after := page.Chunks[len(page.Chunks)-1].Seq
+	page, err = client.Result(c.ReadProcessOutputWithResponse(ctx, p.ProcessId, &client.ReadProcessOutputParams{AfterSeq: &after, WaitMs: &wait}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s", page.Chunks[0].Bytes())
+	// Output:
+	// name?
+	// hello, snapexec
+}
+
+// A login shell's profile is captured once per scope and replayed into the
+// scope's later commands, which then skip it.
+func Example_shellSnapshot() {
+	ctx := context.Background()
+	c, err := client.New(os.Getenv("SNAPEXEC_URL"), client.WithToken(os.Getenv("SNAPEXEC_TOKEN")))
+	if err != nil {
+		log.Fatal(err)
+	}
+	home, err := os.MkdirTemp("", "snapexec-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(home)
+	if err := os.WriteFile(home+"/.profile", []byte("greet() { echo \"hello from the profile\"; }\n"), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	env := map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"}
+	req := client.ExecRequest{
+		Argv: []string{"/bin/bash", "-lc", "greet"}, Cwd: &home, Env: &env,
+		ShellSnapshot: &client.ShellSnapshotRequest{ScopeId: "example", Shell: client.ShellInfo{Name: "bash", Path: "/bin/bash"}},
+	}
+	for range 2 {
+		res, err := c.Exec(ctx, req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s %s %s", res.Snapshot.Outcome, *res.Snapshot.State, res.StdoutData())
+	}
+	// Output:
+	// used on_demand hello from the profile
+	// used cache_hit hello from the profile
+}

@@ -475,10 +475,10 @@ func TestComposeFile(t *testing.T) {
 				t.Errorf("%v; server log:\n%s", err, s.Log())
 			}
 		})
-		if code, _ := request(t, http.MethodGet, s.URL+"/stats", "", "", nil); code != http.StatusUnauthorized {
+		if code, _ := get(t, s.URL+"/stats", "", ""); code != http.StatusUnauthorized {
 			t.Errorf("GET /stats without the token = %d, want 401: snapexec would run without a token", code)
 		}
-		if code, body := request(t, http.MethodGet, s.URL+"/stats", "snapexec:"+listenPort, token, nil); code != http.StatusOK {
+		if code, body := get(t, s.URL+"/stats", "snapexec:"+listenPort, token); code != http.StatusOK {
 			t.Errorf("GET /stats with Host snapexec:%s = %d %s: SNAPEXEC_ALLOWED_HOSTS=%q does not accept the service name snapexec, the Host Prometheus scrapes with",
 				listenPort, code, body, serviceEnv(snapexec, "SNAPEXEC_ALLOWED_HOSTS"))
 		}
@@ -558,6 +558,14 @@ func TestComposeFile(t *testing.T) {
 		}
 		if serviceEnv(snapexec, "OTEL_SERVICE_NAME") == "" {
 			t.Errorf("snapexec has no OTEL_SERVICE_NAME")
+		}
+		// Spans are pushed to the collector; metrics are not (Prometheus
+		// scrapes /metrics, and the collector has no metrics pipeline).
+		if e := serviceEnv(snapexec, "OTEL_TRACES_EXPORTER"); e != "otlp" {
+			t.Errorf("snapexec's OTEL_TRACES_EXPORTER = %q, want otlp", e)
+		}
+		if e := serviceEnv(snapexec, "OTEL_METRICS_EXPORTER"); e != "none" {
+			t.Errorf("snapexec's OTEL_METRICS_EXPORTER = %q, want none", e)
 		}
 		if c, ok := snapexec.DependsOn[collector.Name]; !ok || c.Condition != types.ServiceConditionHealthy {
 			t.Errorf("snapexec does not wait for %s to be healthy (%+v)", collector.Name, snapexec.DependsOn)

@@ -3,6 +3,7 @@ package deploy
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snapexec/snapexec/client"
 	"github.com/snapexec/snapexec/internal/testserver"
 )
 
@@ -188,24 +190,14 @@ func parseExposition(t *testing.T, body []byte) exposition {
 	return out
 }
 
-// request sends a request the way the stack's clients do: with the
-// bearer token and, when host is set, that Host header.
-func request(t *testing.T, method, rawURL, host, token string, body any) (int, []byte) {
+// get sends a GET the way Prometheus and a probe do: with the bearer
+// token and, when host is set, that Host header, which the Go client does
+// not let a caller choose per request.
+func get(t *testing.T, rawURL, host, token string) (int, []byte) {
 	t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, rawURL, r)
+	req, err := http.NewRequest(http.MethodGet, rawURL, nil)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
 	}
 	if host != "" {
 		req.Host = host
@@ -215,7 +207,7 @@ func request(t *testing.T, method, rawURL, host, token string, body any) (int, [
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, rawURL, err)
+		t.Fatalf("GET %s: %v", rawURL, err)
 	}
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
@@ -250,44 +242,42 @@ func TestGrafanaDashboardMetrics(t *testing.T) {
 	}})
 
 	// A capture that succeeds, one whose profile fails (failure_reason), and a
-	// command without a snapshot.
+	// command without a snapshot, through the Go client with the token.
+	api, err := client.New(s.URL, client.WithToken(token))
+	if err != nil {
+		t.Fatal(err)
+	}
 	good, bad := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(bad, ".bashrc"), []byte("exit 7\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	snapshot := func(home, scope string) map[string]any {
-		return map[string]any{
-			"argv":          []string{"/bin/bash", "-lc", "true"},
-			"env":           map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"},
-			"shellSnapshot": map[string]any{"scopeId": scope, "shell": map[string]string{"name": "bash", "path": "/bin/bash"}},
+	snapshot := func(home, scope string) client.ExecRequest {
+		env := map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"}
+		return client.ExecRequest{
+			Argv: []string{"/bin/bash", "-lc", "true"}, Env: &env,
+			ShellSnapshot: &client.ShellSnapshotRequest{ScopeId: scope, Shell: client.ShellInfo{Name: "bash", Path: "/bin/bash"}},
 		}
 	}
 	for _, tc := range []struct {
-		body        map[string]any
-		wantOutcome string
+		req         client.ExecRequest
+		wantOutcome client.SnapshotReceiptOutcome
 	}{
-		{snapshot(good, "deploy"), "used"},
-		{snapshot(bad, "deploy-failing"), "fallback"},
-		{map[string]any{"argv": []string{"true"}}, "not_requested"},
+		{snapshot(good, "deploy"), client.SnapshotReceiptOutcomeUsed},
+		{snapshot(bad, "deploy-failing"), client.SnapshotReceiptOutcomeFallback},
+		{client.ExecRequest{Argv: []string{"true"}}, client.SnapshotReceiptOutcomeNotRequested},
 	} {
-		code, raw := request(t, http.MethodPost, s.URL+"/exec", "", token, tc.body)
-		var got struct {
-			Status   string `json:"status"`
-			Snapshot struct {
-				Outcome string `json:"outcome"`
-			} `json:"snapshot"`
-		}
-		if err := json.Unmarshal(raw, &got); err != nil || code != http.StatusOK || got.Snapshot.Outcome != tc.wantOutcome {
-			t.Fatalf("POST /exec %v = %d %s, want 200 with snapshot outcome %s", tc.body, code, raw, tc.wantOutcome)
+		got, err := api.Exec(context.Background(), tc.req)
+		if err != nil || got.Snapshot.Outcome != tc.wantOutcome {
+			t.Fatalf("Exec(%q) = %+v, %v; want snapshot outcome %s", tc.req.Argv, got, err, tc.wantOutcome)
 		}
 	}
 
 	// Scraped as Prometheus does: Host snapexec:<port>, the bearer token.
 	host := "snapexec:8080"
-	if code, _ := request(t, http.MethodGet, s.URL+"/metrics", host, "", nil); code != http.StatusUnauthorized {
+	if code, _ := get(t, s.URL+"/metrics", host, ""); code != http.StatusUnauthorized {
 		t.Errorf("GET /metrics without the token = %d, want 401", code)
 	}
-	code, body := request(t, http.MethodGet, s.URL+"/metrics", host, token, nil)
+	code, body := get(t, s.URL+"/metrics", host, token)
 	if code != http.StatusOK {
 		t.Fatalf("GET /metrics as Prometheus = %d %s", code, body)
 	}
@@ -309,6 +299,18 @@ func TestGrafanaDashboardMetrics(t *testing.T) {
 			}
 			if !slices.ContainsFunc(q.metrics, func(m string) bool { return expo[m][l] }) {
 				t.Errorf("panel %q: label %s is on none of %q in /metrics", q.panel, l, q.metrics)
+			}
+		}
+	}
+	// Every time is in seconds (the metrics' unit suffix), so a panel that
+	// shows one says s.
+	for _, p := range dashboardPanels(readDashboard(t, root)) {
+		for _, target := range digList(p, "targets") {
+			expr := digString(target, "expr")
+			if strings.Contains(expr, "_seconds_bucket") && strings.Contains(expr, "histogram_quantile") {
+				if unit := digString(p, "fieldConfig", "defaults", "unit"); unit != "s" {
+					t.Errorf("panel %q shows %s in unit %q, want s", digString(p, "title"), expr, unit)
+				}
 			}
 		}
 	}

@@ -28,6 +28,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/snapexec/snapexec/client"
 )
 
 // runTimeout bounds a whole run, whatever the flags say.
@@ -96,7 +98,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 
-	srv, err := startServer(ctx, bin, filepath.Join(tmp, "server.log"))
+	filesDir := filepath.Join(tmp, "files")
+	if err := os.Mkdir(filesDir, 0o755); err != nil {
+		return err
+	}
+	srv, err := startServer(ctx, bin, filepath.Join(tmp, "server.log"), "--files-root", filesDir)
 	if err != nil {
 		return err
 	}
@@ -108,7 +114,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			srv.logTail(stderr, 20)
 		}
 	}()
-	b := &bench{srv: srv, home: home}
+	b := &bench{srv: srv, home: home, files: filesDir}
 	res, err := b.measure(ctx, o, tmp, stdout)
 	if err != nil {
 		return err
@@ -147,20 +153,21 @@ func loginHome(tmp, profile string) (string, error) {
 type server struct {
 	cmd     *exec.Cmd
 	base    string // http://127.0.0.1:PORT
-	client  *http.Client
+	http    *http.Client
+	api     *client.Client
 	logPath string
 	exited  chan error // receives Wait's result once
 }
 
-// startServer runs bin on a free loopback port, its log in logPath, and waits
-// for the line that gives its address.
-func startServer(ctx context.Context, bin, logPath string) (*server, error) {
+// startServer runs bin with args on a free loopback port, its log in
+// logPath, and waits for the line that gives its address.
+func startServer(ctx context.Context, bin, logPath string, args ...string) (*server, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	defer logFile.Close() // the child holds its own descriptor
-	cmd := exec.Command(bin, "--addr", "127.0.0.1:0")
+	cmd := exec.Command(bin, append([]string{"--addr", "127.0.0.1:0"}, args...)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.Stderr = logFile
 	// The server dies with the bench, even when the bench is killed.
@@ -196,16 +203,22 @@ func startServer(ctx context.Context, bin, logPath string) (*server, error) {
 		_ = cmd.Process.Kill()
 		return nil, ctx.Err()
 	}
-	s.client = &http.Client{
+	s.http = &http.Client{
 		Timeout:   30 * time.Second,
 		Transport: &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 32, IdleConnTimeout: time.Minute},
 	}
+	api, err := client.New(s.base, client.WithHTTPClient(s.http))
+	if err != nil {
+		_ = cmd.Process.Kill()
+		return nil, err
+	}
+	s.api = api
 	return s, nil
 }
 
 // stop sends SIGTERM, waits up to 10 s for a clean exit, then kills.
 func (s *server) stop() error {
-	s.client.CloseIdleConnections()
+	s.http.CloseIdleConnections()
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-s.exited:
@@ -231,28 +244,6 @@ func (s *server) logTail(w io.Writer, n int) {
 	for _, l := range lines[max(0, len(lines)-n):] {
 		fmt.Fprintln(w, "  "+l)
 	}
-}
-
-// call sends one request, a JSON body when body is not nil, and reads the answer.
-func (s *server) call(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, s.base+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, data, err
 }
 
 // clockTick is the unit of /proc's CPU times (USER_HZ, 100 on every Linux ABI).

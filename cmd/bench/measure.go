@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/snapexec/snapexec/client"
 )
 
 const (
@@ -43,52 +44,7 @@ var (
 )
 
 // bashShell is the shell every snapshot request names.
-var bashShell = shellInfo{Name: "bash", Path: "/bin/bash"}
-
-type shellInfo struct {
-	Name string `json:"name"`
-	Path string `json:"path"`
-}
-
-type snapshotRequest struct {
-	ScopeID string    `json:"scopeId"`
-	Shell   shellInfo `json:"shell"`
-}
-
-type execRequest struct {
-	Argv          []string          `json:"argv"`
-	Cwd           string            `json:"cwd"`
-	Env           map[string]string `json:"env"`
-	ShellSnapshot *snapshotRequest  `json:"shellSnapshot,omitempty"`
-}
-
-type prewarmRequest struct {
-	Shell shellInfo         `json:"shell"`
-	Cwd   string            `json:"cwd"`
-	Env   map[string]string `json:"env"`
-}
-
-// execResult is the part of an /exec answer the bench checks and keeps.
-type execResult struct {
-	Status     string `json:"status"`
-	ExitCode   *int   `json:"exitCode"`
-	Stdout     string `json:"stdout"`
-	Stderr     string `json:"stderr"`
-	DurationMs int64  `json:"durationMs"`
-	Snapshot   struct {
-		Outcome string  `json:"outcome"`
-		State   string  `json:"state"`
-		WaitMs  float64 `json:"waitMs"`
-		Standby bool    `json:"standby"`
-	} `json:"snapshot"`
-}
-
-// snapshotEntry is the part of a cache entry the bench checks.
-type snapshotEntry struct {
-	ScopeID    string `json:"scopeId"`
-	State      string `json:"state"`
-	StateBytes int    `json:"stateBytes"`
-}
+var bashShell = client.ShellInfo{Name: "bash", Path: "/bin/bash"}
 
 // want is what a correct /exec answer holds besides exit 0 and an empty
 // stderr; standby is "" when either is right, else "yes" or "no".
@@ -113,24 +69,30 @@ type mode struct {
 type bench struct {
 	srv  *server
 	home string
+	// files is the server's --files-root.
+	files string
 }
 
 // measure runs every phase in turn, reporting progress to log.
 func (b *bench) measure(ctx context.Context, o options, tmp string, log io.Writer) (*results, error) {
 	res := &results{Machine: machineInfo(ctx), Rounds: o.rounds, FirstRuns: o.firstRuns, Profile: o.profile}
-	if code, data, err := b.srv.call(ctx, http.MethodGet, "/healthz", nil); err != nil || code != http.StatusOK {
-		return nil, fmt.Errorf("GET /healthz = %d %s %v", code, data, err)
+	if err := client.Check(b.srv.api.HealthzWithResponse(ctx)); err != nil {
+		return nil, fmt.Errorf("GET /healthz: %w", err)
 	}
 	var err error
 	if res.Memory.IdleRSSMiB, _, err = b.srv.memory(); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(log, "latency: %d interleaved rounds of 10 modes\n", o.rounds)
+	fmt.Fprintf(log, "latency: %d interleaved rounds of 12 modes\n", o.rounds)
 	if res.Latency, err = b.latency(ctx, o.rounds); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(log, "first capture: %d runs against a plain login\n", o.firstRuns)
 	if res.FirstCapture, err = b.firstCapture(ctx, o.firstRuns); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "files: %d interleaved rounds of a %d MiB read and write against cat and cp\n", filesRounds, filesBytes>>20)
+	if res.Files, err = b.filesThroughput(ctx); err != nil {
 		return nil, err
 	}
 	for _, c := range []int{1, 4, 16} {
@@ -162,19 +124,26 @@ func (b *bench) latency(ctx context.Context, rounds int) ([]summary, error) {
 			return nil, fmt.Errorf("capturing the warm scope %s: %w", scope, err)
 		}
 	}
-	// The launch repeats: its standby starts. (catNull is the same launch.)
+	sandboxedWarm := b.sandboxed(b.execBody(echoHi, "bench-warm", b.home))
+	if _, err := b.exec(ctx, sandboxedWarm, want{"hi\n", "used", "on_demand", "no"}); err != nil {
+		return nil, fmt.Errorf("capturing the sandboxed warm scope: %w", err)
+	}
+	// The launches repeat: their standbys start. (catNull is the same launch.)
 	if _, err := b.exec(ctx, b.execBody(echoHi, "bench-warm", b.home), want{"hi\n", "used", "cache_hit", "no"}); err != nil {
 		return nil, err
 	}
+	if _, err := b.exec(ctx, sandboxedWarm, want{"hi\n", "used", "cache_hit", "no"}); err != nil {
+		return nil, err
+	}
+	trueSandboxed := b.sandboxed(b.execBody([]string{"/bin/true"}, "", b.home))
 	if _, _, err := b.prewarm(ctx, "bench-prewarm", b.home); err != nil {
 		return nil, err
 	}
 	var nonce atomic.Int64
 	fresh := mode{key: "fresh", label: "/exec bash -lc, warm, no standby", run: func(ctx context.Context) (sample, error) {
-		req := execRequest{Argv: echoHi, Cwd: b.home, Env: envFor(b.home), ShellSnapshot: &snapshotRequest{ScopeID: "bench-fresh", Shell: bashShell}}
-		req.Env["BENCH_NONCE"] = fmt.Sprint(nonce.Add(1))
-		body, _ := json.Marshal(req) // cannot fail: strings only
-		return b.exec(ctx, body, want{"hi\n", "used", "cache_hit", "no"})
+		req := b.execBody(echoHi, "bench-fresh", b.home)
+		(*req.Env)["BENCH_NONCE"] = fmt.Sprint(nonce.Add(1))
+		return b.exec(ctx, req, want{"hi\n", "used", "cache_hit", "no"})
 	}}
 	burstBody := b.execBody(echoHi, "bench-burst", b.home)
 	burst := mode{key: "burst", label: "/exec bash -lc, warm, back to back", run: func(ctx context.Context) (sample, error) {
@@ -191,6 +160,12 @@ func (b *bench) latency(ctx context.Context, rounds int) ([]summary, error) {
 		burst,
 		b.execMode("nosnap", "/exec bash -lc, no snapshot", echoHi, "", want{"hi\n", "not_requested", "", "no"}),
 		b.execMode("exectrue", "/exec /bin/true", []string{"/bin/true"}, "", want{"", "not_requested", "", "no"}),
+		{key: "sbwarm", label: "/exec bash -lc, warm snapshot, sandboxed", run: func(ctx context.Context) (sample, error) {
+			return b.exec(ctx, sandboxedWarm, want{"hi\n", "used", "cache_hit", "yes"})
+		}},
+		{key: "sbtrue", label: "/exec /bin/true, sandboxed", run: func(ctx context.Context) (sample, error) {
+			return b.exec(ctx, trueSandboxed, want{"", "not_requested", "", "no"})
+		}},
 		b.spawnMode("bashc", "direct bash -c", "hi\n", "/bin/bash", "-c", "echo hi"),
 		b.spawnMode("bashcat", "direct bash -c 'cat /dev/null'", "", "/bin/bash", "-c", "cat /dev/null"),
 		b.spawnMode("true", "direct /bin/true", "", "/bin/true"),
@@ -204,8 +179,8 @@ func (b *bench) firstCapture(ctx context.Context, runs int) ([]summary, error) {
 	const scope = "bench-first"
 	body := b.execBody(echoHi, scope, b.home)
 	first := mode{key: "first", label: "/exec bash -lc, first capture", run: func(ctx context.Context) (sample, error) {
-		if code, data, err := b.srv.call(ctx, http.MethodDelete, "/snapshots/"+scope, nil); err != nil || code != http.StatusNoContent {
-			return sample{}, fmt.Errorf("DELETE /snapshots/%s = %d %s %v", scope, code, data, err)
+		if err := client.Check(b.srv.api.ForgetSnapshotsWithResponse(ctx, scope)); err != nil {
+			return sample{}, fmt.Errorf("DELETE /snapshots/%s: %w", scope, err)
 		}
 		return b.exec(ctx, body, want{"hi\n", "used", "on_demand", "no"})
 	}}
@@ -369,13 +344,12 @@ func (b *bench) fillCache(ctx context.Context, tmp string, m *memoryFigures) err
 			}
 		}
 	}
-	code, data, err := b.srv.call(ctx, http.MethodGet, "/snapshots", nil)
-	var list struct{ Entries []snapshotEntry }
-	if err != nil || code != http.StatusOK || json.Unmarshal(data, &list) != nil {
-		return fmt.Errorf("GET /snapshots = %d %v", code, err)
+	list, err := client.Result(b.srv.api.ListSnapshotsWithResponse(ctx))
+	if err != nil {
+		return fmt.Errorf("GET /snapshots: %w", err)
 	}
 	for _, e := range list.Entries {
-		if strings.HasPrefix(e.ScopeID, "bench-full-") && e.State == "ready" && e.StateBytes >= minFullState {
+		if strings.HasPrefix(e.ScopeId, "bench-full-") && e.State == client.SnapshotEntryStateReady && e.StateBytes >= minFullState {
 			m.Snapshots++
 		}
 	}
@@ -426,13 +400,21 @@ func envFor(home string) map[string]string {
 
 // execBody is an /exec request for argv run in home, with the snapshot of
 // scope when scope is not empty.
-func (b *bench) execBody(argv []string, scope, home string) []byte {
-	req := execRequest{Argv: argv, Cwd: home, Env: envFor(home)}
+func (b *bench) execBody(argv []string, scope, home string) client.ExecRequest {
+	env := envFor(home)
+	req := client.ExecRequest{Argv: argv, Cwd: &home, Env: &env}
 	if scope != "" {
-		req.ShellSnapshot = &snapshotRequest{ScopeID: scope, Shell: bashShell}
+		req.ShellSnapshot = &client.ShellSnapshotRequest{ScopeId: scope, Shell: bashShell}
 	}
-	body, _ := json.Marshal(req) // cannot fail: strings only
-	return body
+	return req
+}
+
+// sandboxed is req with the sandboxed modes' sandbox: the home writable, no
+// network, as an agent's command is commonly confined.
+func (b *bench) sandboxed(req client.ExecRequest) client.ExecRequest {
+	network := client.SandboxNetworkNone
+	req.Sandbox = &client.Sandbox{WritableRoots: &[]string{b.home}, Network: &network}
+	return req
 }
 
 // execMode is a mode running argv through /exec.
@@ -446,22 +428,27 @@ func (b *bench) spawnMode(key, label, stdout string, argv ...string) mode {
 	return mode{key: key, label: label, direct: true, run: func(ctx context.Context) (sample, error) { return b.spawn(ctx, stdout, argv...) }}
 }
 
-// exec posts body to /exec, checks the answer against w and times it.
-func (b *bench) exec(ctx context.Context, body []byte, w want) (sample, error) {
+// exec runs req through /exec, checks the answer against w and times it.
+func (b *bench) exec(ctx context.Context, req client.ExecRequest, w want) (sample, error) {
 	start := time.Now()
-	code, data, err := b.srv.call(ctx, http.MethodPost, "/exec", body)
+	r, err := b.srv.api.Exec(ctx, req)
 	wall := time.Since(start)
 	if err != nil {
-		return sample{}, fmt.Errorf("POST /exec: %w", err)
+		return sample{}, fmt.Errorf("POST /exec %q: %w", req.Argv, err)
 	}
-	var r execResult
-	if code != http.StatusOK || json.Unmarshal(data, &r) != nil {
-		return sample{}, fmt.Errorf("POST /exec %s = %d %s", body, code, data)
+	var state string
+	if r.Snapshot.State != nil {
+		state = string(*r.Snapshot.State)
 	}
 	standbyOK := w.standby == "" || (w.standby == "yes") == r.Snapshot.Standby
-	if r.Status != "exited" || r.ExitCode == nil || *r.ExitCode != 0 || r.Stdout != w.stdout || r.Stderr != "" ||
-		r.Snapshot.Outcome != w.outcome || r.Snapshot.State != w.state || !standbyOK {
-		return sample{}, fmt.Errorf("POST /exec %.300s = %s\nwant exit 0, stdout %q, no stderr, snapshot %s %s, standby %q", body, data, w.stdout, w.outcome, w.state, w.standby)
+	wantSandbox := client.SandboxReportTypeNone
+	if req.Sandbox != nil {
+		wantSandbox = client.SandboxReportTypeLandlock
+	}
+	if r.Status != client.ExitStatusExited || r.ExitCode == nil || *r.ExitCode != 0 || string(r.StdoutData()) != w.stdout || len(r.StderrData()) > 0 ||
+		string(r.Snapshot.Outcome) != w.outcome || state != w.state || !standbyOK || r.Sandbox == nil || r.Sandbox.Type != wantSandbox {
+		got, _ := json.Marshal(r) // cannot fail: the generated type
+		return sample{}, fmt.Errorf("POST /exec %q = %.300s\nwant exit 0, stdout %q, no stderr, snapshot %s %s, standby %q, sandbox %s", req.Argv, got, w.stdout, w.outcome, w.state, w.standby, wantSandbox)
 	}
 	return sample{wallMs: ms(wall), durationMs: float64(r.DurationMs), waitMs: r.Snapshot.WaitMs, standby: r.Snapshot.Standby}, nil
 }
@@ -485,20 +472,17 @@ func (b *bench) spawn(ctx context.Context, stdout string, argv ...string) (sampl
 
 // prewarm captures scope's snapshot for home ahead of need and checks it is
 // ready; tooLarge reports a capture the server rejected as too large.
-func (b *bench) prewarm(ctx context.Context, scope, home string) (e snapshotEntry, tooLarge bool, err error) {
-	body, _ := json.Marshal(prewarmRequest{Shell: bashShell, Cwd: home, Env: envFor(home)}) // strings only
-	path := "/snapshots/" + url.PathEscape(scope) + "/prewarm"
-	code, data, err := b.srv.call(ctx, http.MethodPost, path, body)
+func (b *bench) prewarm(ctx context.Context, scope, home string) (e *client.SnapshotEntry, tooLarge bool, err error) {
+	env := envFor(home)
+	e, err = client.Result(b.srv.api.PrewarmSnapshotWithResponse(ctx, scope, nil, client.PrewarmRequest{Shell: bashShell, Cwd: &home, Env: &env}))
+	if problem, ok := errors.AsType[*client.Error](err); ok {
+		tooLarge = problem.Code == client.ProblemCodeCaptureFailed && strings.HasPrefix(problem.Detail, "too_large")
+	}
 	if err != nil {
-		return e, false, fmt.Errorf("POST %s: %w", path, err)
+		return nil, tooLarge, fmt.Errorf("POST /snapshots/%s/prewarm: %w", scope, err)
 	}
-	if code == http.StatusBadGateway {
-		var p struct{ Code, Detail string }
-		_ = json.Unmarshal(data, &p)
-		tooLarge = p.Code == "capture_failed" && strings.HasPrefix(p.Detail, "too_large")
-	}
-	if code != http.StatusOK || json.Unmarshal(data, &e) != nil || e.State != "ready" {
-		return e, tooLarge, fmt.Errorf("POST %s = %d %.300s", path, code, data)
+	if e.State != client.SnapshotEntryStateReady {
+		return nil, false, fmt.Errorf("POST /snapshots/%s/prewarm: the entry is %s, want ready", scope, e.State)
 	}
 	return e, false, nil
 }

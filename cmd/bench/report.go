@@ -27,6 +27,7 @@ type results struct {
 	FirstCapture []summary     `json:"firstCapture"`
 	Throughput   []level       `json:"throughput"`
 	Memory       memoryFigures `json:"memory"`
+	Files        filesFigures  `json:"files"`
 	Figures      []figure      `json:"figures"`
 }
 
@@ -172,7 +173,20 @@ func (r *results) figures() []figure {
 		{Name: "warm, back to back ÷ direct bash -c", Value: round3(med["burst"] / med["bashc"]), Unit: "×"},
 		{Name: "warm 'cat /dev/null' ÷ direct bash -c 'cat /dev/null'", Value: round3(med["warmcat"] / med["bashcat"]), Unit: "×"},
 		{Name: "first capture ÷ plain login", Value: round3(med["first"] / med["login"]), Unit: "×"},
+		check("sandbox cost, /exec true (median, sandboxed − plain)", med["sbtrue"]-med["exectrue"], "ms", "≤", 0.5),
+		check("sandbox cost, warm snapshot (median, sandboxed − plain)", med["sbwarm"]-med["warm"], "ms", "≤", 0.5),
 	}
+	fl := r.Files
+	f = append(f,
+		figure{Name: fmt.Sprintf("GET /files/content, %d MiB", fl.SizeMiB), Value: fl.ReadMBps, Unit: "MB/s"},
+		figure{Name: fmt.Sprintf("cat, %d MiB", fl.SizeMiB), Value: fl.CatMBps, Unit: "MB/s"},
+		check("files read ÷ cat", fl.ReadMBps/fl.CatMBps, "×", "≥", 0.7),
+		figure{Name: fmt.Sprintf("PUT /files/content (fsync'ed), %d MiB", fl.SizeMiB), Value: fl.WriteMBps, Unit: "MB/s"},
+		figure{Name: fmt.Sprintf("cp, %d MiB", fl.SizeMiB), Value: fl.CpMBps, Unit: "MB/s"},
+		figure{Name: fmt.Sprintf("cp && sync FILE, %d MiB", fl.SizeMiB), Value: fl.CpSyncMBps, Unit: "MB/s"},
+		check("files write ÷ cp", fl.WriteMBps/fl.CpMBps, "×", "≥", 0.7),
+		figure{Name: "files write ÷ cp && sync FILE", Value: round3(fl.WriteMBps / fl.CpSyncMBps), Unit: "×"},
+	)
 	for _, l := range r.Throughput {
 		name := fmt.Sprintf("throughput /exec true ÷ direct, c=%d", l.Concurrency)
 		ratio := figure{Name: name, Value: round3(l.Ratio), Unit: "×"}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/snapexec/snapexec/client"
 )
 
 // hangingHome is a HOME whose profile hangs in a sleep with a marker
@@ -24,15 +25,6 @@ func hangingHome(t *testing.T, n int) (home, marker string) {
 	marker = fmt.Sprintf("61.%d%d", os.Getpid()%100000, n)
 	writeTestFile(t, filepath.Join(home, ".bashrc"), "sleep "+marker+"\n")
 	return home, marker
-}
-
-// scopeEntries returns the entries of scope, none when it has none.
-func (s *testServer) scopeEntries(t *testing.T, scope string) []map[string]any {
-	t.Helper()
-	_, body := s.get(t, "/snapshots/"+url.PathEscape(scope))
-	var got struct{ Entries []map[string]any }
-	_ = json.Unmarshal(body, &got)
-	return got.Entries
 }
 
 type postAnswer struct {
@@ -88,7 +80,7 @@ func TestShutdownAnswersRequestsWaitingOnACapture(t *testing.T) {
 	}
 	waitFor(t, "3 commands waiting on the capture", func() bool {
 		e := s.scopeEntries(t, "hang")
-		return len(e) == 1 && e[0]["waiting"] == float64(n)
+		return len(e) == 1 && e[0].Waiting == n
 	})
 	waitFor(t, "the capture shell's sleep", func() bool { return len(withArg(marker)) > 0 })
 
@@ -140,15 +132,15 @@ func TestTimeoutBoundsTheCaptureWait(t *testing.T) {
 	code, got, _ := s.post(t, "/exec", body)
 	t.Logf("/exec with timeoutMs 1000 answered after %v", time.Since(start).Round(time.Millisecond))
 	neverRan(t, "/exec with timeoutMs 1000 and a hung capture", code, got, "timed_out", "timeout ran out")
-	if e := s.scopeEntry(t, "slow"); e["state"] != "pending" {
-		t.Errorf("entry after the request = %v, want pending: the capture goes on for the next command", e)
+	if e := s.scopeEntry(t, "slow"); e.State != client.SnapshotEntryStatePending {
+		t.Errorf("entry after the request = %+v, want pending: the capture goes on for the next command", e)
 	}
 
 	code, got, _ = s.post(t, "/processes", body)
 	if code != http.StatusGatewayTimeout || got["code"] != "deadline_exceeded" {
 		t.Errorf("POST /processes with timeoutMs 1000 and a hung capture = %d %v, want 504 deadline_exceeded", code, got)
 	}
-	if e := s.scopeEntry(t, "slow"); e["state"] != "pending" || e["attempts"] != 1.0 {
+	if e := s.scopeEntry(t, "slow"); e.State != client.SnapshotEntryStatePending || e.Attempts != 1 {
 		t.Errorf("entry after both = %v, want still pending on its first attempt: one capture for both", e)
 	}
 	s.stop(t)
@@ -187,8 +179,8 @@ func TestOneWorkspaceCannotStallAnother(t *testing.T) {
 	t.Logf("another scope's first command waited %vms for its snapshot", receipt["waitMs"])
 	hung := s.scopeEntries(t, "hung")
 	for _, e := range hung {
-		if e["state"] != "pending" {
-			t.Errorf("hung scope's entry %v, want pending: its captures were not over", e)
+		if e.State != client.SnapshotEntryStatePending {
+			t.Errorf("hung scope's entry %+v, want pending: its captures were not over", e)
 		}
 	}
 	if len(hung) != 4 {

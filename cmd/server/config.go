@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,7 +15,9 @@ import (
 	"time"
 
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/files"
 	"github.com/snapexec/snapexec/internal/handlers"
+	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/service"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 	"github.com/snapexec/snapexec/internal/shellsnap/standby"
@@ -38,6 +42,13 @@ type config struct {
 	idleTimeout    time.Duration
 	maxConns       int
 	captureTimeout time.Duration
+	// defaultSandbox confines every request that gives no sandbox.
+	defaultSandbox sandbox.Policy
+	// filesRoots are the directories the files API serves; none turns it off.
+	filesRoots    []string
+	filesMaxBytes int64
+	filesMaxList  int
+	printVersion  bool
 }
 
 // limitsConfig bounds what one request may ask for and what the server holds.
@@ -69,6 +80,11 @@ type options struct {
 	router    handlers.RouterOptions
 	http      *http.Server
 	maxConns  int
+	// filesRoots and files open the files API's roots; no root, no API.
+	filesRoots []string
+	files      files.Options
+	// openFiles is the files API over filesRoots, set by run; nil when off.
+	openFiles handlers.Files
 }
 
 // options maps c onto every package's options: the one place that does.
@@ -94,10 +110,11 @@ func (c config) options() options {
 				MaxStdinBytes:  c.limits.stdinBytes,
 				MaxOutputBytes: c.maxOutputBytes,
 			},
-			Standby: standby.Options{Max: c.standbyShells, Idle: c.standbyIdle},
+			Standby:        standby.Options{Max: c.standbyShells, Idle: c.standbyIdle},
+			DefaultSandbox: c.defaultSandbox,
 		},
 		router: handlers.RouterOptions{
-			Security:    handlers.Security{Token: c.token, AllowedHosts: c.allowedHosts, MaxBodyBytes: c.limits.bodyBytes},
+			Security:    handlers.Security{Token: c.token, AllowedHosts: c.allowedHosts, MaxBodyBytes: c.limits.bodyBytes, MaxUploadBytes: c.filesMaxBytes},
 			BodyTimeout: c.bodyTimeout,
 		},
 		// No ReadTimeout or WriteTimeout: they would cut event streams, long
@@ -108,7 +125,9 @@ func (c config) options() options {
 			MaxHeaderBytes:    maxHeaderBytes,
 			IdleTimeout:       c.idleTimeout,
 		},
-		maxConns: c.maxConns,
+		maxConns:   c.maxConns,
+		filesRoots: c.filesRoots,
+		files:      files.Options{MaxFileBytes: c.filesMaxBytes, MaxListEntries: c.filesMaxList},
 	}
 }
 
@@ -124,7 +143,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		}
 		return def
 	}
-	fs.StringVar(&c.addr, "addr", env("SNAPEXEC_ADDR", "127.0.0.1:8080"), "listen address (SNAPEXEC_ADDR)")
+	fs.StringVar(&c.addr, "addr", env("SNAPEXEC_ADDR", "127.0.0.1:8080"), "listen address: HOST:PORT, or unix:/PATH for a Unix socket only this user may use (SNAPEXEC_ADDR)")
 	fs.StringVar(&c.logLevel, "log-level", env("SNAPEXEC_LOG_LEVEL", "info"), "debug, info, warn or error (SNAPEXEC_LOG_LEVEL)")
 	fs.StringVar(&c.logFormat, "log-format", env("SNAPEXEC_LOG_FORMAT", "json"), "json or console (SNAPEXEC_LOG_FORMAT)")
 	durations := []struct {
@@ -151,6 +170,13 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		fs.DurationVar(d.p, d.name, def, d.help+" ("+d.env+")")
 	}
 	tokenFile := fs.String("token-file", getenv("SNAPEXEC_TOKEN_FILE"), "file holding the bearer token every route but /healthz and /readyz requires (SNAPEXEC_TOKEN_FILE; or the token itself in SNAPEXEC_TOKEN)")
+	defaultSandbox := fs.String("default-sandbox", getenv("SNAPEXEC_DEFAULT_SANDBOX"), `the sandbox of every command and prewarm whose request gives none, as the API's sandbox object in JSON, such as {"writableRoots":["/work"],"network":"none"}; a server that cannot enforce it does not start (SNAPEXEC_DEFAULT_SANDBOX)`)
+	fs.Func("files-root", "a directory the files API (/files) serves, with everything beneath it; repeat for several; none turns the API off (SNAPEXEC_FILES_ROOTS: colon-separated)", func(v string) error {
+		c.filesRoots = append(c.filesRoots, v)
+		return nil
+	})
+	fs.Int64Var(&c.filesMaxBytes, "files-max-bytes", 1<<30, "bytes of a file written or copied through /files; beyond it 413")
+	fs.IntVar(&c.filesMaxList, "files-max-list", 1000, "entries of one /files/list or /files/walk page")
 	hosts := fs.String("allowed-hosts", getenv("SNAPEXEC_ALLOWED_HOSTS"), "comma-separated Host names accepted besides the loopback ones; * for any (SNAPEXEC_ALLOWED_HOSTS)")
 	ints := []struct {
 		p    *int
@@ -179,8 +205,12 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.IntVar(&c.standbyShells, "standby-shells", 4, "bash shells kept restored ahead of the next warm snapshot command, one per launch (0: none)")
 	fs.Int64Var(&c.limits.bodyBytes, "max-body-bytes", 8<<20, "bytes of a request body; beyond it 413")
 	fs.Int64Var(&c.limits.retainedBytes, "max-retained-output-bytes", 256<<20, "output bytes kept over all finished processes")
+	fs.BoolVar(&c.printVersion, "version", false, "print the version and exit")
 	if err := fs.Parse(args[1:]); err != nil {
 		return c, err
+	}
+	if c.printVersion {
+		return c, nil // whatever else is set, or amiss, is not needed to print it
 	}
 	for _, v := range ints {
 		if *v.p < 1 {
@@ -189,6 +219,19 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	}
 	if c.limits.bodyBytes < 1024 || c.limits.retainedBytes < 0 {
 		return c, fmt.Errorf("--max-body-bytes must be at least 1024 and --max-retained-output-bytes not negative")
+	}
+	if len(c.filesRoots) == 0 {
+		for _, root := range strings.Split(getenv("SNAPEXEC_FILES_ROOTS"), ":") {
+			if root != "" {
+				c.filesRoots = append(c.filesRoots, root)
+			}
+		}
+	}
+	if c.filesMaxBytes < 1 || c.filesMaxList < 1 {
+		return c, fmt.Errorf("--files-max-bytes and --files-max-list must be at least 1")
+	}
+	if c.defaultSandbox, err = parseSandbox(*defaultSandbox); err != nil {
+		return c, fmt.Errorf("--default-sandbox: %w", err)
 	}
 	for _, h := range strings.Split(*hosts, ",") {
 		if h = strings.TrimSpace(h); h != "" {
@@ -220,6 +263,29 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return c, fmt.Errorf("--body-timeout and --idle-timeout must be positive and --max-connections at least 1")
 	}
 	return c, nil
+}
+
+// parseSandbox reads a sandbox given as the API's JSON object; "" is none.
+// Unknown fields are refused: a misspelt one would silently confine less.
+func parseSandbox(s string) (sandbox.Policy, error) {
+	if strings.TrimSpace(s) == "" {
+		return sandbox.Policy{}, nil
+	}
+	var v struct {
+		WritableRoots []string `json:"writableRoots"`
+		ReadOnly      bool     `json:"readOnly"`
+		Network       string   `json:"network"`
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return sandbox.Policy{}, err
+	}
+	if dec.More() {
+		return sandbox.Policy{}, errors.New("more than one JSON value")
+	}
+	p := sandbox.Policy{WritableRoots: v.WritableRoots, ReadOnly: v.ReadOnly, Network: sandbox.Network(v.Network)}
+	return p, p.Validate()
 }
 
 // intEnv reads an integer from the environment variable name, or def when it
@@ -272,8 +338,13 @@ func readToken(file, value string) (string, error) {
 	return value, nil
 }
 
-// loopbackAddr reports whether addr listens only on a loopback interface.
+// loopbackAddr reports whether addr listens only on a loopback interface,
+// or on a Unix socket, which only this host's processes reach (and only the
+// server's user: listen makes it 0600).
 func loopbackAddr(addr string) bool {
+	if strings.HasPrefix(addr, unixPrefix) {
+		return true
+	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false

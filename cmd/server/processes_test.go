@@ -4,10 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/snapexec/snapexec/client"
 )
 
 // sseEvent is one server-sent event.
@@ -101,25 +105,78 @@ func (s *testServer) waitStatus(t *testing.T, id, want string) map[string]any {
 
 func TestShutdownEndsRunningProcesses(t *testing.T) {
 	s := startServer(t, nil)
+	api := s.api(t)
+	ctx := context.Background()
 	var pids []int
-	for i := range 5 {
-		p := s.startProcess(t, map[string]any{"argv": []string{"sh", "-c", "trap '' TERM; sleep 30 & echo $!; wait"}})
-		id := p["processId"].(string)
-		var out map[string]any
-		waitFor(t, "pid output", func() bool {
-			_, body := s.get(t, "/processes/"+id+"/output?waitMs=100")
-			_ = json.Unmarshal(body, &out)
-			return len(out["chunks"].([]any)) > 0
-		})
-		data := out["chunks"].([]any)[0].(map[string]any)["data"].(string)
-		pid, _ := strconv.Atoi(strings.TrimSpace(data))
-		pids = append(pids, pid, int(p["pid"].(float64)))
-		_ = i
+	for range 5 {
+		p, err := api.Start(ctx, client.StartProcessRequest{Argv: []string{"sh", "-c", "trap '' TERM; sleep 30 & echo $!; wait"}})
+		if err != nil {
+			t.Fatalf("Start = %+v %v", p, err)
+		}
+		// A long poll: it answers at the first output.
+		waitMs := 5000
+		out, err := client.Result(api.ReadProcessOutputWithResponse(ctx, p.ProcessId, &client.ReadProcessOutputParams{WaitMs: &waitMs}))
+		if err != nil || len(out.Chunks) == 0 {
+			t.Fatalf("output of %s = %+v %v, want the sleep's pid", p.ProcessId, out, err)
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(out.Chunks[0].Bytes())))
+		pids = append(pids, pid, p.Pid)
 	}
 	s.stop(t)
 	for _, pid := range pids {
 		if alive(pid) {
 			t.Errorf("process %d alive after shutdown", pid)
 		}
+	}
+}
+
+// TestReadFromTheStartAfterEviction: once a process's first chunks have left
+// the output ring, afterSeq=0 (and the event stream without Last-Event-ID)
+// still read from the start, which is now the oldest retained chunk; the
+// stream says what it lost first. Only an afterSeq that names evicted output
+// is 410.
+func TestReadFromTheStartAfterEviction(t *testing.T) {
+	s := startServer(t, nil)
+	api := s.api(t)
+	ctx := context.Background()
+	// 3 MiB through a 1 MiB ring.
+	p, err := api.Start(ctx, client.StartProcessRequest{Argv: []string{"sh", "-c", "head -c 3145728 /dev/zero | tr '\\0' x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.waitStatus(t, p.ProcessId, "exited")
+
+	zero, one := int64(0), int64(1)
+	page, err := client.Result(api.ReadProcessOutputWithResponse(ctx, p.ProcessId, &client.ReadProcessOutputParams{AfterSeq: &zero}))
+	if err != nil || len(page.Chunks) == 0 || page.Chunks[0].Seq <= 1 {
+		t.Fatalf("output?afterSeq=0 after eviction = %+v, %v; want the retained chunks, from a seq above 1", page, err)
+	}
+	_, err = client.Result(api.ReadProcessOutputWithResponse(ctx, p.ProcessId, &client.ReadProcessOutputParams{AfterSeq: &one}))
+	if e, ok := errors.AsType[*client.Error](err); !ok || e.Status != http.StatusGone || e.Code != client.ProblemCodeOutputLost {
+		t.Errorf("output?afterSeq=1 after eviction = %v, want 410 output_lost", err)
+	}
+
+	stream, err := api.Events(ctx, p.ProcessId, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	var first, bytes int64
+	for {
+		c, err := stream.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("events without Last-Event-ID after eviction: %v", err)
+		}
+		if first == 0 {
+			first = c.Seq
+		}
+		bytes += int64(len(c.Bytes()))
+	}
+	if first != page.Chunks[0].Seq || stream.Lost() != first-1 || bytes == 0 || bytes >= 3<<20 {
+		t.Errorf("events from the start = first seq %d, lost %d, %d bytes; want the oldest retained %d, %d lost, the ring's bytes",
+			first, stream.Lost(), bytes, page.Chunks[0].Seq, page.Chunks[0].Seq-1)
 	}
 }

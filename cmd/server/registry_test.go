@@ -2,16 +2,20 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snapexec/snapexec/client"
 )
 
 func (s *testServer) get(t *testing.T, path string) (int, []byte) {
@@ -37,14 +41,57 @@ func (s *testServer) delete(t *testing.T, path string) int {
 }
 
 // scopeEntry returns the only entry of scope.
-func (s *testServer) scopeEntry(t *testing.T, scope string) map[string]any {
+func (s *testServer) scopeEntry(t *testing.T, scope string) client.SnapshotEntry {
 	t.Helper()
-	code, body := s.get(t, "/snapshots/"+url.PathEscape(scope))
-	var got struct{ Entries []map[string]any }
-	if err := json.Unmarshal(body, &got); err != nil || code != 200 || len(got.Entries) != 1 {
-		t.Fatalf("GET /snapshots/%s = %d %s, want one entry", scope, code, body)
+	entries := s.scopeEntries(t, scope)
+	if len(entries) != 1 {
+		t.Fatalf("GET /snapshots/%s = %+v, want one entry", scope, entries)
 	}
-	return got.Entries[0]
+	return entries[0]
+}
+
+// scopeEntries returns the entries of scope, none when it has none.
+func (s *testServer) scopeEntries(t *testing.T, scope string) []client.SnapshotEntry {
+	t.Helper()
+	got, err := client.Result(s.api(t).GetSnapshotsWithResponse(context.Background(), scope))
+	if err != nil {
+		t.Fatalf("GET /snapshots/%s: %v", scope, err)
+	}
+	return got.Entries
+}
+
+// snapshotRequest is snapshotBody as the client sends it: script run by
+// bash -lc in home, with scope's snapshot.
+func snapshotRequest(home, script, scope string) client.ExecRequest {
+	env := map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"}
+	return client.ExecRequest{
+		Argv: []string{"/bin/bash", "-lc", script}, Cwd: &home, Env: &env,
+		ShellSnapshot: &client.ShellSnapshotRequest{ScopeId: scope, Shell: client.ShellInfo{Name: "bash", Path: "/bin/bash"}},
+	}
+}
+
+// prewarmRequest is prewarmBody as the client sends it.
+func prewarmRequest(home string) client.PrewarmRequest {
+	env := map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"}
+	return client.PrewarmRequest{Shell: client.ShellInfo{Name: "bash", Path: "/bin/bash"}, Cwd: &home, Env: &env}
+}
+
+// exec runs req through the client and fails t if the server refused it.
+func (s *testServer) exec(t *testing.T, req client.ExecRequest) *client.ExecResult {
+	t.Helper()
+	got, err := s.api(t).Exec(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Exec(%q) = %v", req.Argv, err)
+	}
+	return got
+}
+
+// state is a receipt's state, or "" when it has none.
+func state(r client.SnapshotReceipt) client.SnapshotReceiptState {
+	if r.State == nil {
+		return ""
+	}
+	return *r.State
 }
 
 func snapshotBody(home, script, scope, shellName, shellPath string) map[string]any {
@@ -74,73 +121,75 @@ func TestSeedScenarioOverHTTP(t *testing.T) {
 	writeTestFile(t, rc, "printf x >> \"$HOME/captures\"\nsleep 0.5\nexit 7\n")
 	const scope = "attachment-1"
 
-	prewarm := make(chan int, 1)
+	api := s.api(t)
+	prewarm := make(chan error, 1)
 	go func() {
-		code, _, _ := s.post(t, "/snapshots/"+scope+"/prewarm", prewarmBody(home))
-		prewarm <- code
+		_, err := client.Result(api.PrewarmSnapshotWithResponse(context.Background(), scope, nil, prewarmRequest(home)))
+		prewarm <- err
 	}()
 	waitFor(t, "the prewarm's capture to start", func() bool { return captures(home) == 1 })
-	code, got, _ := s.post(t, "/exec", snapshotBody(home, "echo ran", scope, "bash", "/bin/bash"))
-	receipt := got["snapshot"].(map[string]any)
-	if code != 200 || got["stdout"] != "ran\n" || receipt["outcome"] != "fallback" || receipt["state"] != "on_demand" {
-		t.Errorf("/exec during a failing prewarm = %d %q %v, want 200 ran fallback on_demand", code, got["stdout"], receipt)
+	got := s.exec(t, snapshotRequest(home, "echo ran", scope))
+	if string(got.StdoutData()) != "ran\n" || got.Snapshot.Outcome != client.SnapshotReceiptOutcomeFallback || state(got.Snapshot) != client.SnapshotReceiptStateOnDemand {
+		t.Errorf("/exec during a failing prewarm = %q %+v, want ran fallback on_demand", got.StdoutData(), got.Snapshot)
 	}
-	if code := <-prewarm; code != http.StatusBadGateway {
-		t.Errorf("failing prewarm = %d, want 502", code)
+	if err, ok := errors.AsType[*client.Error](<-prewarm); !ok || err.Status != http.StatusBadGateway || err.Code != client.ProblemCodeCaptureFailed {
+		t.Errorf("failing prewarm = %v, want 502 capture_failed", err)
 	}
 	e := s.scopeEntry(t, scope)
-	if e["state"] != "failed" || e["attempts"] != 1.0 || e["retryAt"] == nil {
-		t.Errorf("entry after the first failure = %v, want failed, attempts 1, retryAt", e)
+	if e.State != client.SnapshotEntryStateFailed || e.Attempts != 1 || e.RetryAt == nil {
+		t.Errorf("entry after the first failure = %+v, want failed, attempts 1, retryAt", e)
 	}
 	if captures(home) != 2 {
 		t.Errorf("captures = %d, want 2 (the prewarm's and the command's own)", captures(home))
 	}
 
 	// In backoff: no capture. After it: attempts 2 and 3, then exhausted.
-	s.post(t, "/exec", snapshotBody(home, "true", scope, "bash", "/bin/bash"))
+	s.exec(t, snapshotRequest(home, "true", scope))
 	if captures(home) != 2 {
 		t.Errorf("a command during the backoff captured (captures = %d)", captures(home))
 	}
 	for attempt := 2; attempt <= 3; attempt++ {
-		retryAt, _ := time.Parse(time.RFC3339Nano, s.scopeEntry(t, scope)["retryAt"].(string))
-		time.Sleep(time.Until(retryAt) + 50*time.Millisecond)
-		_, got, _ := s.post(t, "/exec", snapshotBody(home, "true", scope, "bash", "/bin/bash"))
-		if r := got["snapshot"].(map[string]any); r["outcome"] != "fallback" {
-			t.Errorf("attempt %d receipt = %v, want fallback", attempt, r)
+		retryAt := s.scopeEntry(t, scope).RetryAt
+		if retryAt == nil {
+			t.Fatalf("attempt %d: the failed entry has no retryAt", attempt)
 		}
-		if e := s.scopeEntry(t, scope); e["attempts"] != float64(attempt) {
-			t.Errorf("attempt %d entry attempts = %v", attempt, e["attempts"])
+		time.Sleep(time.Until(*retryAt) + 50*time.Millisecond)
+		if r := s.exec(t, snapshotRequest(home, "true", scope)).Snapshot; r.Outcome != client.SnapshotReceiptOutcomeFallback {
+			t.Errorf("attempt %d receipt = %+v, want fallback", attempt, r)
+		}
+		if e := s.scopeEntry(t, scope); e.Attempts != attempt {
+			t.Errorf("attempt %d entry attempts = %d", attempt, e.Attempts)
 		}
 	}
-	if e := s.scopeEntry(t, scope); e["state"] != "exhausted" {
-		t.Errorf("entry after three failures = %v, want exhausted", e["state"])
+	if e := s.scopeEntry(t, scope); e.State != client.SnapshotEntryStateExhausted {
+		t.Errorf("entry after three failures = %v, want exhausted", e.State)
 	}
 	time.Sleep(1100 * time.Millisecond)
-	s.post(t, "/exec", snapshotBody(home, "true", scope, "bash", "/bin/bash"))
+	s.exec(t, snapshotRequest(home, "true", scope))
 	if captures(home) != 4 {
 		t.Errorf("captures after the budget = %d, want 4", captures(home))
 	}
 
 	// Fixed profile and a DELETE: the next command uses a fresh snapshot.
 	writeTestFile(t, rc, "printf x >> \"$HOME/captures\"\nprofile_helper() { printf recovered; }\n")
-	if code := s.delete(t, "/snapshots/"+scope); code != http.StatusNoContent {
-		t.Errorf("DELETE /snapshots/%s = %d, want 204", scope, code)
+	if err := client.Check(api.ForgetSnapshotsWithResponse(context.Background(), scope)); err != nil {
+		t.Errorf("DELETE /snapshots/%s = %v", scope, err)
 	}
-	_, got, _ = s.post(t, "/exec", snapshotBody(home, "profile_helper", scope, "bash", "/bin/bash"))
-	if r := got["snapshot"].(map[string]any); r["outcome"] != "used" || got["stdout"] != "recovered" {
-		t.Errorf("after the fix = %v %q, want used recovered", r, got["stdout"])
+	got = s.exec(t, snapshotRequest(home, "profile_helper", scope))
+	if got.Snapshot.Outcome != client.SnapshotReceiptOutcomeUsed || string(got.StdoutData()) != "recovered" {
+		t.Errorf("after the fix = %+v %q, want used recovered", got.Snapshot, got.StdoutData())
 	}
 
 	want := map[string]float64{
 		`failure_reason="capture_failed",success="false",version="v2"`: 4,
 		`success="true",version="v2"`:                                  1,
 	}
-	if got := promSeries(t, s, "codex_shell_snapshot_total"); !equalSeries(got, want) {
-		t.Errorf("codex_shell_snapshot_total = %v, want %v", got, want)
+	if got := promSeries(t, s, "snapexec_snapshot_captures_total"); !equalSeries(got, want) {
+		t.Errorf("snapexec_snapshot_captures_total = %v, want %v", got, want)
 	}
 	wantHist := map[string]float64{`success="false",version="v2"`: 4, `success="true",version="v2"`: 1}
-	if got := promSeries(t, s, "codex_shell_snapshot_duration_ms_count"); !equalSeries(got, wantHist) {
-		t.Errorf("codex_shell_snapshot_duration_ms_count = %v, want %v", got, wantHist)
+	if got := promSeries(t, s, "snapexec_snapshot_capture_duration_seconds_count"); !equalSeries(got, wantHist) {
+		t.Errorf("snapexec_snapshot_capture_duration_seconds_count = %v, want %v", got, wantHist)
 	}
 }
 
@@ -150,21 +199,20 @@ func TestEditedProfileIsRecaptured(t *testing.T) {
 	rc := filepath.Join(home, ".bashrc")
 	writeTestFile(t, rc, "printf x >> \"$HOME/captures\"\nhelper() { echo one; }\n")
 	for range 3 {
-		_, got, _ := s.post(t, "/exec", snapshotBody(home, "helper", "edit", "bash", "/bin/bash"))
-		if got["stdout"] != "one\n" {
-			t.Fatalf("helper printed %q, want one", got["stdout"])
+		if got := s.exec(t, snapshotRequest(home, "helper", "edit")); string(got.StdoutData()) != "one\n" {
+			t.Fatalf("helper printed %q, want one", got.StdoutData())
 		}
 	}
 	if captures(home) != 1 {
 		t.Errorf("an untouched profile was captured %d times, want 1", captures(home))
 	}
 	writeTestFile(t, rc, "printf x >> \"$HOME/captures\"\nhelper() { echo two; }\n")
-	_, got, _ := s.post(t, "/exec", snapshotBody(home, "helper", "edit", "bash", "/bin/bash"))
-	if r := got["snapshot"].(map[string]any); got["stdout"] != "two\n" || r["state"] != "on_demand" {
-		t.Errorf("after the edit helper printed %q (%v), want two from a fresh capture", got["stdout"], r)
+	got := s.exec(t, snapshotRequest(home, "helper", "edit"))
+	if string(got.StdoutData()) != "two\n" || state(got.Snapshot) != client.SnapshotReceiptStateOnDemand {
+		t.Errorf("after the edit helper printed %q (%+v), want two from a fresh capture", got.StdoutData(), got.Snapshot)
 	}
-	if e := s.scopeEntry(t, "edit"); e["attempts"] != 1.0 || e["state"] != "ready" {
-		t.Errorf("recaptured entry = %v, want a fresh ready entry", e)
+	if e := s.scopeEntry(t, "edit"); e.Attempts != 1 || e.State != client.SnapshotEntryStateReady {
+		t.Errorf("recaptured entry = %+v, want a fresh ready entry", e)
 	}
 }
 
@@ -172,8 +220,8 @@ func TestRegistryNeverShowsValues(t *testing.T) {
 	s := startServer(t, nil)
 	home := t.TempDir()
 	writeTestFile(t, filepath.Join(home, ".bashrc"), "export MY_API_TOKEN=s3cret\nexport PLAIN=visible-value\n")
-	if code, got, _ := s.post(t, "/snapshots/secrets/prewarm", prewarmBody(home)); code != 200 || got["state"] != "ready" {
-		t.Fatalf("prewarm = %d %v", code, got)
+	if got, err := client.Result(s.api(t).PrewarmSnapshotWithResponse(context.Background(), "secrets", nil, prewarmRequest(home))); err != nil || got.State != client.SnapshotEntryStateReady {
+		t.Fatalf("prewarm = %+v %v", got, err)
 	}
 	for _, path := range []string{"/snapshots", "/snapshots/secrets", "/stats", "/metrics"} {
 		_, body := s.get(t, path)
@@ -183,9 +231,7 @@ func TestRegistryNeverShowsValues(t *testing.T) {
 			}
 		}
 	}
-	e := s.scopeEntry(t, "secrets")
-	names := e["envNames"].([]any)
-	if !contains(names, "PLAIN") || !contains(names, "MY_API_TOKEN") {
+	if names := s.scopeEntry(t, "secrets").EnvNames; !slices.Contains(names, "PLAIN") || !slices.Contains(names, "MY_API_TOKEN") {
 		t.Errorf("envNames = %v, want the names", names)
 	}
 	if strings.Contains(s.logs.String(), "s3cret") || strings.Contains(s.logs.String(), "visible-value") {
@@ -261,13 +307,4 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-func contains(list []any, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -25,6 +25,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/snapexec/snapexec/client"
 )
 
 // reliabilityRequests is the number of /exec requests of each load mode: 5,000
@@ -62,7 +64,7 @@ type execReply struct {
 func TestReliabilityLoad(t *testing.T) {
 	s := startServer(t, nil)
 	tr := &http.Transport{MaxIdleConns: 2 * loadConcurrency, MaxIdleConnsPerHost: loadConcurrency}
-	client := &http.Client{Transport: tr, Timeout: time.Minute}
+	hc := &http.Client{Transport: tr, Timeout: time.Minute}
 	t.Cleanup(tr.CloseIdleConnections)
 
 	home := t.TempDir()
@@ -85,8 +87,8 @@ func TestReliabilityLoad(t *testing.T) {
 	if code, got, _ := s.post(t, "/exec", snapshotBody(home, "load_helper && echo warm", scope, "bash", "/bin/bash")); code != 200 || got["stdout"] != "warm\n" {
 		t.Fatalf("warming the snapshot = %d %v", code, got)
 	}
-	if e := s.scopeEntry(t, scope); e["state"] != "ready" {
-		t.Fatalf("warmed entry = %v, want ready", e)
+	if e := s.scopeEntry(t, scope); e.State != client.SnapshotEntryStateReady {
+		t.Fatalf("warmed entry = %+v, want ready", e)
 	}
 
 	for _, mode := range modes {
@@ -112,7 +114,7 @@ func TestReliabilityLoad(t *testing.T) {
 				wg.Go(func() {
 					for i := range jobs {
 						nonce := fmt.Sprintf("nonce-%s-%d", run, i)
-						reply, err := postExec(client, s.url, mode.body(nonce))
+						reply, err := postExec(hc, s.url, mode.body(nonce))
 						switch {
 						case err != nil:
 							fail("request %d: %v", i, err)
@@ -160,13 +162,13 @@ func TestReliabilityLoad(t *testing.T) {
 }
 
 // postExec posts body to /exec and decodes the answer, which must be a 200 JSON.
-func postExec(client *http.Client, base string, body map[string]any) (execReply, error) {
+func postExec(hc *http.Client, base string, body map[string]any) (execReply, error) {
 	var reply execReply
 	b, err := json.Marshal(body)
 	if err != nil {
 		return reply, err
 	}
-	resp, err := client.Post(base+"/exec", "application/json", bytes.NewReader(b))
+	resp, err := hc.Post(base+"/exec", "application/json", bytes.NewReader(b))
 	if err != nil {
 		return reply, err
 	}
@@ -221,8 +223,8 @@ func TestReliabilityFaults(t *testing.T) {
 		if elapsed < 9*time.Second || elapsed > 20*time.Second {
 			t.Errorf("the command took %v, want about the 10 s capture limit", elapsed)
 		}
-		if e := s.scopeEntry(t, "hang"); e["state"] != "failed" || e["lastError"].(map[string]any)["reason"] != "timeout" {
-			t.Errorf("entry after the hang = %v, want failed with reason timeout", e)
+		if e := s.scopeEntry(t, "hang"); e.State != client.SnapshotEntryStateFailed || e.LastError == nil || e.LastError.Reason != "timeout" {
+			t.Errorf("entry after the hang = %+v, want failed with reason timeout", e)
 		}
 		waitGone(t, "the hanging profile's sleep", sleep)
 		checkServes(t, s)

@@ -8,27 +8,33 @@ import (
 	"net"
 	"net/http"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/term"
 
 	"github.com/snapexec/snapexec/api"
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/files"
 	"github.com/snapexec/snapexec/internal/handlers"
+	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/service"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 	"github.com/snapexec/snapexec/web"
 )
 
-// version is the server's version, reported by /stats and the dashboard.
+// version is the server's version, reported by --version, /healthz, /stats,
+// the dashboard and target_info's service_version.
 const version = "0.1.0"
 
 // run is the whole server: it parses its configuration from args and
 // environ (the server's whole environment, NAME=VALUE, which an envPolicy
-// also inherits from), serves until ctx ends or SIGINT/SIGTERM arrives,
-// then drains and returns.
+// also inherits from; the OTEL_* variables excepted, which the OpenTelemetry
+// SDK reads from the process: setupTelemetry), serves until ctx ends or
+// SIGINT/SIGTERM arrives, then drains and returns.
 func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	env := envpolicy.FromList(environ)
 	getenv := func(name string) string { return env[name] }
@@ -40,9 +46,13 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 	if err != nil {
 		return err
 	}
+	if cfg.printVersion {
+		_, err := fmt.Fprintln(stdout, versionLine())
+		return err
+	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	logger, err := newLogger(cfg, stderr)
+	logger, err := newLogger(cfg, stderr, getenv)
 	if err != nil {
 		return err
 	}
@@ -57,7 +67,7 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 	reapCtx, stopReaping := context.WithCancel(context.Background())
 	defer stopReaping()
 	reaper := newReaper(reapCtx, keeper, logger)
-	tel, err := setupTelemetry(ctx, getenv)
+	tel, err := setupTelemetry(ctx)
 	if err != nil {
 		return err
 	}
@@ -70,19 +80,33 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 		}
 	}()
 
+	// The namespaces the sandbox keeps ready are released last, once every
+	// process has ended.
+	sb := sandbox.New(sandbox.Options{})
+	defer sb.Close()
+	logSandbox(logger, sb.Support())
+
 	opts := cfg.options()
-	opts.exec.Reaper = reaper
+	opts.exec.Reaper, opts.exec.Sandbox = reaper, sb
+	if len(opts.filesRoots) > 0 {
+		fsys, err := files.New(opts.filesRoots, opts.files)
+		if err != nil {
+			return fmt.Errorf("--files-root: %w", err)
+		}
+		defer fsys.Close()
+		opts.openFiles = fsys
+	}
 	opts.service.ServerEnv = environ
 	svc, httpServer, err := wire(opts, tel, logger)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.addr)
+	ln, err := listen(cfg.addr)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "snapexec listening on http://%s\n", ln.Addr())
-	logger.Info().Str("addr", ln.Addr().String()).Bool("tokenRequired", cfg.token != "").Msg("listening")
+	fmt.Fprintf(stdout, "snapexec listening on %s\n", listenURL(ln))
+	logger.Info().Str("addr", listenURL(ln)).Bool("tokenRequired", cfg.token != "").Msg("listening")
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpServer.Serve(ln) }()
 	select {
@@ -111,7 +135,7 @@ func wire(opts options, tel *telemetry, logger zerolog.Logger) (*service.Service
 	}
 	opts.router.MeterProvider, opts.router.TracerProvider, opts.router.Propagator = tel.meterProvider, tel.tracerProvider, tel.propagator
 	opts.router.Metrics, opts.router.Dashboard = tel.metrics, web.Handler
-	srv := handlers.New(handlers.Deps{Exec: svc, Processes: svc, Snapshots: svc, Stats: svc, Gate: svc}, api.Spec, version)
+	srv := handlers.New(handlers.Deps{Exec: svc, Processes: svc, Snapshots: svc, Stats: svc, Gate: svc, Files: opts.openFiles}, api.Spec, version)
 	router, err := handlers.NewRouter(srv, logger, opts.router)
 	if err != nil {
 		return nil, nil, err
@@ -184,14 +208,57 @@ func newReaper(ctx context.Context, keeper *exec.Keeper, logger zerolog.Logger) 
 	return reaper
 }
 
-func newLogger(cfg config, stderr io.Writer) (zerolog.Logger, error) {
+// logSandbox says at start what sandboxes this server can enforce.
+func logSandbox(logger zerolog.Logger, sup sandbox.Support) {
+	ev := logger.Info().Int("landlockABI", sup.LandlockABI)
+	if sup.NetnsErr != nil {
+		ev = ev.Str("networkNamespaces", sup.NetnsErr.Error())
+	}
+	if sup.CapsErr != nil {
+		ev = ev.Str("capabilities", sup.CapsErr.Error())
+	}
+	ev.Msg("sandbox support")
+}
+
+func newLogger(cfg config, stderr io.Writer, getenv func(string) string) (zerolog.Logger, error) {
 	level, err := zerolog.ParseLevel(cfg.logLevel)
 	if err != nil {
 		return zerolog.Logger{}, fmt.Errorf("--log-level: %w", err)
 	}
 	out := stderr
 	if cfg.logFormat == "console" {
-		out = zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.RFC3339}
+		out = zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.RFC3339, NoColor: !colour(stderr, getenv)}
 	}
 	return zerolog.New(out).Level(level).With().Timestamp().Logger(), nil
+}
+
+// colour says whether console logs may be coloured: only on a terminal (a
+// file or a pipe would keep the escape codes), and not when NO_COLOR is set
+// (no-color.org).
+func colour(w io.Writer, getenv func(string) string) bool {
+	f, ok := w.(interface{ Fd() uintptr })
+	return ok && getenv("NO_COLOR") == "" && term.IsTerminal(int(f.Fd()))
+}
+
+// versionLine is what --version prints: the version, and the VCS revision
+// the binary was built from when the build recorded one.
+func versionLine() string {
+	line := "snapexec server " + version
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return line
+	}
+	var rev, modified string
+	for _, s := range info.Settings {
+		switch {
+		case s.Key == "vcs.revision" && len(s.Value) >= 12:
+			rev = s.Value[:12]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			modified = ", modified"
+		}
+	}
+	if rev != "" {
+		line += " (" + rev + modified + ")"
+	}
+	return line
 }

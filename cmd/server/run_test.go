@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/snapexec/snapexec/client"
 )
 
 // syncBuffer is a bytes.Buffer that run's goroutines and the test can share.
@@ -41,6 +43,18 @@ type testServer struct {
 	cancel context.CancelFunc
 	done   chan error
 	logs   *syncBuffer
+}
+
+// api is a client of the server, the one an IDE backend written in Go
+// would use: the tests that go through it check the contract, the client
+// and the server together.
+func (s *testServer) api(t *testing.T) *client.Client {
+	t.Helper()
+	c, err := client.New(s.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 var listenLine = regexp.MustCompile(`listening on (http://\S+)`)
@@ -152,34 +166,37 @@ func (s *testServer) post(t *testing.T, path string, body any) (int, map[string]
 
 func TestRunServesExec(t *testing.T) {
 	s := startServer(t, nil)
+	api := s.api(t)
+	stdin := "line one\nline two\n"
 	tests := []struct {
 		name       string
-		body       map[string]any
-		wantStatus string
-		wantCode   any
+		req        client.ExecRequest
+		wantStatus client.ExitStatus
+		wantCode   int // -1: none
 		wantStdout string
 		wantStderr string
 	}{
-		{"echo", map[string]any{"argv": []string{"echo", "hi"}}, "exited", 0.0, "hi\n", ""},
-		{"exit code", map[string]any{"argv": []string{"sh", "-c", "exit 3"}}, "exited", 3.0, "", ""},
-		{"stderr", map[string]any{"argv": []string{"sh", "-c", "echo err >&2"}}, "exited", 0.0, "", "err\n"},
-		{"stdin round trip", map[string]any{"argv": []string{"cat"}, "stdin": "line one\nline two\n"}, "exited", 0.0, "line one\nline two\n", ""},
-		{"signaled", map[string]any{"argv": []string{"sh", "-c", "kill -KILL $$"}}, "signaled", nil, "", ""},
+		{"echo", client.ExecRequest{Argv: []string{"echo", "hi"}}, client.ExitStatusExited, 0, "hi\n", ""},
+		{"exit code", client.ExecRequest{Argv: []string{"sh", "-c", "exit 3"}}, client.ExitStatusExited, 3, "", ""},
+		{"stderr", client.ExecRequest{Argv: []string{"sh", "-c", "echo err >&2"}}, client.ExitStatusExited, 0, "", "err\n"},
+		{"stdin round trip", client.ExecRequest{Argv: []string{"cat"}, Stdin: &stdin}, client.ExitStatusExited, 0, stdin, ""},
+		{"signaled", client.ExecRequest{Argv: []string{"sh", "-c", "kill -KILL $$"}}, client.ExitStatusSignaled, -1, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, got, hdr := s.post(t, "/exec", tt.body)
-			if code != http.StatusOK {
-				t.Fatalf("POST /exec %v = %d %v, want 200", tt.body, code, got)
+			got, err := api.Exec(context.Background(), tt.req)
+			if err != nil {
+				t.Fatalf("Exec(%q) = %v", tt.req.Argv, err)
 			}
-			if got["status"] != tt.wantStatus || got["exitCode"] != tt.wantCode {
-				t.Errorf("POST /exec %v = status %v exitCode %v, want %v %v", tt.body, got["status"], got["exitCode"], tt.wantStatus, tt.wantCode)
+			code := -1
+			if got.ExitCode != nil {
+				code = *got.ExitCode
 			}
-			if got["stdout"] != tt.wantStdout || got["stderr"] != tt.wantStderr {
-				t.Errorf("POST /exec %v output = %q %q, want %q %q", tt.body, got["stdout"], got["stderr"], tt.wantStdout, tt.wantStderr)
+			if got.Status != tt.wantStatus || code != tt.wantCode {
+				t.Errorf("Exec(%q) = status %v exitCode %d, want %v %d", tt.req.Argv, got.Status, code, tt.wantStatus, tt.wantCode)
 			}
-			if hdr.Get("X-Request-Id") == "" {
-				t.Errorf("POST /exec has no X-Request-Id")
+			if string(got.StdoutData()) != tt.wantStdout || string(got.StderrData()) != tt.wantStderr {
+				t.Errorf("Exec(%q) output = %q %q, want %q %q", tt.req.Argv, got.StdoutData(), got.StderrData(), tt.wantStdout, tt.wantStderr)
 			}
 		})
 	}
@@ -187,15 +204,15 @@ func TestRunServesExec(t *testing.T) {
 
 func TestRunBinaryOutputRoundTrip(t *testing.T) {
 	s := startServer(t, nil)
-	code, got, _ := s.post(t, "/exec", map[string]any{"argv": []string{"printf", `\377\376\000x`}})
-	if code != http.StatusOK {
-		t.Fatalf("POST /exec = %d %v", code, got)
+	got, err := s.api(t).Exec(context.Background(), client.ExecRequest{Argv: []string{"printf", `\377\376\000x`}})
+	if err != nil {
+		t.Fatalf("Exec = %v", err)
 	}
-	if _, ok := got["stdout"]; ok {
-		t.Errorf("binary stdout came as text %q, want stdoutBase64 only", got["stdout"])
+	if got.Stdout != nil {
+		t.Errorf("binary stdout came as text %q, want stdoutBase64 only", *got.Stdout)
 	}
-	if got["stdoutBase64"] != "//4AeA==" {
-		t.Errorf("stdoutBase64 = %v, want //4AeA==", got["stdoutBase64"])
+	if got.StdoutBase64 == nil || string(*got.StdoutBase64) != "\377\376\000x" {
+		t.Errorf("stdoutBase64 = %v, want the bytes \\377\\376\\000x", got.StdoutBase64)
 	}
 }
 
@@ -204,22 +221,23 @@ func TestRunBinaryOutputRoundTrip(t *testing.T) {
 func TestRunTimeoutLeavesNoProcess(t *testing.T) {
 	s := startServer(t, nil)
 	script := `trap '' TERM; sh -c 'trap "" TERM; echo $$; exec sleep 30'; wait`
-	code, got, _ := s.post(t, "/exec", map[string]any{"argv": []string{"sh", "-c", script}, "timeoutMs": 300})
-	if code != http.StatusOK {
-		t.Fatalf("POST /exec = %d %v", code, got)
-	}
-	if got["status"] != "timed_out" || got["signal"] != "SIGKILL" {
-		t.Errorf("POST /exec timeout = %v %v, want timed_out SIGKILL", got["status"], got["signal"])
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(got["stdout"].(string)))
+	timeout := int64(300)
+	got, err := s.api(t).Exec(context.Background(), client.ExecRequest{Argv: []string{"sh", "-c", script}, TimeoutMs: &timeout})
 	if err != nil {
-		t.Fatalf("grandchild pid %q: %v", got["stdout"], err)
+		t.Fatalf("Exec = %v", err)
+	}
+	if got.Status != client.ExitStatusTimedOut || got.Signal == nil || *got.Signal != "SIGKILL" {
+		t.Errorf("Exec with a timeout = %v %v, want timed_out SIGKILL", got.Status, got.Signal)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(got.StdoutData())))
+	if err != nil {
+		t.Fatalf("grandchild pid %q: %v", got.StdoutData(), err)
 	}
 	if alive(pid) {
 		t.Errorf("grandchild %d alive after the timeout", pid)
 	}
-	if leader := int(got["pid"].(float64)); alive(leader) {
-		t.Errorf("leader %d alive after the timeout", leader)
+	if got.Pid == nil || alive(*got.Pid) {
+		t.Errorf("leader %v alive after the timeout", got.Pid)
 	}
 }
 

@@ -5,15 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
+	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/otlptranslator"
+	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
@@ -29,10 +28,14 @@ import (
 // instrumentationName names snapexec's meter and tracer.
 const instrumentationName = "github.com/snapexec/snapexec"
 
+// defaultServiceName is service.name when neither OTEL_SERVICE_NAME nor
+// OTEL_RESOURCE_ATTRIBUTES names the service.
+const defaultServiceName = "snapexec"
+
 // telemetry is the server's OpenTelemetry setup: a meter provider whose
-// Prometheus exporter writes to a private registry (never the global one),
-// the /metrics handler that serves that registry, and a tracer provider that
-// exports over OTLP when the standard OTEL_* variables say where.
+// Prometheus reader writes to a private registry (never the global one),
+// served at /metrics, plus whatever OTEL_METRICS_EXPORTER adds; a tracer
+// provider exporting where OTEL_TRACES_EXPORTER says.
 type telemetry struct {
 	meterProvider  *sdkmetric.MeterProvider
 	tracerProvider trace.TracerProvider
@@ -41,58 +44,79 @@ type telemetry struct {
 	shutdowns      []func(context.Context) error
 }
 
-// setupTelemetry builds the providers. Traces are exported only when
-// OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is set and
-// OTEL_TRACES_EXPORTER is not "none"; the protocol comes from
-// OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf or grpc). The exporters read
-// the rest of the OTEL_* variables themselves.
-func setupTelemetry(ctx context.Context, getenv func(string) string) (*telemetry, error) {
+// setupTelemetry builds the providers from the standard OTEL_* variables.
+// Unlike the rest of the configuration it reads the process environment,
+// not run's environ: the OpenTelemetry SDK and autoexport read it there,
+// and reading it in one place keeps every variable they document working
+// as documented.
+//
+//   - The resource: service.name "snapexec" and service.version, then
+//     OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME over them.
+//   - Metrics: /metrics always serves the Prometheus text format (behind the
+//     token, like every route but the probes). OTEL_METRICS_EXPORTER adds a
+//     second reader through autoexport (otlp, console, or prometheus, which
+//     is autoexport's own listener on OTEL_EXPORTER_PROMETHEUS_HOST:PORT);
+//     unset, nothing is pushed.
+//   - Traces: OTEL_TRACES_EXPORTER through autoexport (otlp, console,
+//     none). Unset, spans go over OTLP only when an OTLP endpoint variable is
+//     set: the specification's default, OTLP to localhost:4318, would log an
+//     export error every few seconds on a machine with no collector, which is
+//     where a development server runs.
+func setupTelemetry(ctx context.Context) (_ *telemetry, err error) {
+	t := &telemetry{propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, t.shutdown(context.Background()))
+		}
+	}()
+	res, err := resource.New(ctx,
+		resource.WithSchemaURL(semconv.SchemaURL),
+		resource.WithAttributes(semconv.ServiceName(defaultServiceName), semconv.ServiceVersion(version)),
+		resource.WithTelemetrySDK(),
+		resource.WithFromEnv(),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
+	}
+
 	registry := prometheus.NewRegistry()
-	promExporter, err := otelprom.New(
+	pull, err := otelprom.New(
 		otelprom.WithRegisterer(registry),
 		otelprom.WithTranslationStrategy(otlptranslator.UnderscoreEscapingWithSuffixes),
 	)
 	if err != nil {
 		return nil, err
 	}
-	res, err := resource.Merge(resource.Default(), resource.NewWithAttributes(semconv.SchemaURL,
-		semconv.ServiceName(serviceName(getenv)), semconv.ServiceVersion(version)))
+	t.metrics = promhttp.HandlerFor(registry, promhttp.HandlerOpts{})
+	push, err := autoexport.NewMetricReader(ctx, autoexport.WithFallbackMetricReader(
+		func(context.Context) (sdkmetric.Reader, error) { return nil, nil }))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("OTEL_METRICS_EXPORTER %q: %w", os.Getenv("OTEL_METRICS_EXPORTER"), err)
 	}
-	t := &telemetry{
-		meterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(promExporter), sdkmetric.WithView(httpServerView())),
-		propagator:    propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
-		metrics:       promhttp.HandlerFor(registry, promhttp.HandlerOpts{}),
+	mpOpts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(pull), sdkmetric.WithView(httpServerView())}
+	if push != nil && !autoexport.IsNoneMetricReader(push) {
+		mpOpts = append(mpOpts, sdkmetric.WithReader(push))
 	}
+	t.meterProvider = sdkmetric.NewMeterProvider(mpOpts...)
 	t.shutdowns = append(t.shutdowns, t.meterProvider.Shutdown)
 
-	endpoint := getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") + getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
-	if endpoint == "" || getenv("OTEL_TRACES_EXPORTER") == "none" {
-		// No exporter: spans are still made (a few microseconds each), so
-		// that every log line of a request has a trace id to grep for.
-		tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res))
-		t.tracerProvider = tp
-		t.shutdowns = append(t.shutdowns, tp.Shutdown)
-		return t, nil
-	}
-	protocol := getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-	if protocol == "" {
-		protocol = getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
-	}
-	var exporter sdktrace.SpanExporter
-	switch strings.ToLower(protocol) {
-	case "", "http/protobuf":
-		exporter, err = otlptracehttp.New(ctx)
-	case "grpc":
-		exporter, err = otlptracegrpc.New(ctx)
-	default:
-		err = fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL %q: use http/protobuf or grpc", protocol)
-	}
+	spans, err := autoexport.NewSpanExporter(ctx, autoexport.WithFallbackSpanExporter(
+		func(ctx context.Context) (sdktrace.SpanExporter, error) {
+			if os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" {
+				return nil, nil
+			}
+			return autoexport.NewSpanExporter(ctx) // OTLP, the default
+		}))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("OTEL_TRACES_EXPORTER %q: %w", os.Getenv("OTEL_TRACES_EXPORTER"), err)
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
+	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	if spans != nil && !autoexport.IsNoneSpanExporter(spans) {
+		tpOpts = append(tpOpts, sdktrace.WithBatcher(spans))
+	}
+	// Without an exporter spans are still made (a few microseconds each),
+	// so that every log line of a request has a trace id to grep for.
+	tp := sdktrace.NewTracerProvider(tpOpts...)
 	t.tracerProvider = tp
 	t.shutdowns = append(t.shutdowns, tp.Shutdown)
 	return t, nil
@@ -118,13 +142,6 @@ func httpServerView() sdkmetric.View {
 			},
 		},
 	)
-}
-
-func serviceName(getenv func(string) string) string {
-	if name := getenv("OTEL_SERVICE_NAME"); name != "" {
-		return name
-	}
-	return "snapexec"
 }
 
 func (t *telemetry) meter() metric.Meter { return t.meterProvider.Meter(instrumentationName) }

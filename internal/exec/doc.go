@@ -16,3 +16,7 @@
 // the server is killed, and children that start with default signals whatever the
 // server inherited.
 package exec
+
+// This package needs Linux; on another system the import stops the build
+// with one clear error.
+import _ "github.com/snapexec/snapexec/internal/linuxonly"

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/snapexec/snapexec/internal/sandbox"
 )
 
 // Options configures a Manager. Zero fields get the defaults given.
@@ -58,6 +60,9 @@ type Options struct {
 	// MaxRunning bounds the processes running (or starting) at once: beyond it
 	// Start returns ErrTooManyProcesses. Zero means no bound.
 	MaxRunning int
+	// Sandbox confines the processes whose Spec asks for it; nil refuses
+	// every policy that confines anything (a *sandbox.UnavailableError).
+	Sandbox *sandbox.Sandbox
 }
 
 // Manager starts processes, keeps the table of running and retained ones, and
@@ -195,6 +200,7 @@ func (m *Manager) procConfig(register func(*Process), hold bool) procConfig {
 		grace:      m.opts.Grace,
 		drain:      m.opts.Drain,
 		reaper:     m.opts.Reaper,
+		sandbox:    m.opts.Sandbox,
 		maxOutput:  m.opts.MaxOutputBytes,
 		ringBytes:  m.opts.OutputRingBytes,
 		ringChunks: m.opts.OutputRingChunks,

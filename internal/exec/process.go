@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/snapexec/snapexec/internal/sandbox"
 )
 
 // Stream names one of a process's output streams.
@@ -34,6 +36,7 @@ type Process struct {
 	drain     time.Duration
 	reaper    *Reaper
 	maxOutput int
+	sandbox   sandbox.Report
 
 	ring           *ring
 	stdout, stderr *headTail    // for the result; nil once it is recorded
@@ -155,6 +158,8 @@ type Info struct {
 	PipeStdin bool
 	// StdinOpen reports whether WriteStdin may still write.
 	StdinOpen bool
+	// Sandbox is how the process was confined.
+	Sandbox sandbox.Report
 }
 
 // Info returns a consistent snapshot of the process. It copies no output.
@@ -165,6 +170,7 @@ func (p *Process) Info() Info {
 		Argv:      append([]string(nil), p.argv...),
 		Dir:       p.dir,
 		PipeStdin: p.pipeStdin,
+		Sandbox:   p.sandbox,
 	}
 	p.mu.Lock()
 	in.StartedAt = p.started
@@ -193,6 +199,7 @@ func (p *Process) Info() Info {
 type procConfig struct {
 	grace, drain time.Duration
 	reaper       *Reaper
+	sandbox      *sandbox.Sandbox
 	maxOutput    int
 	ringBytes    int
 	ringChunks   int
@@ -211,6 +218,10 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 		return nil, nil, err
 	}
 	if err := CheckDir(spec.Dir); err != nil {
+		return nil, nil, err
+	}
+	// Checked before any pipe is made: a refusal leaves nothing to undo.
+	if err := checkSandbox(cfg.sandbox, spec.Sandbox); err != nil {
 		return nil, nil, err
 	}
 	maxOutput := cfg.maxOutput
@@ -265,11 +276,11 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 	if releaseR != nil {
 		cmd.ExtraFiles = []*os.File{releaseR}
 	}
-	err = cfg.reaper.start(cmd)
+	report, err := cfg.reaper.start(cmd, cfg.sandbox, spec.Sandbox)
 	closeAll(outW, errW, stdinR, releaseR) // the child holds its own copies
 	if err != nil {
 		closeAll(outR, errR, stdinW, releaseW)
-		return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
+		return nil, nil, spawnError(err)
 	}
 
 	p := &Process{
@@ -283,6 +294,7 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 		drain:     cfg.drain,
 		reaper:    cfg.reaper,
 		maxOutput: maxOutput,
+		sandbox:   report,
 		ring:      newRing(cfg.ringBytes, cfg.ringChunks),
 		stdout:    newHeadTail(maxOutput),
 		stderr:    newHeadTail(maxOutput),

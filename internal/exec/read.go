@@ -27,14 +27,16 @@ type ReadResult struct {
 }
 
 // Read returns the retained output chunks with seq > afterSeq, as the
-// reference's process/read does (docs/design/processes.md#reading-output).
+// reference's process/read does (docs/design/processes.md#reading-output);
+// afterSeq 0 reads from the oldest retained chunk.
 // A positive maxBytes bounds the returned data: at least one chunk is
 // returned, and the read stops before a chunk that would exceed the budget
 // or once the budget is reached. Read returns at once when there are chunks
 // or the process has ended and its output is complete; otherwise it waits up
 // to wait, or until ctx ends (which returns ctx's error), for new output.
-// It returns ErrOutputLost when chunks after afterSeq were evicted before
-// they were read, and ErrSeqAhead when afterSeq is not below the next seq.
+// It returns ErrOutputLost when chunks after a positive afterSeq were
+// evicted before they were read, and ErrSeqAhead when afterSeq is not below
+// the next seq.
 func (p *Process) Read(ctx context.Context, afterSeq int64, maxBytes int, wait time.Duration) (ReadResult, error) {
 	var timer <-chan time.Time
 	for {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/snapexec/snapexec/internal/sandbox"
 )
 
 // reapInterval is how often the reaper looks at its children when nobody asks.
@@ -171,24 +173,25 @@ func (r *Reaper) Shutdown(ctx context.Context) error {
 	}
 }
 
-// start starts cmd, whose child leads a new process group, and records the
-// group before any look at the children can see the child. A nil Reaper just
-// starts it.
-func (r *Reaper) start(cmd *exec.Cmd) error {
+// start starts cmd confined by p (startConfined), whose child leads a new
+// process group, and records the group before any look at the children can
+// see the child. A nil Reaper just starts it.
+func (r *Reaper) start(cmd *exec.Cmd, sb *sandbox.Sandbox, p sandbox.Policy) (sandbox.Report, error) {
 	if r == nil {
-		return cmd.Start()
+		return startConfined(cmd, sb, p, false)
 	}
 	r.spawning.RLock()
 	defer r.spawning.RUnlock()
-	if err := startCmd(cmd, r.masked); err != nil {
-		return err
+	report, err := startConfined(cmd, sb, p, r.masked)
+	if err != nil {
+		return sandbox.Report{}, err
 	}
 	pgid := cmd.Process.Pid
 	r.mu.Lock()
 	r.groups[pgid] = struct{}{}
 	r.mu.Unlock()
 	r.keeper.send(recordGroup, pgid)
-	return nil
+	return report, nil
 }
 
 // ended records that the group pgid has ended. A nil Reaper does nothing.

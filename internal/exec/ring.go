@@ -119,15 +119,19 @@ type ringRead struct {
 // read returns the retained chunks with seq > after, within maxBytes when it
 // is positive (docs/design/processes.md#reading-output): at least one chunk,
 // and it stops before a chunk that would exceed the budget or once the
-// budget is reached. changed is closed on the next append or close.
+// budget is reached. after 0 reads from the oldest retained chunk, whatever
+// was evicted before it. changed is closed on the next append or close.
 func (r *ring) read(after int64, maxBytes int) ringRead {
 	after = max(after, 0)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	live := r.buf[r.start:]
 	res := ringRead{oldest: r.nextSeq - int64(len(live)), closed: r.closed}
-	// Asking for seq 1 after the first chunks were evicted is a loss too; asking
-	// at the current end (everything was evicted but nothing after it) is not.
+	if after == 0 {
+		after = res.oldest - 1
+	}
+	// A positive after whose next chunks were evicted is a loss; asking at
+	// the current end (everything was evicted but nothing after it) is not.
 	if after+1 < res.oldest {
 		res.lost, res.next = true, res.oldest
 		return res

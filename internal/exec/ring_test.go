@@ -73,11 +73,13 @@ func TestRingEviction(t *testing.T) {
 		wantNext  int64
 	}{
 		{"nothing evicted", 100, 100, []int{4, 4, 4}, 0, []int64{1, 2, 3}, false, 4},
-		{"bytes: start is lost", 10, 100, []int{4, 4, 4, 4, 4}, 0, nil, true, 4},
+		{"bytes: 0 reads from the oldest", 10, 100, []int{4, 4, 4, 4, 4}, 0, []int64{4, 5}, false, 6},
+		{"bytes: 1 is lost", 10, 100, []int{4, 4, 4, 4, 4}, 1, nil, true, 4},
 		{"bytes: lost just before the oldest", 10, 100, []int{4, 4, 4, 4, 4}, 2, nil, true, 4},
 		{"bytes: from the oldest", 10, 100, []int{4, 4, 4, 4, 4}, 3, []int64{4, 5}, false, 6},
 		{"bytes: at the end is not lost", 10, 100, []int{4, 4, 4, 4, 4}, 5, []int64{}, false, 6},
-		{"count: start is lost", 100, 3, []int{1, 1, 1, 1, 1}, 0, nil, true, 3},
+		{"count: 0 reads from the oldest", 100, 3, []int{1, 1, 1, 1, 1}, 0, []int64{3, 4, 5}, false, 6},
+		{"count: 1 is lost", 100, 3, []int{1, 1, 1, 1, 1}, 1, nil, true, 3},
 		{"count: from the oldest", 100, 3, []int{1, 1, 1, 1, 1}, 2, []int64{3, 4, 5}, false, 6},
 		{"one chunk over the bound stays alone", 10, 100, []int{4, 10}, 1, []int64{2}, false, 3},
 	}

@@ -2,6 +2,8 @@ package exec
 
 import (
 	"time"
+
+	"github.com/snapexec/snapexec/internal/sandbox"
 )
 
 // KeepNoOutput as a Spec's MaxOutputBytes keeps no output in the result, only
@@ -38,4 +40,8 @@ type Spec struct {
 	// middle is dropped and the head and tail are kept. Zero means the manager's
 	// default; KeepNoOutput keeps none (the totals are still counted).
 	MaxOutputBytes int
+	// Sandbox confines the child and every descendant (package sandbox); the
+	// zero policy confines nothing. A policy the manager cannot enforce is
+	// refused before anything is spawned.
+	Sandbox sandbox.Policy
 }

@@ -13,8 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// copyBufferBytes is the one buffer of an upload: what a write holds in
-// memory, whatever the file's size.
+// copyBufferBytes is the size of each of an upload's two buffers: what a
+// write holds in memory is twice this, whatever the file's size.
 const copyBufferBytes = 256 << 10
 
 // WriteOptions condition a write.
@@ -85,9 +85,7 @@ func (f *FS) Write(path string, r io.Reader, o WriteOptions) (Info, error) {
 		// A copy: the kernel copies, without passing through us.
 		n, err = tmp.ReadFrom(limited)
 	} else {
-		// An upload: one buffer, bigger than ReadFrom's 32 KiB, which
-		// costs a third of the throughput in syscalls (BenchmarkWrite).
-		n, err = io.CopyBuffer(struct{ io.Writer }{tmp}, limited, make([]byte, copyBufferBytes))
+		n, err = copyOverlapped(&writeBehind{f: tmp}, limited)
 	}
 	if err != nil {
 		return Info{}, err
@@ -137,6 +135,88 @@ func (f *FS) Write(path string, r io.Reader, o WriteOptions) (Info, error) {
 		return Info{}, classify(err)
 	}
 	return infoOf(t.abs, st), nil
+}
+
+// copyOverlapped copies r to w through two buffers, bigger than ReadFrom's
+// 32 KiB (which costs a third of the throughput in syscalls,
+// BenchmarkWrite): one is filled from r while the other is written to w, so
+// that an upload's network reads and its disk writes overlap rather than
+// take turns (docs/SANDBOX.md has what it gained over HTTP).
+// A failed write waits for the read under way to end before it returns, so
+// that r is never read after copyOverlapped returns.
+func copyOverlapped(w io.Writer, r io.Reader) (n int64, err error) {
+	free := make(chan []byte, 2)
+	free <- make([]byte, copyBufferBytes)
+	free <- make([]byte, copyBufferBytes)
+	full := make(chan []byte, 1)
+	stop := make(chan struct{})
+	var readErr error // set before full is closed
+	go func() {
+		defer close(full)
+		for {
+			var buf []byte
+			select {
+			case <-stop: // checked first: a buffer may be free too
+				return
+			default:
+			}
+			select {
+			case buf = <-free:
+			case <-stop:
+				return
+			}
+			k, err := io.ReadFull(r, buf)
+			if k > 0 {
+				select {
+				case full <- buf[:k]:
+				case <-stop:
+					return
+				}
+			}
+			if err != nil {
+				if err != io.EOF && err != io.ErrUnexpectedEOF {
+					readErr = err
+				}
+				return
+			}
+		}
+	}()
+	for buf := range full {
+		k, err := w.Write(buf)
+		n += int64(k)
+		if err != nil {
+			close(stop)
+			for range full {
+			}
+			return n, err
+		}
+		free <- buf[:cap(buf)]
+	}
+	return n, readErr
+}
+
+// writeBehindBytes is how much an upload writes between two starts of the
+// writeback of what it wrote.
+const writeBehindBytes = 8 << 20
+
+// writeBehind starts the kernel's writeback of each writeBehindBytes as soon
+// as they are written (sync_file_range without waiting), so that the disk
+// works while the rest arrives and the fsync before the rename has little
+// left to wait for.
+type writeBehind struct {
+	f            *os.File
+	off, flushed int64
+}
+
+func (w *writeBehind) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.off += int64(n)
+	if w.off-w.flushed >= writeBehindBytes {
+		// Only a hint: the fsync that follows is what makes it durable.
+		_ = unix.SyncFileRange(int(w.f.Fd()), w.flushed, w.off-w.flushed, unix.SYNC_FILE_RANGE_WRITE)
+		w.flushed = w.off
+	}
+	return n, err
 }
 
 // check applies o's preconditions to the entry as it is.

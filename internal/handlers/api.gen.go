@@ -68,6 +68,54 @@ func (e ExitStatus) Valid() bool {
 	}
 }
 
+// Defines values for FileEntryType.
+const (
+	FileEntryTypeDirectory FileEntryType = "directory"
+	FileEntryTypeFile      FileEntryType = "file"
+	FileEntryTypeOther     FileEntryType = "other"
+	FileEntryTypeSymlink   FileEntryType = "symlink"
+)
+
+// Valid indicates whether the value is a known member of the FileEntryType enum.
+func (e FileEntryType) Valid() bool {
+	switch e {
+	case FileEntryTypeDirectory:
+		return true
+	case FileEntryTypeFile:
+		return true
+	case FileEntryTypeOther:
+		return true
+	case FileEntryTypeSymlink:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FileInfoType.
+const (
+	FileInfoTypeDirectory FileInfoType = "directory"
+	FileInfoTypeFile      FileInfoType = "file"
+	FileInfoTypeOther     FileInfoType = "other"
+	FileInfoTypeSymlink   FileInfoType = "symlink"
+)
+
+// Valid indicates whether the value is a known member of the FileInfoType enum.
+func (e FileInfoType) Valid() bool {
+	switch e {
+	case FileInfoTypeDirectory:
+		return true
+	case FileInfoTypeFile:
+		return true
+	case FileInfoTypeOther:
+		return true
+	case FileInfoTypeSymlink:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	Draining HealthStatus = "draining"
@@ -109,18 +157,30 @@ const (
 	BodyTimeout          ProblemCode = "body_timeout"
 	BodyTooLarge         ProblemCode = "body_too_large"
 	CaptureFailed        ProblemCode = "capture_failed"
+	CrossDevice          ProblemCode = "cross_device"
 	CwdNotFound          ProblemCode = "cwd_not_found"
 	DeadlineExceeded     ProblemCode = "deadline_exceeded"
+	Exists               ProblemCode = "exists"
+	FilesDisabled        ProblemCode = "files_disabled"
 	ForbiddenOrigin      ProblemCode = "forbidden_origin"
 	Internal             ProblemCode = "internal"
 	InvalidRequest       ProblemCode = "invalid_request"
 	InvalidScope         ProblemCode = "invalid_scope"
+	IsADirectory         ProblemCode = "is_a_directory"
+	IsRoot               ProblemCode = "is_root"
 	MethodNotAllowed     ProblemCode = "method_not_allowed"
 	MisdirectedHost      ProblemCode = "misdirected_host"
+	NotADirectory        ProblemCode = "not_a_directory"
+	NotARegularFile      ProblemCode = "not_a_regular_file"
+	NotEmpty             ProblemCode = "not_empty"
 	NotFound             ProblemCode = "not_found"
 	OutputLost           ProblemCode = "output_lost"
+	OutsideRoot          ProblemCode = "outside_root"
+	PreconditionFailed   ProblemCode = "precondition_failed"
 	ProcessExists        ProblemCode = "process_exists"
 	ProcessExited        ProblemCode = "process_exited"
+	RangeNotSatisfiable  ProblemCode = "range_not_satisfiable"
+	SandboxUnavailable   ProblemCode = "sandbox_unavailable"
 	ShuttingDown         ProblemCode = "shutting_down"
 	SpawnFailed          ProblemCode = "spawn_failed"
 	StdinClosed          ProblemCode = "stdin_closed"
@@ -139,9 +199,15 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case CaptureFailed:
 		return true
+	case CrossDevice:
+		return true
 	case CwdNotFound:
 		return true
 	case DeadlineExceeded:
+		return true
+	case Exists:
+		return true
+	case FilesDisabled:
 		return true
 	case ForbiddenOrigin:
 		return true
@@ -151,17 +217,35 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case InvalidScope:
 		return true
+	case IsADirectory:
+		return true
+	case IsRoot:
+		return true
 	case MethodNotAllowed:
 		return true
 	case MisdirectedHost:
+		return true
+	case NotADirectory:
+		return true
+	case NotARegularFile:
+		return true
+	case NotEmpty:
 		return true
 	case NotFound:
 		return true
 	case OutputLost:
 		return true
+	case OutsideRoot:
+		return true
+	case PreconditionFailed:
+		return true
 	case ProcessExists:
 		return true
 	case ProcessExited:
+		return true
+	case RangeNotSatisfiable:
+		return true
+	case SandboxUnavailable:
 		return true
 	case ShuttingDown:
 		return true
@@ -209,6 +293,45 @@ func (e ProcessStatus) Valid() bool {
 	case ProcessStatusTerminated:
 		return true
 	case ProcessStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SandboxNetwork.
+const (
+	SandboxNetworkFull     SandboxNetwork = "full"
+	SandboxNetworkLoopback SandboxNetwork = "loopback"
+	SandboxNetworkNone     SandboxNetwork = "none"
+)
+
+// Valid indicates whether the value is a known member of the SandboxNetwork enum.
+func (e SandboxNetwork) Valid() bool {
+	switch e {
+	case SandboxNetworkFull:
+		return true
+	case SandboxNetworkLoopback:
+		return true
+	case SandboxNetworkNone:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SandboxReportType.
+const (
+	SandboxReportTypeLandlock SandboxReportType = "landlock"
+	SandboxReportTypeNone     SandboxReportType = "none"
+)
+
+// Valid indicates whether the value is a known member of the SandboxReportType enum.
+func (e SandboxReportType) Valid() bool {
+	switch e {
+	case SandboxReportTypeLandlock:
+		return true
+	case SandboxReportTypeNone:
 		return true
 	default:
 		return false
@@ -444,6 +567,16 @@ type ExecRequest struct {
 	// ProcessId Client key, unique among live and retained processes; generated when absent.
 	ProcessId *string `json:"processId,omitempty"`
 
+	// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and
+	// a network namespace for none and loopback); its shell snapshot capture runs confined
+	// alike. The command reads everything the server may read, and writes only beneath
+	// writableRoots (besides /dev/null, /dev/tty and its terminals). Absent: the server's
+	// --default-sandbox (none unless the operator set one). A sandbox that confines nothing
+	// ({} or network full alone) runs the command unconfined, answered as sandbox.type none.
+	// A sandbox the server cannot enforce is refused, 422 sandbox_unavailable naming what is
+	// missing, and nothing runs; a writable root that is not a directory is 400.
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
+
 	// ShellSnapshot Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
 	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope); a shell
 	// other than bash, zsh or sh is 422 unsupported_shell, whatever the argv; any other argv
@@ -475,6 +608,9 @@ type ExecResult struct {
 	// the table holds none under any id, not even the one the request gave.
 	ProcessId *string `json:"processId"`
 
+	// Sandbox How the process was confined.
+	Sandbox *SandboxReport `json:"sandbox,omitempty"`
+
 	// Signal The ending signal's name as in signal(7), such as SIGKILL, or null.
 	Signal *string `json:"signal"`
 
@@ -504,6 +640,62 @@ type ExecResult struct {
 // idle timeout (idleTimeoutMs), terminated by a client, or shut down with the server.
 type ExitStatus string
 
+// FileEntry defines model for FileEntry.
+type FileEntry struct {
+	// Etag This version of the entry, without HTTP's quotes; If-Match takes it quoted or not.
+	Etag string `json:"etag"`
+
+	// Mode Permission bits (0o644 is 420).
+	Mode       int       `json:"mode"`
+	ModifiedAt time.Time `json:"modifiedAt"`
+
+	// Name The path relative to the listed or walked directory.
+	Name string `json:"name"`
+
+	// Path The absolute path, cleaned, as the request named it.
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+
+	// Type other is a FIFO, a socket or a device.
+	Type FileEntryType `json:"type"`
+}
+
+// FileEntryType other is a FIFO, a socket or a device.
+type FileEntryType string
+
+// FileInfo defines model for FileInfo.
+type FileInfo struct {
+	// Etag This version of the entry, without HTTP's quotes; If-Match takes it quoted or not.
+	Etag string `json:"etag"`
+
+	// Mode Permission bits (0o644 is 420).
+	Mode       int       `json:"mode"`
+	ModifiedAt time.Time `json:"modifiedAt"`
+
+	// Path The absolute path, cleaned, as the request named it.
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+
+	// Type other is a FIFO, a socket or a device.
+	Type FileInfoType `json:"type"`
+}
+
+// FileInfoType other is a FIFO, a socket or a device.
+type FileInfoType string
+
+// FilePage defines model for FilePage.
+type FilePage struct {
+	Entries []FileEntry `json:"entries"`
+
+	// Next The cursor of the following page; absent on the last.
+	Next *string `json:"next,omitempty"`
+}
+
+// FilePathRequest defines model for FilePathRequest.
+type FilePathRequest struct {
+	Path string `json:"path"`
+}
+
 // FinishedCounts defines model for FinishedCounts.
 type FinishedCounts struct {
 	Error      int64 `json:"error"`
@@ -521,6 +713,11 @@ type HTTPStats struct {
 // Health defines model for Health.
 type Health struct {
 	Status HealthStatus `json:"status"`
+
+	// Version The server's version, as `--version` prints it and `target_info` labels it.
+	//
+	// Example: 0.1.0
+	Version *string `json:"version,omitempty"`
 }
 
 // HealthStatus defines model for Health.Status.
@@ -557,7 +754,17 @@ type PrewarmRequest struct {
 	// includeOnly. Patterns use * and ?, match the whole name, and ignore ASCII case.
 	// The server's own secrets never reach a child.
 	EnvPolicy *EnvPolicy `json:"envPolicy,omitempty"`
-	Shell     ShellInfo  `json:"shell"`
+
+	// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and
+	// a network namespace for none and loopback); its shell snapshot capture runs confined
+	// alike. The command reads everything the server may read, and writes only beneath
+	// writableRoots (besides /dev/null, /dev/tty and its terminals). Absent: the server's
+	// --default-sandbox (none unless the operator set one). A sandbox that confines nothing
+	// ({} or network full alone) runs the command unconfined, answered as sandbox.type none.
+	// A sandbox the server cannot enforce is refused, 422 sandbox_unavailable naming what is
+	// missing, and nothing runs; a writable root that is not a directory is 400.
+	Sandbox *Sandbox  `json:"sandbox,omitempty"`
+	Shell   ShellInfo `json:"shell"`
 }
 
 // Problem defines model for Problem.
@@ -594,6 +801,9 @@ type Process struct {
 	Pid       int    `json:"pid"`
 	PipeStdin bool   `json:"pipeStdin"`
 	ProcessId string `json:"processId"`
+
+	// Sandbox How the process was confined.
+	Sandbox SandboxReport `json:"sandbox"`
 
 	// Signal The ending signal's name as in signal(7), such as SIGTERM, or null.
 	Signal *string `json:"signal"`
@@ -644,6 +854,52 @@ type Quantiles struct {
 	P90   *float64 `json:"p90,omitempty"`
 	P99   *float64 `json:"p99,omitempty"`
 }
+
+// RemoveRequest defines model for RemoveRequest.
+type RemoveRequest struct {
+	Path string `json:"path"`
+
+	// Recursive Remove a directory with its entries. Absent means false.
+	Recursive *bool `json:"recursive,omitempty"`
+}
+
+// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and
+// a network namespace for none and loopback); its shell snapshot capture runs confined
+// alike. The command reads everything the server may read, and writes only beneath
+// writableRoots (besides /dev/null, /dev/tty and its terminals). Absent: the server's
+// --default-sandbox (none unless the operator set one). A sandbox that confines nothing
+// ({} or network full alone) runs the command unconfined, answered as sandbox.type none.
+// A sandbox the server cannot enforce is refused, 422 sandbox_unavailable naming what is
+// missing, and nothing runs; a writable root that is not a directory is 400.
+type Sandbox struct {
+	// Network none: no network at all, not even the host's loopback. loopback: a loopback of the
+	// command's own (its processes reach each other on 127.0.0.1, nothing else). full: as
+	// the server has it. Absent means full.
+	Network *SandboxNetwork `json:"network,omitempty"`
+
+	// ReadOnly Nothing is writable; excludes writableRoots. Absent means false.
+	ReadOnly *bool `json:"readOnly,omitempty"`
+
+	// WritableRoots Absolute directories beneath which the command may create, write, rename and remove.
+	WritableRoots *[]string `json:"writableRoots,omitempty"`
+}
+
+// SandboxNetwork none: no network at all, not even the host's loopback. loopback: a loopback of the
+// command's own (its processes reach each other on 127.0.0.1, nothing else). full: as
+// the server has it. Absent means full.
+type SandboxNetwork string
+
+// SandboxReport How the process was confined.
+type SandboxReport struct {
+	// Abi The Landlock ABI the kernel enforced with; present with landlock.
+	Abi *int `json:"abi,omitempty"`
+
+	// Type landlock, as its sandbox asked; none, unconfined.
+	Type SandboxReportType `json:"type"`
+}
+
+// SandboxReportType landlock, as its sandbox asked; none, unconfined.
+type SandboxReportType string
 
 // ShellInfo defines model for ShellInfo.
 type ShellInfo struct {
@@ -715,8 +971,18 @@ type SnapshotEntry struct {
 	// Prewarmed The ready snapshot was captured by a prewarm.
 	Prewarmed bool       `json:"prewarmed"`
 	RetryAt   *time.Time `json:"retryAt,omitempty"`
-	ScopeId   string     `json:"scopeId"`
-	Shell     ShellInfo  `json:"shell"`
+
+	// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and
+	// a network namespace for none and loopback); its shell snapshot capture runs confined
+	// alike. The command reads everything the server may read, and writes only beneath
+	// writableRoots (besides /dev/null, /dev/tty and its terminals). Absent: the server's
+	// --default-sandbox (none unless the operator set one). A sandbox that confines nothing
+	// ({} or network full alone) runs the command unconfined, answered as sandbox.type none.
+	// A sandbox the server cannot enforce is refused, 422 sandbox_unavailable naming what is
+	// missing, and nothing runs; a writable root that is not a directory is 400.
+	Sandbox *Sandbox  `json:"sandbox,omitempty"`
+	ScopeId string    `json:"scopeId"`
+	Shell   ShellInfo `json:"shell"`
 
 	// State failed is in backoff or retryable; exhausted has spent its retry budget.
 	State      SnapshotEntryState `json:"state"`
@@ -862,6 +1128,16 @@ type StartProcessRequest struct {
 	// ProcessId Client key, unique among live and retained processes; generated when absent.
 	ProcessId *string `json:"processId,omitempty"`
 
+	// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and
+	// a network namespace for none and loopback); its shell snapshot capture runs confined
+	// alike. The command reads everything the server may read, and writes only beneath
+	// writableRoots (besides /dev/null, /dev/tty and its terminals). Absent: the server's
+	// --default-sandbox (none unless the operator set one). A sandbox that confines nothing
+	// ({} or network full alone) runs the command unconfined, answered as sandbox.type none.
+	// A sandbox the server cannot enforce is refused, 422 sandbox_unavailable naming what is
+	// missing, and nothing runs; a writable root that is not a directory is 400.
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
+
 	// ShellSnapshot Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
 	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope); a shell
 	// other than bash, zsh or sh is 422 unsupported_shell, whatever the argv; any other argv
@@ -918,6 +1194,15 @@ type TerminateResult struct {
 	Running bool `json:"running"`
 }
 
+// TransferRequest defines model for TransferRequest.
+type TransferRequest struct {
+	From string `json:"from"`
+
+	// Overwrite Replace an existing destination. Absent means false.
+	Overwrite *bool  `json:"overwrite,omitempty"`
+	To        string `json:"to"`
+}
+
 // UnrestoredPiece One piece of a snapshot's state that a replay leaves out, by name; never its value.
 type UnrestoredPiece struct {
 	Kind UnrestoredPieceKind `json:"kind"`
@@ -927,11 +1212,53 @@ type UnrestoredPiece struct {
 // UnrestoredPieceKind defines model for UnrestoredPiece.Kind.
 type UnrestoredPieceKind string
 
+// FileCursor defines model for FileCursor.
+type FileCursor = string
+
+// FileLimit defines model for FileLimit.
+type FileLimit = int
+
+// FilePath defines model for FilePath.
+type FilePath = string
+
 // ProcessId defines model for ProcessId.
 type ProcessId = string
 
 // ScopeId defines model for ScopeId.
 type ScopeId = string
+
+// ListDirectoryParams defines parameters for ListDirectory.
+type ListDirectoryParams struct {
+	// Path An absolute path beneath one of the server's --files-root directories.
+	Path FilePath `form:"path" json:"path"`
+
+	// Cursor The next of the previous page; absent for the first.
+	Cursor *FileCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Entries a page holds at most; absent or above --files-max-list means --files-max-list.
+	Limit *FileLimit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// StatFileParams defines parameters for StatFile.
+type StatFileParams struct {
+	// Path An absolute path beneath one of the server's --files-root directories.
+	Path FilePath `form:"path" json:"path"`
+}
+
+// WalkDirectoryParams defines parameters for WalkDirectory.
+type WalkDirectoryParams struct {
+	// Path An absolute path beneath one of the server's --files-root directories.
+	Path FilePath `form:"path" json:"path"`
+
+	// Cursor The next of the previous page; absent for the first.
+	Cursor *FileCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Entries a page holds at most; absent or above --files-max-list means --files-max-list.
+	Limit *FileLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// MaxDepth Levels to descend; absent means 32.
+	MaxDepth *int `form:"maxDepth,omitempty" json:"maxDepth,omitempty"`
+}
 
 // ReadProcessOutputParams defines parameters for ReadProcessOutput.
 type ReadProcessOutputParams struct {
@@ -954,6 +1281,18 @@ type PrewarmSnapshotParams struct {
 // ExecJSONRequestBody defines body for Exec for application/json ContentType.
 type ExecJSONRequestBody = ExecRequest
 
+// CopyFileJSONRequestBody defines body for CopyFile for application/json ContentType.
+type CopyFileJSONRequestBody = TransferRequest
+
+// MakeDirectoryJSONRequestBody defines body for MakeDirectory for application/json ContentType.
+type MakeDirectoryJSONRequestBody = FilePathRequest
+
+// MoveFileJSONRequestBody defines body for MoveFile for application/json ContentType.
+type MoveFileJSONRequestBody = TransferRequest
+
+// RemoveFileJSONRequestBody defines body for RemoveFile for application/json ContentType.
+type RemoveFileJSONRequestBody = RemoveRequest
+
 // StartProcessJSONRequestBody defines body for StartProcess for application/json ContentType.
 type StartProcessJSONRequestBody = StartProcessRequest
 
@@ -971,6 +1310,27 @@ type ServerInterface interface {
 	// Exec Run a command to completion.
 	// (POST /exec)
 	Exec(w http.ResponseWriter, r *http.Request)
+	// CopyFile Copy a regular file, atomically as a write.
+	// (POST /files/copy)
+	CopyFile(w http.ResponseWriter, r *http.Request)
+	// ListDirectory A page of a directory's entries, by name.
+	// (GET /files/list)
+	ListDirectory(w http.ResponseWriter, r *http.Request, params ListDirectoryParams)
+	// MakeDirectory Make a directory and the parents it lacks (mkdir -p).
+	// (POST /files/mkdir)
+	MakeDirectory(w http.ResponseWriter, r *http.Request)
+	// MoveFile Rename a file or directory, within one filesystem.
+	// (POST /files/move)
+	MoveFile(w http.ResponseWriter, r *http.Request)
+	// RemoveFile Remove a file, an empty directory, or a tree with recursive.
+	// (POST /files/remove)
+	RemoveFile(w http.ResponseWriter, r *http.Request)
+	// StatFile Describe a file or directory, following symlinks that stay inside.
+	// (GET /files/stat)
+	StatFile(w http.ResponseWriter, r *http.Request, params StatFileParams)
+	// WalkDirectory A page of a directory tree, depth first.
+	// (GET /files/walk)
+	WalkDirectory(w http.ResponseWriter, r *http.Request, params WalkDirectoryParams)
 	// Healthz Liveness.
 	// (GET /healthz)
 	Healthz(w http.ResponseWriter, r *http.Request)
@@ -1025,6 +1385,48 @@ type Unimplemented struct{}
 // Exec Run a command to completion.
 // (POST /exec)
 func (_ Unimplemented) Exec(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// CopyFile Copy a regular file, atomically as a write.
+// (POST /files/copy)
+func (_ Unimplemented) CopyFile(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListDirectory A page of a directory's entries, by name.
+// (GET /files/list)
+func (_ Unimplemented) ListDirectory(w http.ResponseWriter, r *http.Request, params ListDirectoryParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// MakeDirectory Make a directory and the parents it lacks (mkdir -p).
+// (POST /files/mkdir)
+func (_ Unimplemented) MakeDirectory(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// MoveFile Rename a file or directory, within one filesystem.
+// (POST /files/move)
+func (_ Unimplemented) MoveFile(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// RemoveFile Remove a file, an empty directory, or a tree with recursive.
+// (POST /files/remove)
+func (_ Unimplemented) RemoveFile(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// StatFile Describe a file or directory, following symlinks that stay inside.
+// (GET /files/stat)
+func (_ Unimplemented) StatFile(w http.ResponseWriter, r *http.Request, params StatFileParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// WalkDirectory A page of a directory tree, depth first.
+// (GET /files/walk)
+func (_ Unimplemented) WalkDirectory(w http.ResponseWriter, r *http.Request, params WalkDirectoryParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1132,6 +1534,226 @@ func (siw *ServerInterfaceWrapper) Exec(w http.ResponseWriter, r *http.Request) 
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.Exec(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// CopyFile operation middleware
+func (siw *ServerInterfaceWrapper) CopyFile(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CopyFile(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListDirectory operation middleware
+func (siw *ServerInterfaceWrapper) ListDirectory(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListDirectoryParams
+
+	// ------------- Required query parameter "path" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "path", r.URL.Query(), &params.Path, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "path"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "path", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListDirectory(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// MakeDirectory operation middleware
+func (siw *ServerInterfaceWrapper) MakeDirectory(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.MakeDirectory(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// MoveFile operation middleware
+func (siw *ServerInterfaceWrapper) MoveFile(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.MoveFile(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// RemoveFile operation middleware
+func (siw *ServerInterfaceWrapper) RemoveFile(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.RemoveFile(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// StatFile operation middleware
+func (siw *ServerInterfaceWrapper) StatFile(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StatFileParams
+
+	// ------------- Required query parameter "path" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "path", r.URL.Query(), &params.Path, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "path"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "path", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.StatFile(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// WalkDirectory operation middleware
+func (siw *ServerInterfaceWrapper) WalkDirectory(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params WalkDirectoryParams
+
+	// ------------- Required query parameter "path" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "path", r.URL.Query(), &params.Path, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "path"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "path", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "maxDepth" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "maxDepth", r.URL.Query(), &params.MaxDepth, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "maxDepth"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "maxDepth", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.WalkDirectory(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1655,6 +2277,27 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Post(options.BaseURL+"/snapshots/{scopeId}/prewarm", wrapper.PrewarmSnapshot)
 	})
 	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/files/stat", wrapper.StatFile)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/files/list", wrapper.ListDirectory)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/files/walk", wrapper.WalkDirectory)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/files/mkdir", wrapper.MakeDirectory)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/files/remove", wrapper.RemoveFile)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/files/copy", wrapper.CopyFile)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/files/move", wrapper.MoveFile)
+	})
+	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/stats", wrapper.GetStats)
 	})
 	r.Group(func(r chi.Router) {
@@ -1843,6 +2486,761 @@ type ExecdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ExecdefaultApplicationProblemPlusJSONResponse) VisitExecResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CopyFileRequestObject struct {
+	Body *CopyFileJSONRequestBody
+}
+
+type CopyFileResponseObject interface {
+	VisitCopyFileResponse(w http.ResponseWriter) error
+}
+
+type CopyFile200JSONResponse FileInfo
+
+func (response CopyFile200JSONResponse) VisitCopyFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CopyFile400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response CopyFile400ApplicationProblemPlusJSONResponse) VisitCopyFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CopyFile401ApplicationProblemPlusJSONResponse Problem
+
+func (response CopyFile401ApplicationProblemPlusJSONResponse) VisitCopyFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CopyFile403ApplicationProblemPlusJSONResponse Problem
+
+func (response CopyFile403ApplicationProblemPlusJSONResponse) VisitCopyFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CopyFile404ApplicationProblemPlusJSONResponse Problem
+
+func (response CopyFile404ApplicationProblemPlusJSONResponse) VisitCopyFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CopyFile409ApplicationProblemPlusJSONResponse Problem
+
+func (response CopyFile409ApplicationProblemPlusJSONResponse) VisitCopyFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CopyFile413ApplicationProblemPlusJSONResponse Problem
+
+func (response CopyFile413ApplicationProblemPlusJSONResponse) VisitCopyFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CopyFiledefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response CopyFiledefaultApplicationProblemPlusJSONResponse) VisitCopyFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDirectoryRequestObject struct {
+	Params ListDirectoryParams
+}
+
+type ListDirectoryResponseObject interface {
+	VisitListDirectoryResponse(w http.ResponseWriter) error
+}
+
+type ListDirectory200JSONResponse FilePage
+
+func (response ListDirectory200JSONResponse) VisitListDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDirectory400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ListDirectory400ApplicationProblemPlusJSONResponse) VisitListDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDirectory401ApplicationProblemPlusJSONResponse Problem
+
+func (response ListDirectory401ApplicationProblemPlusJSONResponse) VisitListDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDirectory403ApplicationProblemPlusJSONResponse Problem
+
+func (response ListDirectory403ApplicationProblemPlusJSONResponse) VisitListDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDirectory404ApplicationProblemPlusJSONResponse Problem
+
+func (response ListDirectory404ApplicationProblemPlusJSONResponse) VisitListDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDirectory409ApplicationProblemPlusJSONResponse Problem
+
+func (response ListDirectory409ApplicationProblemPlusJSONResponse) VisitListDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDirectorydefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListDirectorydefaultApplicationProblemPlusJSONResponse) VisitListDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MakeDirectoryRequestObject struct {
+	Body *MakeDirectoryJSONRequestBody
+}
+
+type MakeDirectoryResponseObject interface {
+	VisitMakeDirectoryResponse(w http.ResponseWriter) error
+}
+
+type MakeDirectory204Response struct {
+}
+
+func (response MakeDirectory204Response) VisitMakeDirectoryResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type MakeDirectory400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response MakeDirectory400ApplicationProblemPlusJSONResponse) VisitMakeDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MakeDirectory401ApplicationProblemPlusJSONResponse Problem
+
+func (response MakeDirectory401ApplicationProblemPlusJSONResponse) VisitMakeDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MakeDirectory403ApplicationProblemPlusJSONResponse Problem
+
+func (response MakeDirectory403ApplicationProblemPlusJSONResponse) VisitMakeDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MakeDirectory409ApplicationProblemPlusJSONResponse Problem
+
+func (response MakeDirectory409ApplicationProblemPlusJSONResponse) VisitMakeDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MakeDirectorydefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response MakeDirectorydefaultApplicationProblemPlusJSONResponse) VisitMakeDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MoveFileRequestObject struct {
+	Body *MoveFileJSONRequestBody
+}
+
+type MoveFileResponseObject interface {
+	VisitMoveFileResponse(w http.ResponseWriter) error
+}
+
+type MoveFile204Response struct {
+}
+
+func (response MoveFile204Response) VisitMoveFileResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type MoveFile400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response MoveFile400ApplicationProblemPlusJSONResponse) VisitMoveFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MoveFile401ApplicationProblemPlusJSONResponse Problem
+
+func (response MoveFile401ApplicationProblemPlusJSONResponse) VisitMoveFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MoveFile403ApplicationProblemPlusJSONResponse Problem
+
+func (response MoveFile403ApplicationProblemPlusJSONResponse) VisitMoveFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MoveFile404ApplicationProblemPlusJSONResponse Problem
+
+func (response MoveFile404ApplicationProblemPlusJSONResponse) VisitMoveFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MoveFile409ApplicationProblemPlusJSONResponse Problem
+
+func (response MoveFile409ApplicationProblemPlusJSONResponse) VisitMoveFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MoveFiledefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response MoveFiledefaultApplicationProblemPlusJSONResponse) VisitMoveFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveFileRequestObject struct {
+	Body *RemoveFileJSONRequestBody
+}
+
+type RemoveFileResponseObject interface {
+	VisitRemoveFileResponse(w http.ResponseWriter) error
+}
+
+type RemoveFile204Response struct {
+}
+
+func (response RemoveFile204Response) VisitRemoveFileResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type RemoveFile400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response RemoveFile400ApplicationProblemPlusJSONResponse) VisitRemoveFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveFile401ApplicationProblemPlusJSONResponse Problem
+
+func (response RemoveFile401ApplicationProblemPlusJSONResponse) VisitRemoveFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveFile403ApplicationProblemPlusJSONResponse Problem
+
+func (response RemoveFile403ApplicationProblemPlusJSONResponse) VisitRemoveFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveFile404ApplicationProblemPlusJSONResponse Problem
+
+func (response RemoveFile404ApplicationProblemPlusJSONResponse) VisitRemoveFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveFile409ApplicationProblemPlusJSONResponse Problem
+
+func (response RemoveFile409ApplicationProblemPlusJSONResponse) VisitRemoveFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveFiledefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response RemoveFiledefaultApplicationProblemPlusJSONResponse) VisitRemoveFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StatFileRequestObject struct {
+	Params StatFileParams
+}
+
+type StatFileResponseObject interface {
+	VisitStatFileResponse(w http.ResponseWriter) error
+}
+
+type StatFile200ResponseHeaders struct {
+	ETag *string
+}
+
+type StatFile200JSONResponse struct {
+	Body    FileInfo
+	Headers StatFile200ResponseHeaders
+}
+
+func (response StatFile200JSONResponse) VisitStatFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StatFile400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response StatFile400ApplicationProblemPlusJSONResponse) VisitStatFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StatFile401ApplicationProblemPlusJSONResponse Problem
+
+func (response StatFile401ApplicationProblemPlusJSONResponse) VisitStatFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StatFile403ApplicationProblemPlusJSONResponse Problem
+
+func (response StatFile403ApplicationProblemPlusJSONResponse) VisitStatFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StatFile404ApplicationProblemPlusJSONResponse Problem
+
+func (response StatFile404ApplicationProblemPlusJSONResponse) VisitStatFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StatFiledefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response StatFiledefaultApplicationProblemPlusJSONResponse) VisitStatFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WalkDirectoryRequestObject struct {
+	Params WalkDirectoryParams
+}
+
+type WalkDirectoryResponseObject interface {
+	VisitWalkDirectoryResponse(w http.ResponseWriter) error
+}
+
+type WalkDirectory200JSONResponse FilePage
+
+func (response WalkDirectory200JSONResponse) VisitWalkDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WalkDirectory400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response WalkDirectory400ApplicationProblemPlusJSONResponse) VisitWalkDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WalkDirectory401ApplicationProblemPlusJSONResponse Problem
+
+func (response WalkDirectory401ApplicationProblemPlusJSONResponse) VisitWalkDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WalkDirectory403ApplicationProblemPlusJSONResponse Problem
+
+func (response WalkDirectory403ApplicationProblemPlusJSONResponse) VisitWalkDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WalkDirectory404ApplicationProblemPlusJSONResponse Problem
+
+func (response WalkDirectory404ApplicationProblemPlusJSONResponse) VisitWalkDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WalkDirectory409ApplicationProblemPlusJSONResponse Problem
+
+func (response WalkDirectory409ApplicationProblemPlusJSONResponse) VisitWalkDirectoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WalkDirectorydefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response WalkDirectorydefaultApplicationProblemPlusJSONResponse) VisitWalkDirectoryResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -3001,6 +4399,27 @@ type StrictServerInterface interface {
 	// Exec Run a command to completion.
 	// (POST /exec)
 	Exec(ctx context.Context, request ExecRequestObject) (ExecResponseObject, error)
+	// CopyFile Copy a regular file, atomically as a write.
+	// (POST /files/copy)
+	CopyFile(ctx context.Context, request CopyFileRequestObject) (CopyFileResponseObject, error)
+	// ListDirectory A page of a directory's entries, by name.
+	// (GET /files/list)
+	ListDirectory(ctx context.Context, request ListDirectoryRequestObject) (ListDirectoryResponseObject, error)
+	// MakeDirectory Make a directory and the parents it lacks (mkdir -p).
+	// (POST /files/mkdir)
+	MakeDirectory(ctx context.Context, request MakeDirectoryRequestObject) (MakeDirectoryResponseObject, error)
+	// MoveFile Rename a file or directory, within one filesystem.
+	// (POST /files/move)
+	MoveFile(ctx context.Context, request MoveFileRequestObject) (MoveFileResponseObject, error)
+	// RemoveFile Remove a file, an empty directory, or a tree with recursive.
+	// (POST /files/remove)
+	RemoveFile(ctx context.Context, request RemoveFileRequestObject) (RemoveFileResponseObject, error)
+	// StatFile Describe a file or directory, following symlinks that stay inside.
+	// (GET /files/stat)
+	StatFile(ctx context.Context, request StatFileRequestObject) (StatFileResponseObject, error)
+	// WalkDirectory A page of a directory tree, depth first.
+	// (GET /files/walk)
+	WalkDirectory(ctx context.Context, request WalkDirectoryRequestObject) (WalkDirectoryResponseObject, error)
 	// Healthz Liveness.
 	// (GET /healthz)
 	Healthz(ctx context.Context, request HealthzRequestObject) (HealthzResponseObject, error)
@@ -3111,6 +4530,208 @@ func (sh *strictHandler) Exec(w http.ResponseWriter, r *http.Request) {
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(ExecResponseObject); ok {
 		if err := validResponse.VisitExecResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CopyFile operation middleware
+func (sh *strictHandler) CopyFile(w http.ResponseWriter, r *http.Request) {
+	var request CopyFileRequestObject
+
+	var body CopyFileJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.CopyFile(ctx, request.(CopyFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CopyFile")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(CopyFileResponseObject); ok {
+		if err := validResponse.VisitCopyFileResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListDirectory operation middleware
+func (sh *strictHandler) ListDirectory(w http.ResponseWriter, r *http.Request, params ListDirectoryParams) {
+	var request ListDirectoryRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListDirectory(ctx, request.(ListDirectoryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListDirectory")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListDirectoryResponseObject); ok {
+		if err := validResponse.VisitListDirectoryResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// MakeDirectory operation middleware
+func (sh *strictHandler) MakeDirectory(w http.ResponseWriter, r *http.Request) {
+	var request MakeDirectoryRequestObject
+
+	var body MakeDirectoryJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.MakeDirectory(ctx, request.(MakeDirectoryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "MakeDirectory")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(MakeDirectoryResponseObject); ok {
+		if err := validResponse.VisitMakeDirectoryResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// MoveFile operation middleware
+func (sh *strictHandler) MoveFile(w http.ResponseWriter, r *http.Request) {
+	var request MoveFileRequestObject
+
+	var body MoveFileJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.MoveFile(ctx, request.(MoveFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "MoveFile")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(MoveFileResponseObject); ok {
+		if err := validResponse.VisitMoveFileResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RemoveFile operation middleware
+func (sh *strictHandler) RemoveFile(w http.ResponseWriter, r *http.Request) {
+	var request RemoveFileRequestObject
+
+	var body RemoveFileJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.RemoveFile(ctx, request.(RemoveFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RemoveFile")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(RemoveFileResponseObject); ok {
+		if err := validResponse.VisitRemoveFileResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StatFile operation middleware
+func (sh *strictHandler) StatFile(w http.ResponseWriter, r *http.Request, params StatFileParams) {
+	var request StatFileRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.StatFile(ctx, request.(StatFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StatFile")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(StatFileResponseObject); ok {
+		if err := validResponse.VisitStatFileResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// WalkDirectory operation middleware
+func (sh *strictHandler) WalkDirectory(w http.ResponseWriter, r *http.Request, params WalkDirectoryParams) {
+	var request WalkDirectoryRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.WalkDirectory(ctx, request.(WalkDirectoryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "WalkDirectory")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(WalkDirectoryResponseObject); ok {
+		if err := validResponse.VisitWalkDirectoryResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

@@ -6,6 +6,13 @@ import (
 	"time"
 )
 
+// isUpload reports whether r uploads a file: its body streams to disk, so
+// that its size is bounded by Security.MaxUploadBytes and its time by its
+// pace (boundBody), not by the limits of a body held in memory.
+func isUpload(r *http.Request) bool {
+	return r.Method == http.MethodPut && r.URL.Path == "/files/content"
+}
+
 // hasBody reports whether r carries a body still to be read.
 func hasBody(r *http.Request) bool {
 	return r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
@@ -15,7 +22,9 @@ func hasBody(r *http.Request) bool {
 // timeout of the request's headers: a read deadline on this request's
 // connection, which net/http lifts itself once the body has been read (when it
 // starts watching the connection for the client going away), so that a long
-// answer (an event stream, a long poll, a long command) outlives it. And an
+// answer (an event stream, a long poll, a long command) outlives it. An
+// upload's deadline moves with every read instead: a 200 MB file on a slow
+// link is fine, a pause of timeout is not. And an
 // answer given before the body was read to its end closes the connection:
 // net/http would otherwise read up to 256 KiB of it after the handler, for as
 // long as the client trickles it, to reuse the connection.
@@ -29,13 +38,29 @@ func boundBody(timeout time.Duration) func(http.Handler) http.Handler {
 			if timeout > 0 {
 				// A writer without a connection (a test's recorder) has
 				// nothing to bound.
-				_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+				rc := http.NewResponseController(w)
+				_ = rc.SetReadDeadline(time.Now().Add(timeout))
+				if isUpload(r) {
+					r.Body = &pacedBody{ReadCloser: r.Body, rc: rc, timeout: timeout}
+				}
 			}
 			w.Header().Set("Connection", "close")
 			r.Body = &keepAliveAtEOF{ReadCloser: r.Body, header: w.Header()}
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// pacedBody gives every read of a body timeout to arrive.
+type pacedBody struct {
+	io.ReadCloser
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (b *pacedBody) Read(p []byte) (int, error) {
+	_ = b.rc.SetReadDeadline(time.Now().Add(b.timeout))
+	return b.ReadCloser.Read(p)
 }
 
 // keepAliveAtEOF lets the connection live on (drops "Connection: close" from

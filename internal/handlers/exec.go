@@ -41,6 +41,7 @@ func execInput(b *ExecRequest) service.ExecInput {
 		Env:            orZero(b.Env),
 		EnvPolicy:      policyFrom(b.EnvPolicy),
 		Snapshot:       snapshotRequest(b.ShellSnapshot),
+		Sandbox:        sandboxFrom(b.Sandbox),
 		Stdin:          stdinBytes(b.Stdin),
 		Timeout:        millis(b.TimeoutMs),
 		IdleTimeout:    millis(b.IdleTimeoutMs),
@@ -104,6 +105,8 @@ func execResult(out service.ExecOutput) ExecResult {
 	}
 	if out.ProcessID != "" { // empty: the command never ran
 		res.ProcessId, res.Pid = &out.ProcessID, &out.Pid
+		report := sandboxReport(out.Sandbox)
+		res.Sandbox = &report
 	}
 	res.Snapshot = receipt(out.Snapshot)
 	res.Stdout, res.StdoutBase64 = textOrBytes(r.Stdout)

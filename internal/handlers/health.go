@@ -7,7 +7,7 @@ import (
 
 // Healthz answers as long as the process serves HTTP.
 func (s *Server) Healthz(context.Context, HealthzRequestObject) (HealthzResponseObject, error) {
-	return Healthz200JSONResponse{Status: Ok}, nil
+	return Healthz200JSONResponse{Status: Ok, Version: &s.version}, nil
 }
 
 // Readyz answers 503 once the server has begun shutting down.
@@ -15,7 +15,7 @@ func (s *Server) Readyz(context.Context, ReadyzRequestObject) (ReadyzResponseObj
 	if s.gate.ShuttingDown() {
 		return nil, errShuttingDown
 	}
-	return Readyz200JSONResponse{Status: Ok}, nil
+	return Readyz200JSONResponse{Status: Ok, Version: &s.version}, nil
 }
 
 // GetOpenAPI serves the contract as committed.

@@ -14,6 +14,8 @@ import (
 
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/files"
+	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/service"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
@@ -59,8 +61,15 @@ func problemFor(err error) *problem {
 	}
 	var fe *service.FieldError
 	var pe *envpolicy.FieldError
+	var se *sandbox.FieldError
+	var ue *sandbox.UnavailableError
 	var ce *shellsnap.CaptureError
 	switch {
+	case errors.As(err, &se):
+		return &problem{status: http.StatusBadRequest, code: InvalidRequest, field: se.Field, detail: se.Error(), cause: err}
+	case errors.As(err, &ue):
+		return &problem{status: http.StatusUnprocessableEntity, code: SandboxUnavailable, field: "sandbox",
+			detail: "the sandbox cannot be enforced on this server, so nothing ran: it lacks " + strings.Join(ue.Missing, "; "), cause: err}
 	case errors.As(err, &fe):
 		return &problem{status: http.StatusBadRequest, code: InvalidRequest, field: fe.Field, detail: fe.Reason, cause: err}
 	case errors.As(err, &pe):
@@ -91,6 +100,30 @@ func problemFor(err error) *problem {
 		return &problem{status: http.StatusConflict, code: StdinClosed, detail: "stdin is not open: start the process with pipeStdin, and do not close it before writing", cause: err}
 	case errors.Is(err, exec.ErrShuttingDown):
 		return errShuttingDown
+	case errors.Is(err, files.ErrOutsideRoot):
+		return &problem{status: http.StatusForbidden, code: OutsideRoot, detail: "the path leads outside the server's --files-root directories", cause: err}
+	case errors.Is(err, files.ErrInvalidPath):
+		return &problem{status: http.StatusBadRequest, code: InvalidRequest, field: "path", detail: "a path must be absolute, without NUL, at most 4096 bytes", cause: err}
+	case errors.Is(err, files.ErrNotFound):
+		return &problem{status: http.StatusNotFound, code: NotFound, detail: "no such file or directory", cause: err}
+	case errors.Is(err, files.ErrIsDirectory):
+		return &problem{status: http.StatusConflict, code: IsADirectory, detail: "the path is a directory", cause: err}
+	case errors.Is(err, files.ErrNotADirectory):
+		return &problem{status: http.StatusConflict, code: NotADirectory, detail: "the path, or one of its parents, is not a directory", cause: err}
+	case errors.Is(err, files.ErrNotRegular):
+		return &problem{status: http.StatusConflict, code: NotARegularFile, detail: "the path is a FIFO, a socket or a device, not a regular file", cause: err}
+	case errors.Is(err, files.ErrNotEmpty):
+		return &problem{status: http.StatusConflict, code: NotEmpty, field: "recursive", detail: "the directory is not empty; remove it with recursive", cause: err}
+	case errors.Is(err, files.ErrExists):
+		return &problem{status: http.StatusConflict, code: Exists, field: "overwrite", detail: "the destination exists; replace it with overwrite", cause: err}
+	case errors.Is(err, files.ErrPreconditionFailed):
+		return &problem{status: http.StatusPreconditionFailed, code: PreconditionFailed, field: "If-Match", detail: "the file changed or was removed since the ETag If-Match names", cause: err}
+	case errors.Is(err, files.ErrTooLarge):
+		return &problem{status: http.StatusRequestEntityTooLarge, code: BodyTooLarge, detail: "the file is larger than the server's --files-max-bytes", cause: err}
+	case errors.Is(err, files.ErrIsRoot):
+		return &problem{status: http.StatusConflict, code: IsRoot, detail: "a files root itself cannot be removed, moved or replaced", cause: err}
+	case errors.Is(err, files.ErrCrossDevice):
+		return &problem{status: http.StatusConflict, code: CrossDevice, detail: "a move cannot cross filesystems; copy, then remove", cause: err}
 	case errors.Is(err, service.ErrTimedOutWaiting):
 		return &problem{status: http.StatusGatewayTimeout, code: DeadlineExceeded, field: "timeoutMs", detail: "timeoutMs ran out while the command waited for its shell snapshot capture; it was not started, and the capture goes on", cause: err}
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/service"
 )
 
@@ -65,6 +66,11 @@ func TestProblemResponses(t *testing.T) {
 		{"internal error", internalErr, "POST", "/exec", "application/json", `{"argv":["true"]}`, 500, "internal", ""},
 		{"stdin closed", failWith(fmt.Errorf("%w: broken pipe", exec.ErrStdinClosed)), "POST", "/exec", "application/json", `{"argv":["true"]}`, 409, "stdin_closed", ""},
 		{"process exited", failWith(exec.ErrProcessExited), "POST", "/exec", "application/json", `{"argv":["true"]}`, 409, "process_exited", ""},
+		{"sandbox unavailable", failWith(&sandbox.UnavailableError{Missing: []string{"Landlock ABI 6 or later"}}), "POST", "/exec", "application/json", `{"argv":["true"],"sandbox":{"readOnly":true}}`, 422, "sandbox_unavailable", "sandbox"},
+		{"sandbox root missing", failWith(&sandbox.FieldError{Field: "sandbox.writableRoots[0]", Reason: "does not exist"}), "POST", "/exec", "application/json", `{"argv":["true"],"sandbox":{"writableRoots":["/x"]}}`, 400, "invalid_request", "sandbox.writableRoots[0]"},
+		{"sandbox network unknown", okExecutor(), "POST", "/exec", "application/json", `{"argv":["true"],"sandbox":{"network":"some"}}`, 400, "invalid_request", "sandbox.network"},
+		{"sandbox field unknown", okExecutor(), "POST", "/exec", "application/json", `{"argv":["true"],"sandbox":{"writable":["/x"]}}`, 400, "invalid_request", "sandbox"},
+		{"sandbox too many roots", okExecutor(), "POST", "/exec", "application/json", `{"argv":["true"],"sandbox":{"writableRoots":[` + strings.Repeat(`"/a",`, 64) + `"/a"]}}`, 400, "invalid_request", "sandbox.writableRoots"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -83,16 +84,21 @@ func NewRouter(s *Server, logger zerolog.Logger, opts RouterOptions) (http.Handl
 		ErrorHandlerFunc: parameterError,
 	})
 	r.Get("/processes/{processId}/events", s.processEvents)
+	r.Get("/files/content", s.readFile)
+	r.Put("/files/content", s.writeFile)
 	if opts.Metrics != nil {
 		r.Method(http.MethodGet, "/metrics", opts.Metrics)
 	}
+	notAllowed := methodNotAllowed(r)
 	if opts.Dashboard != nil {
-		dashboard := opts.Dashboard(http.HandlerFunc(notFound), http.HandlerFunc(methodNotAllowed))
-		r.Method(http.MethodGet, "/", dashboard)
-		r.Method(http.MethodGet, "/ui/*", dashboard)
+		dashboard := opts.Dashboard(http.HandlerFunc(notFound), notAllowed)
+		for _, m := range []string{http.MethodGet, http.MethodHead} {
+			r.Method(m, "/", dashboard)
+			r.Method(m, "/ui/*", dashboard)
+		}
 	}
 	r.NotFound(notFound)
-	r.MethodNotAllowed(methodNotAllowed)
+	r.MethodNotAllowed(notAllowed)
 	mp := opts.MeterProvider
 	if mp == nil {
 		mp = noop.NewMeterProvider()
@@ -118,8 +124,28 @@ func notFound(w http.ResponseWriter, r *http.Request) {
 	writeProblem(w, r, &problem{status: http.StatusNotFound, code: NotFound, detail: "no such path"})
 }
 
-func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	writeProblem(w, r, &problem{status: http.StatusMethodNotAllowed, code: MethodNotAllowed, detail: r.Method + " is not allowed here"})
+// methods are the methods a 405's Allow header may list, in its order.
+var methods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace}
+
+// methodNotAllowed answers 405 with the Allow header RFC 9110 requires,
+// listing the methods the route table has for the path, so that the header
+// cannot drift from the routes.
+func methodNotAllowed(routes chi.Routes) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		path := r.URL.RawPath // what chi routes by
+		if path == "" {
+			path = r.URL.Path
+		}
+		var allowed []string
+		for _, m := range methods {
+			if routes.Match(chi.NewRouteContext(), m, path) {
+				allowed = append(allowed, m)
+			}
+		}
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		writeProblem(w, r, &problem{status: http.StatusMethodNotAllowed, code: MethodNotAllowed, detail: r.Method + " is not allowed here"})
+	}
 }
 
 // routeLabel labels otelhttp's metrics and names its span with the route

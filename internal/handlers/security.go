@@ -24,6 +24,9 @@ type Security struct {
 	AllowedHosts []string
 	// MaxBodyBytes bounds a request body; zero means no bound.
 	MaxBodyBytes int64
+	// MaxUploadBytes bounds the body of a file upload (isUpload) instead,
+	// which streams to disk rather than into memory; zero means no bound.
+	MaxUploadBytes int64
 }
 
 // middlewares are the checks in the order they run: the cheapest refusals
@@ -88,16 +91,21 @@ func (sec Security) requireToken(next http.Handler) http.Handler {
 	})
 }
 
-// limitBody refuses a body whose declared length is beyond MaxBodyBytes
-// before reading any of it, and makes a longer undeclared one fail its read.
+// limitBody refuses a body whose declared length is beyond MaxBodyBytes (an
+// upload's beyond MaxUploadBytes) before reading any of it, and makes a
+// longer undeclared one fail its read.
 func (sec Security) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if sec.MaxBodyBytes > 0 && hasBody(r) {
-			if r.ContentLength > sec.MaxBodyBytes {
-				writeProblem(w, r, bodyTooLarge(sec.MaxBodyBytes))
+		limit := sec.MaxBodyBytes
+		if isUpload(r) {
+			limit = sec.MaxUploadBytes
+		}
+		if limit > 0 && hasBody(r) {
+			if r.ContentLength > limit {
+				writeProblem(w, r, bodyTooLarge(limit))
 				return
 			}
-			r.Body = http.MaxBytesReader(w, r.Body, sec.MaxBodyBytes)
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
 		}
 		next.ServeHTTP(w, r)
 	})

@@ -55,6 +55,8 @@ type Deps struct {
 	Snapshots Snapshots
 	Stats     StatsSource
 	Gate      Gate
+	// Files serves /files; nil turns the files API off (files_disabled).
+	Files Files
 }
 
 // Server implements the generated strict server interface by translating
@@ -67,6 +69,7 @@ type Server struct {
 	spec      []byte
 	version   string
 	gate      Gate
+	files     Files
 	http      httpCounters
 }
 
@@ -78,7 +81,7 @@ func New(deps Deps, spec []byte, version string) *Server {
 	if gate == nil {
 		gate = openGate{}
 	}
-	return &Server{exec: deps.Exec, procs: deps.Processes, snapshots: deps.Snapshots, stats: deps.Stats, spec: spec, version: version, gate: gate}
+	return &Server{exec: deps.Exec, procs: deps.Processes, snapshots: deps.Snapshots, stats: deps.Stats, spec: spec, version: version, gate: gate, files: deps.Files}
 }
 
 // openGate is the Gate of a server whose deps bring none.

@@ -37,6 +37,7 @@ func (s *Server) PrewarmSnapshot(ctx context.Context, req PrewarmSnapshotRequest
 		Cwd:       b.Cwd,
 		Env:       orZero(b.Env),
 		EnvPolicy: policyFrom(b.EnvPolicy),
+		Sandbox:   sandboxFrom(b.Sandbox),
 		Wait:      req.Params.Wait == nil || *req.Params.Wait,
 	}
 	info, err := s.snapshots.Prewarm(ctx, in)
@@ -64,6 +65,7 @@ func entry(e shellsnap.EntryInfo) SnapshotEntry {
 		Shell:         ShellInfo{Name: e.Shell.Name, Path: e.Shell.Path},
 		Cwd:           e.Cwd,
 		EnvPolicy:     policyView(e.Policy),
+		Sandbox:       sandboxView(e.Sandbox),
 		State:         SnapshotEntryState(e.State),
 		Prewarmed:     e.Prewarmed,
 		Attempts:      e.Attempts,

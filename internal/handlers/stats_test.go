@@ -49,8 +49,8 @@ func TestStatsAndProbes(t *testing.T) {
 					t.Errorf("GET /stats = %s gives quantiles of no sample", rec.Body)
 				}
 			}},
-		{name: "healthz", method: "GET", target: "/healthz", svc: okExecutor, status: 200, want: `{"status":"ok"}`},
-		{name: "readyz", method: "GET", target: "/readyz", svc: okExecutor, status: 200, want: `{"status":"ok"}`},
+		{name: "healthz", method: "GET", target: "/healthz", svc: okExecutor, status: 200, want: `{"status":"ok","version":"test"}`},
+		{name: "readyz", method: "GET", target: "/readyz", svc: okExecutor, status: 200, want: `{"status":"ok","version":"test"}`},
 		{name: "contract", method: "GET", target: "/openapi.yaml", svc: okExecutor, status: 200,
 			check: func(t *testing.T, rec *httptest.ResponseRecorder) {
 				if rec.Body.String() != string(api.Spec) || !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/yaml") {

@@ -151,6 +151,11 @@ func streamEvents(ctx context.Context, w http.ResponseWriter, procs Processes, i
 		case err != nil:
 			return err
 		}
+		if len(r.Chunks) > 0 && r.Chunks[0].Seq > after+1 {
+			// A stream from the start of a process whose first chunks
+			// were evicted: say what it cannot send.
+			fmt.Fprintf(w, "event: lost\ndata: {\"nextSeq\":%d}\n\n", r.Chunks[0].Seq)
+		}
 		for _, c := range r.Chunks {
 			data, _ := json.Marshal(chunkView(c))
 			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", c.Seq, c.Stream, data)

@@ -25,6 +25,21 @@ const (
 		llsys.AccessFSTruncate | llsys.AccessFSIoctlDev)
 )
 
+// checkRoots reports the first writable root of p that is missing or not a
+// directory as a *FieldError.
+func checkRoots(p Policy) error {
+	for i, root := range p.WritableRoots {
+		fi, err := os.Stat(root)
+		switch {
+		case err != nil:
+			return &FieldError{Field: fmt.Sprintf("sandbox.writableRoots[%d]", i), Reason: "does not exist"}
+		case !fi.IsDir():
+			return &FieldError{Field: fmt.Sprintf("sandbox.writableRoots[%d]", i), Reason: "is not a directory"}
+		}
+	}
+	return nil
+}
+
 // ruleset builds the Landlock configuration and rules of p. A writable root
 // that is missing or not a directory is a *FieldError.
 func ruleset(p Policy) (landlock.Config, []landlock.Rule, error) {
@@ -32,14 +47,8 @@ func ruleset(p Policy) (landlock.Config, []landlock.Rule, error) {
 	var rules []landlock.Rule
 	if p.confinesFiles() {
 		cfg.HandledAccessFS = landlock.V6.HandledAccessFS
-		for i, root := range p.WritableRoots {
-			fi, err := os.Stat(root)
-			switch {
-			case err != nil:
-				return cfg, nil, &FieldError{Field: fmt.Sprintf("sandbox.writableRoots[%d]", i), Reason: "does not exist"}
-			case !fi.IsDir():
-				return cfg, nil, &FieldError{Field: fmt.Sprintf("sandbox.writableRoots[%d]", i), Reason: "is not a directory"}
-			}
+		if err := checkRoots(p); err != nil {
+			return cfg, nil, err
 		}
 		rules = append(rules,
 			landlock.PathAccess(readRights, "/"),

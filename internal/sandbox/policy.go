@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -47,6 +48,24 @@ type Policy struct {
 // IsZero reports whether p confines nothing, so that no sandbox is needed.
 func (p Policy) IsZero() bool {
 	return !p.confinesFiles() && p.network() == NetworkFull
+}
+
+// Key is p's canonical form, for keys of what was made under p (a shell
+// snapshot, a standby shell): two policies that confine alike have the same
+// key, whatever the order, spelling or repetition of their roots, and the
+// zero policy's is "". The roots are quoted, so that no root's bytes can be
+// taken for a separator.
+func (p Policy) Key() string {
+	if p.IsZero() {
+		return ""
+	}
+	roots := make([]string, len(p.WritableRoots))
+	for i, r := range p.WritableRoots {
+		roots[i] = filepath.Clean(r)
+	}
+	slices.Sort(roots)
+	roots = slices.Compact(roots)
+	return fmt.Sprintf("network=%s readOnly=%t writableRoots=%q", p.network(), p.ReadOnly, roots)
 }
 
 func (p Policy) confinesFiles() bool { return p.ReadOnly || len(p.WritableRoots) > 0 }

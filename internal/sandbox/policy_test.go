@@ -63,3 +63,41 @@ func TestIsZero(t *testing.T) {
 		}
 	}
 }
+
+// TestKey: policies that confine alike share a key, and any difference in
+// what is confined gives another.
+func TestKey(t *testing.T) {
+	same := [][]Policy{
+		{{}, {Network: NetworkFull}, {WritableRoots: []string{}}},
+		{{WritableRoots: []string{"/a", "/b"}}, {WritableRoots: []string{"/b/", "/a", "/a/./"}}, {WritableRoots: []string{"/b", "/a"}, Network: NetworkFull}},
+		{{ReadOnly: true, Network: NetworkNone}, {ReadOnly: true, Network: NetworkNone}},
+	}
+	for _, group := range same {
+		for _, p := range group[1:] {
+			if got, want := p.Key(), group[0].Key(); got != want {
+				t.Errorf("%+v.Key() = %q, want %q (the key of %+v)", p, got, want, group[0])
+			}
+		}
+	}
+	distinct := []Policy{
+		{},
+		{ReadOnly: true},
+		{ReadOnly: true, Network: NetworkNone},
+		{ReadOnly: true, Network: NetworkLoopback},
+		{Network: NetworkNone},
+		{WritableRoots: []string{"/a"}},
+		{WritableRoots: []string{"/a", "/b"}},
+		{WritableRoots: []string{"/a\x00/b"}},
+		{WritableRoots: []string{"/a"}, Network: NetworkNone},
+	}
+	seen := map[string]Policy{}
+	for _, p := range distinct {
+		if q, ok := seen[p.Key()]; ok {
+			t.Errorf("%+v and %+v share the key %q", p, q, p.Key())
+		}
+		seen[p.Key()] = p
+	}
+	if (Policy{}).Key() != "" {
+		t.Errorf("Policy{}.Key() = %q, want \"\"", Policy{}.Key())
+	}
+}

@@ -101,8 +101,9 @@ func (s *Sandbox) Close() error {
 // Support returns what the sandbox found it can enforce.
 func (s *Sandbox) Support() Support { return s.support }
 
-// Check reports whether p is well formed (a *FieldError) and enforceable (an
-// *UnavailableError). A zero policy always is.
+// Check reports whether p is well formed, its writable roots directories (a
+// *FieldError), and whether it is enforceable (an *UnavailableError). A zero
+// policy always is.
 func (s *Sandbox) Check(p Policy) error {
 	if err := p.Validate(); err != nil {
 		return err
@@ -113,7 +114,7 @@ func (s *Sandbox) Check(p Policy) error {
 	if missing := s.support.missing(p); len(missing) > 0 {
 		return &UnavailableError{Missing: missing}
 	}
-	return nil
+	return checkRoots(p)
 }
 
 // Start starts cmd confined by p and reports how. A zero policy starts cmd
@@ -194,6 +195,14 @@ func (s *Sandbox) startConfined(cmd *exec.Cmd, rulesetFD int, flags uint32, netn
 	}
 	if err := llsys.LandlockRestrictSelf(rulesetFD, flags); err != nil {
 		return fmt.Errorf("landlock_restrict_self: %w", err)
+	}
+	// The child restores the forking thread's signal mask, and a fresh
+	// thread has the one the server started with: emptied, since this
+	// thread ends after the fork, so that the child starts with no signal
+	// blocked whatever the server inherited.
+	var empty unix.Sigset_t
+	if err := unix.PthreadSigmask(unix.SIG_SETMASK, &empty, nil); err != nil {
+		return fmt.Errorf("signal mask: %w", err)
 	}
 	return cmd.Start()
 }

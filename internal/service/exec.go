@@ -8,6 +8,7 @@ import (
 
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
 
@@ -24,7 +25,10 @@ type ExecInput struct {
 	EnvPolicy *envpolicy.Policy
 	// Snapshot asks for the scope's shell snapshot to be replayed.
 	Snapshot *shellsnap.Request
-	Stdin    []byte
+	// Sandbox confines the command, its snapshot capture and every
+	// descendant; nil means the server's default (Options.DefaultSandbox).
+	Sandbox *sandbox.Policy
+	Stdin   []byte
 	// Timeout is the command's wall-clock limit; zero means the default of
 	// what runs it (Limits.DefaultTimeout for a command, none for a
 	// background process).
@@ -44,6 +48,8 @@ type ExecOutput struct {
 	Pid       int
 	Result    exec.Result
 	Snapshot  shellsnap.Receipt
+	// Sandbox is how the process was confined; zero when it never ran.
+	Sandbox sandbox.Report
 }
 
 // Exec runs in to completion. If ctx ends first, the process group is
@@ -77,7 +83,7 @@ func (s *Service) StartExec(ctx context.Context, in ExecInput) (ProcessInfo, err
 
 // ending is a process's ending as Exec answers it.
 func ending(p *exec.Process, rec record) ExecOutput {
-	return ExecOutput{ProcessID: p.ID(), Pid: p.Pid(), Result: p.Result(), Snapshot: rec.receipt}
+	return ExecOutput{ProcessID: p.ID(), Pid: p.Pid(), Result: p.Result(), Snapshot: rec.receipt, Sandbox: p.Info().Sandbox}
 }
 
 // prepare turns in into the spec to spawn: the child's environment, then the
@@ -87,11 +93,16 @@ func ending(p *exec.Process, rec record) ExecOutput {
 // for the capture is a NotRunError. The wait counts against in.Timeout: the
 // process gets what remains of it.
 func (s *Service) prepare(ctx context.Context, in ExecInput) (exec.Spec, shellsnap.Receipt, *shellsnap.ReplayInput, error) {
+	confine, err := s.sandbox(in.Sandbox)
+	if err != nil {
+		return exec.Spec{}, shellsnap.Receipt{}, nil, err
+	}
 	l, err := s.prepareSnapshot(ctx, in, shellsnap.Launch{
-		Argv:   in.Argv,
-		Cwd:    orZero(in.Cwd),
-		Env:    s.childEnv(in.Env, in.EnvPolicy),
-		Policy: in.EnvPolicy,
+		Argv:    in.Argv,
+		Cwd:     orZero(in.Cwd),
+		Env:     s.childEnv(in.Env, in.EnvPolicy),
+		Policy:  in.EnvPolicy,
+		Sandbox: confine,
 	})
 	receipt := l.receipt
 	if err != nil {
@@ -111,7 +122,19 @@ func (s *Service) prepare(ctx context.Context, in ExecInput) (exec.Spec, shellsn
 		Timeout:        timeout,
 		IdleTimeout:    in.IdleTimeout,
 		MaxOutputBytes: in.MaxOutputBytes,
+		Sandbox:        confine,
 	}, receipt, l.replay, nil
+}
+
+// sandbox is the sandbox of a request that asked for p (nil: the server's
+// default), refused before anything runs for it when the manager cannot
+// enforce it (exec.Manager.CheckSandbox's errors).
+func (s *Service) sandbox(p *sandbox.Policy) (sandbox.Policy, error) {
+	confine := s.defaultSandbox
+	if p != nil {
+		confine = *p
+	}
+	return confine, s.procs.CheckSandbox(confine)
 }
 
 // childEnv is the environment of a child whose request gave env and policy

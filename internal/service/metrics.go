@@ -22,8 +22,8 @@ const (
 	resultTerminated = "terminated"
 )
 
-// processMetrics are the reference's process instruments plus the totals
-// /stats reports.
+// processMetrics are the reference's process instruments (in snapexec's
+// namespace) plus the totals /stats reports.
 type processMetrics struct {
 	finished metric.Int64Counter
 	duration metric.Float64Histogram
@@ -37,7 +37,7 @@ func newProcessMetrics(m metric.Meter, procs *exec.Manager) (*processMetrics, er
 	}
 	pm := &processMetrics{}
 	var err error
-	if _, err = m.Int64ObservableGauge("exec_server.processes.active",
+	if _, err = m.Int64ObservableGauge("snapexec.processes.active", metric.WithUnit("{process}"),
 		metric.WithDescription("Processes running now."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(int64(procs.Running()))
@@ -45,7 +45,7 @@ func newProcessMetrics(m metric.Meter, procs *exec.Manager) (*processMetrics, er
 		})); err != nil {
 		return nil, err
 	}
-	if _, err = m.Int64ObservableCounter("exec_server.processes.escaped",
+	if _, err = m.Int64ObservableCounter("snapexec.processes.escaped", metric.WithUnit("{process}"),
 		metric.WithDescription("Processes found outside the process group they were started in (setsid, a daemon's double fork): no group kill reaches them, so the server ends them at shutdown at the latest."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(procs.Escaped())
@@ -53,11 +53,11 @@ func newProcessMetrics(m metric.Meter, procs *exec.Manager) (*processMetrics, er
 		})); err != nil {
 		return nil, err
 	}
-	if pm.finished, err = m.Int64Counter("exec_server.processes.finished",
+	if pm.finished, err = m.Int64Counter("snapexec.processes.finished", metric.WithUnit("{process}"),
 		metric.WithDescription("Processes that ended, by result.")); err != nil {
 		return nil, err
 	}
-	if pm.duration, err = m.Float64Histogram("exec_server.process.duration",
+	if pm.duration, err = m.Float64Histogram("snapexec.process.duration",
 		metric.WithUnit("s"),
 		metric.WithDescription("Process run time, by result."),
 		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800)); err != nil {

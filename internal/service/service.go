@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 	"github.com/snapexec/snapexec/internal/shellsnap/standby"
 )
@@ -22,10 +24,12 @@ type Service struct {
 	snapshots *shellsnap.Cache
 	serverEnv map[string]string
 	limits    Limits
-	standbys  *standby.Pool
-	pm        *processMetrics
-	tracer    trace.Tracer
-	startedAt time.Time
+	// defaultSandbox confines the requests that give no sandbox.
+	defaultSandbox sandbox.Policy
+	standbys       *standby.Pool
+	pm             *processMetrics
+	tracer         trace.Tracer
+	startedAt      time.Time
 	// life ends when Shutdown begins, with exec.ErrShuttingDown as its cause.
 	life context.Context
 	stop context.CancelCauseFunc
@@ -46,6 +50,10 @@ type Options struct {
 	ServerEnv []string
 	// Limits bounds what one request may ask for.
 	Limits Limits
+	// DefaultSandbox confines every command and prewarm whose request gives
+	// no sandbox of its own; the zero policy confines nothing. Procs must be
+	// able to enforce it (exec.Manager.CheckSandbox), or New fails.
+	DefaultSandbox sandbox.Policy
 	// Standby bounds the standby shells of warm snapshot commands; its
 	// Meter is Meter.
 	Standby standby.Options
@@ -57,6 +65,9 @@ type Options struct {
 
 // New returns a Service built from opts.
 func New(opts Options) (*Service, error) {
+	if err := opts.Procs.CheckSandbox(opts.DefaultSandbox); err != nil {
+		return nil, fmt.Errorf("default sandbox: %w", err)
+	}
 	pm, err := newProcessMetrics(opts.Meter, opts.Procs)
 	if err != nil {
 		return nil, err
@@ -74,7 +85,8 @@ func New(opts Options) (*Service, error) {
 	life, stop := context.WithCancelCause(context.Background())
 	s := &Service{
 		procs: opts.Procs, snapshots: opts.Snapshots, serverEnv: envpolicy.FromList(opts.ServerEnv), limits: opts.Limits,
-		standbys: sb, pm: pm, tracer: tracer, startedAt: time.Now(), life: life, stop: stop,
+		defaultSandbox: opts.DefaultSandbox,
+		standbys:       sb, pm: pm, tracer: tracer, startedAt: time.Now(), life: life, stop: stop,
 		records: make(map[*exec.Process]record),
 	}
 	opts.Procs.OnForget(s.forget)

@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
 
 // hangingCapture is a capture that hangs until its context ends, as a
 // profile that never returns does.
-func hangingCapture(ctx context.Context, _ []string, _ string, _ map[string]string) ([]byte, error) {
+func hangingCapture(ctx context.Context, _ []string, _ string, _ map[string]string, _ sandbox.Policy) ([]byte, error) {
 	<-ctx.Done()
 	return nil, &shellsnap.CaptureError{Reason: shellsnap.ReasonTimeout, Message: "shell snapshot capture timed out"}
 }
@@ -173,7 +174,7 @@ func TestTimeoutBoundsTheWholeRequest(t *testing.T) {
 // the request's after its wait for the capture.
 func TestProcessGetsWhatRemains(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		slow := func(ctx context.Context, _ []string, _ string, _ map[string]string) ([]byte, error) {
+		slow := func(ctx context.Context, _ []string, _ string, _ map[string]string, _ sandbox.Policy) ([]byte, error) {
 			time.Sleep(400 * time.Millisecond)
 			return []byte("# Snapshot file\n\x00HOME=/nonexistent\x00"), nil
 		}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
 
@@ -16,6 +17,9 @@ type PrewarmInput struct {
 	Cwd       *string
 	Env       map[string]string
 	EnvPolicy *envpolicy.Policy
+	// Sandbox confines the capture, as the commands that will use it; nil
+	// means the server's default.
+	Sandbox *sandbox.Policy
 	// Wait makes Prewarm return once the capture is done; otherwise it returns
 	// at once with the entry as it is.
 	Wait bool
@@ -44,12 +48,17 @@ func (s *Service) Prewarm(ctx context.Context, in PrewarmInput) (shellsnap.Entry
 
 // prewarm asks the cache for in's capture.
 func (s *Service) prewarm(ctx context.Context, in PrewarmInput) (shellsnap.EntryInfo, error) {
+	confine, err := s.sandbox(in.Sandbox)
+	if err != nil {
+		return shellsnap.EntryInfo{}, err
+	}
 	req := shellsnap.Request{ScopeID: in.ScopeID, Shell: in.Shell}
 	l := shellsnap.Launch{
-		Argv:   []string{in.Shell.Path, "-lc", "true"},
-		Cwd:    orZero(in.Cwd),
-		Env:    s.childEnv(in.Env, in.EnvPolicy),
-		Policy: in.EnvPolicy,
+		Argv:    []string{in.Shell.Path, "-lc", "true"},
+		Cwd:     orZero(in.Cwd),
+		Env:     s.childEnv(in.Env, in.EnvPolicy),
+		Policy:  in.EnvPolicy,
+		Sandbox: confine,
 	}
 	if !in.Wait {
 		return s.snapshots.StartPrewarm(req, l)
@@ -65,7 +74,7 @@ func (s *Service) prewarm(ctx context.Context, in PrewarmInput) (shellsnap.Entry
 		}
 		return shellsnap.EntryInfo{}, err
 	}
-	info, ok := s.snapshots.Entry(req, l.Cwd, in.EnvPolicy)
+	info, ok := s.snapshots.Entry(req, l)
 	if !ok {
 		// Forgotten or evicted while it captured.
 		return shellsnap.EntryInfo{}, ErrNotFound

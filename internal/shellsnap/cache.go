@@ -14,6 +14,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	nooptrace "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/snapexec/snapexec/internal/sandbox"
 )
 
 // The reference's cache constants (docs/design/snapshots.md#cache-key,
@@ -32,7 +34,8 @@ const DefaultSlotWait = 500 * time.Millisecond
 
 // Capturer runs a capture command and returns its stdout; the real one is
 // NewCapturer's, on the server's exec.Manager. Tests substitute fakes.
-type Capturer func(ctx context.Context, argv []string, cwd string, env map[string]string) ([]byte, error)
+// It runs the capture confined by sb, the command's sandbox.
+type Capturer func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy) ([]byte, error)
 
 // Options configures a Cache.
 type Options struct {
@@ -225,7 +228,7 @@ func (c *Cache) await(ctx context.Context, req Request, l Launch, purpose Purpos
 // since its capture. It returns the entry, the cell to wait on and the
 // attempt it belongs to.
 func (c *Cache) lookup(req Request, l Launch, purpose Purpose) (*entry, *cell, int) {
-	k := keyOf(req, l.Cwd, l.Policy)
+	k := keyOf(req, l)
 	e, cl, attempt := c.find(k, req, l, purpose)
 	// The staleness check stats a few files: outside the mutex, so that hits
 	// on other keys do not queue behind it.
@@ -255,7 +258,7 @@ func (c *Cache) find(k key, req Request, l Launch, purpose Purpose) (*entry, *ce
 		}
 		return e, e.cell, e.attempts
 	}
-	e := &entry{key: k, id: keyID(c.idSecret, k), req: req, policy: l.Policy, attempts: 1, cell: newCell(), lastUsedAt: now}
+	e := &entry{key: k, id: keyID(c.idSecret, k), req: req, policy: l.Policy, sandbox: l.Sandbox, attempts: 1, cell: newCell(), lastUsedAt: now}
 	c.entries.PushBack(e)
 	if c.entries.Len() > MaxCachedSnapshots {
 		// Eviction does not cancel a capture in flight: its holders still get
@@ -273,7 +276,7 @@ func (c *Cache) renew(k key, stale *entry, cl *cell, req Request, l Launch, purp
 	c.mu.Lock()
 	for el := c.entries.Front(); el != nil; el = el.Next() {
 		if el.Value == stale && stale.cell == cl {
-			e := &entry{key: k, id: keyID(c.idSecret, k), req: req, policy: l.Policy, attempts: 1, cell: newCell(), lastUsedAt: c.now()}
+			e := &entry{key: k, id: keyID(c.idSecret, k), req: req, policy: l.Policy, sandbox: l.Sandbox, attempts: 1, cell: newCell(), lastUsedAt: c.now()}
 			el.Value = e
 			c.mu.Unlock()
 			return e, e.cell, e.attempts
@@ -329,7 +332,7 @@ func (c *Cache) runCapture(ctx context.Context, req Request, l Launch, purpose P
 	started := time.Now()
 	snap, stamps, err := snapshotCapture{
 		run: c.capture, files: &c.files, shell: req.Shell.Name,
-		argv: l.Argv, cwd: l.Cwd, env: l.Env, policy: l.Policy,
+		argv: l.Argv, cwd: l.Cwd, env: l.Env, policy: l.Policy, sandbox: l.Sandbox,
 	}.capture(captureCtx)
 	elapsed := time.Since(started)
 	c.metrics.captured(ctx, elapsed, err == nil)

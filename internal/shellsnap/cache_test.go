@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/snapexec/snapexec/internal/envpolicy"
+	"github.com/snapexec/snapexec/internal/sandbox"
 )
 
 // fakeCapturer is a Capturer whose output and failures a test controls; it
@@ -25,14 +26,17 @@ type fakeCapturer struct {
 	calls   map[string]int
 	release chan struct{} // when non-nil, every capture waits for it to close, or for its ctx to end
 	fail    error
+	// sandboxes are the sandboxes of the captures, in order.
+	sandboxes []sandbox.Policy
 }
 
-func (f *fakeCapturer) capture(ctx context.Context, argv []string, cwd string, env map[string]string) ([]byte, error) {
+func (f *fakeCapturer) capture(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy) ([]byte, error) {
 	f.mu.Lock()
 	if f.calls == nil {
 		f.calls = map[string]int{}
 	}
 	f.calls[cwd]++
+	f.sandboxes = append(f.sandboxes, sb)
 	release, fail := f.release, f.fail
 	f.mu.Unlock()
 	if release != nil {
@@ -98,6 +102,47 @@ func replayOf(req *Request, l Launch, p Prepared) (argv []string, env map[string
 		return l.Argv, l.Env
 	}
 	return Replay(ReplayInput{Snapshot: p.Snapshot, Shell: req.Shell.Name, Command: l.Argv, Env: l.Env, RequestEnv: l.Env, CaptureEnv: p.CaptureEnv})
+}
+
+// TestSandboxesKeepTheirSnapshots: the capture of a sandboxed launch runs in
+// its sandbox, and a snapshot is used only by launches of the same sandbox:
+// sandboxed and unsandboxed launches, and two sandboxes, never share one.
+func TestSandboxesKeepTheirSnapshots(t *testing.T) {
+	f := &fakeCapturer{}
+	c := newTestCache(t, Options{Capture: f.capture})
+	launches := []sandbox.Policy{
+		{},
+		{WritableRoots: []string{"/w"}},
+		{WritableRoots: []string{"/w"}, Network: sandbox.NetworkNone},
+		{ReadOnly: true},
+	}
+	for round := range 2 {
+		for i, sb := range launches {
+			l := bashCommand("/k")
+			l.Sandbox = sb
+			if round == 1 && len(sb.WritableRoots) > 0 {
+				l.Sandbox.WritableRoots = []string{"/w/", "/w"} // the same sandbox, spelled otherwise
+			}
+			if r := mustPrepare(t, c, bashRequest("s"), l, Execution); r.Outcome != OutcomeUsed {
+				t.Fatalf("round %d, launch %d: outcome %s, want used", round, i, r.Outcome)
+			}
+		}
+	}
+	if n := f.count("/k"); n != len(launches) {
+		t.Errorf("%d captures for %d sandboxes prepared twice each, want one per sandbox", n, len(launches))
+	}
+	for i, sb := range f.sandboxes {
+		if sb.Key() != launches[i].Key() {
+			t.Errorf("capture %d ran in sandbox %+v, want its launch's %+v", i, sb, launches[i])
+		}
+	}
+	for _, sb := range launches {
+		l := bashCommand("/k")
+		l.Sandbox = sb
+		if e, ok := c.Entry(*bashRequest("s"), l); !ok || e.Sandbox.Key() != sb.Key() {
+			t.Errorf("Entry of the launch in %+v = %+v, %v; want the entry showing that sandbox", sb, e.Sandbox, ok)
+		}
+	}
 }
 
 // TestNewRequiresACapturer: a cache has no capture of its own, which no
@@ -296,7 +341,7 @@ func TestDeadlineBoundsTheCapturingCaller(t *testing.T) {
 		if p.Snapshot != nil {
 			t.Errorf("a prepare that ended gave a snapshot to replay")
 		}
-		if e, _ := c.Entry(*bashRequest("s"), "/dl", nil); e.State != EntryPending {
+		if e, _ := c.Entry(*bashRequest("s"), Launch{Cwd: "/dl"}); e.State != EntryPending {
 			t.Errorf("entry after the caller left = %q, want pending: the capture goes on", e.State)
 		}
 		close(f.release)
@@ -462,7 +507,7 @@ func processRunning(pid int) bool {
 func TestMaxConcurrentCaptures(t *testing.T) {
 	var running, peak atomic.Int32
 	release := make(chan struct{})
-	capture := func(ctx context.Context, argv []string, cwd string, env map[string]string) ([]byte, error) {
+	capture := func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy) ([]byte, error) {
 		n := running.Add(1)
 		defer running.Add(-1)
 		for {
@@ -499,7 +544,7 @@ func TestFailedPrewarmEntryIsFailedWithoutBackoff(t *testing.T) {
 	if _, err := c.Prewarm(context.Background(), *bashRequest("pf"), bashCommand("/pf")); err == nil {
 		t.Fatal("failed prewarm returned nil")
 	}
-	e, ok := c.Entry(*bashRequest("pf"), "/pf", nil)
+	e, ok := c.Entry(*bashRequest("pf"), Launch{Cwd: "/pf"})
 	if !ok || e.State != EntryFailed || !e.RetryAt.IsZero() || e.LastError == nil || e.Attempts != 1 {
 		t.Errorf("entry after a failed prewarm = %+v, want failed, no retryAt, the error, attempt 1", e)
 	}
@@ -513,9 +558,9 @@ func TestFailedPrewarmEntryIsFailedWithoutBackoff(t *testing.T) {
 // hangingCapturer hangs the captures of cwds under /hang until hang closes
 // (or their ctx ends), and hands the others to f.
 func hangingCapturer(f *fakeCapturer, hang <-chan struct{}) Capturer {
-	return func(ctx context.Context, argv []string, cwd string, env map[string]string) ([]byte, error) {
+	return func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy) ([]byte, error) {
 		if !strings.HasPrefix(cwd, "/hang") {
-			return f.capture(ctx, argv, cwd, env)
+			return f.capture(ctx, argv, cwd, env, sb)
 		}
 		select {
 		case <-hang:
@@ -574,7 +619,7 @@ func TestCommandWaitsForASlotAtMostSlotWait(t *testing.T) {
 				t.Errorf("command %d waited %v for a slot (receipt %v), want the slot wait %v", i, waited, r.Wait, DefaultSlotWait)
 			}
 		}
-		e, _ := c.Entry(*bashRequest("c"), "/c", nil)
+		e, _ := c.Entry(*bashRequest("c"), Launch{Cwd: "/c"})
 		if e.State != EntryPending || e.Attempts != 1 || e.LastError != nil || f.count("/c") != 0 {
 			t.Errorf("entry after the slot waits = %+v with %d captures, want pending, attempt 1, no error, none run", e, f.count("/c"))
 		}
@@ -595,11 +640,11 @@ func TestPrewarmWaitsForASlotWithinTheCaptureLimit(t *testing.T) {
 		defer close(hang)
 		// The hung capture ignores its own limit, which would otherwise end
 		// at the instant the prewarm's slot wait does.
-		capture := func(ctx context.Context, argv []string, cwd string, env map[string]string) ([]byte, error) {
+		capture := func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy) ([]byte, error) {
 			if cwd == "/hang-a" {
 				<-hang
 			}
-			return f.capture(ctx, argv, cwd, env)
+			return f.capture(ctx, argv, cwd, env, sb)
 		}
 		c := newTestCache(t, Options{Capture: capture, MaxConcurrentCaptures: 1, Timeout: 3 * time.Second})
 		if _, err := c.StartPrewarm(*bashRequest("a"), bashCommand("/hang-a")); err != nil {
@@ -615,7 +660,7 @@ func TestPrewarmWaitsForASlotWithinTheCaptureLimit(t *testing.T) {
 		if waited := time.Since(start); waited != 3*time.Second {
 			t.Errorf("prewarm waited %v for a slot, want the 3s capture limit", waited)
 		}
-		if e, _ := c.Entry(*bashRequest("b"), "/b", nil); e.State != EntryPending || e.Attempts != 1 || e.LastError != nil {
+		if e, _ := c.Entry(*bashRequest("b"), Launch{Cwd: "/b"}); e.State != EntryPending || e.Attempts != 1 || e.LastError != nil {
 			t.Errorf("entry after the prewarm's slot wait = %+v, want pending, attempt 1, no error", e)
 		}
 	})
@@ -662,12 +707,12 @@ func TestRegistryCountsWaiters(t *testing.T) {
 			wg.Go(func() { mustPrepare(t, c, bashRequest("w"), bashCommand("/w"), Execution) })
 		}
 		synctest.Wait()
-		if e, _ := c.Entry(*bashRequest("w"), "/w", nil); e.Waiting != 3 {
+		if e, _ := c.Entry(*bashRequest("w"), Launch{Cwd: "/w"}); e.Waiting != 3 {
 			t.Errorf("entry with 3 commands waiting shows %d waiting", e.Waiting)
 		}
 		close(f.release)
 		wg.Wait()
-		if e, _ := c.Entry(*bashRequest("w"), "/w", nil); e.Waiting != 0 || e.State != EntryReady {
+		if e, _ := c.Entry(*bashRequest("w"), Launch{Cwd: "/w"}); e.Waiting != 0 || e.State != EntryReady {
 			t.Errorf("entry after the capture = %q with %d waiting, want ready and none", e.State, e.Waiting)
 		}
 	})
@@ -682,7 +727,7 @@ func TestEntryKeyCannotBeGuessed(t *testing.T) {
 	keyIn := func(c *Cache) string {
 		t.Helper()
 		mustPrepare(t, c, bashRequest("s"), l, Execution)
-		info, ok := c.Entry(*bashRequest("s"), l.Cwd, l.Policy)
+		info, ok := c.Entry(*bashRequest("s"), l)
 		if !ok {
 			t.Fatal("Entry() found no entry after a prepare")
 		}

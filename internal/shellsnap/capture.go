@@ -10,6 +10,7 @@ import (
 
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/sandbox"
 )
 
 // NewCapturer returns the Capturer that runs every capture as a process of
@@ -17,20 +18,20 @@ import (
 // kill ends it, its Shutdown ends it, and its Reaper's keeper knows its group,
 // while the process table, client ids and MaxRunning know nothing of it.
 func NewCapturer(procs *exec.Manager) Capturer {
-	return func(ctx context.Context, argv []string, cwd string, env map[string]string) ([]byte, error) {
-		return runCapture(ctx, procs, argv, cwd, env)
+	return func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy) ([]byte, error) {
+		return runCapture(ctx, procs, argv, cwd, env, sb)
 	}
 }
 
 // runCapture runs a capture command (docs/design/snapshots.md#capture) as an
 // unlisted process of procs and returns its stdout: env is exactly the child's
-// environment, stdin is /dev/null and stderr is discarded. ctx bounds the
+// environment, sb its sandbox, stdin is /dev/null and stderr is discarded. ctx bounds the
 // whole capture; when it ends, or when the output passes MaxSnapshotBytes,
 // the group is ended at once. Once the shell has exited, whatever it left in
 // its group (a background job a profile started, which may hold stdout) has
 // the manager's drain (100 ms) to let go before the group is ended, so it
 // neither hangs the capture nor outlives it.
-func runCapture(ctx context.Context, procs *exec.Manager, argv []string, cwd string, env map[string]string) ([]byte, error) {
+func runCapture(ctx context.Context, procs *exec.Manager, argv []string, cwd string, env map[string]string, sb sandbox.Policy) ([]byte, error) {
 	if len(argv) == 0 {
 		return nil, &CaptureError{Reason: ReasonMissingCommand, Message: "missing shell snapshot command"}
 	}
@@ -42,6 +43,7 @@ func runCapture(ctx context.Context, procs *exec.Manager, argv []string, cwd str
 		Env:            envpolicy.List(env),
 		MaxOutputBytes: MaxSnapshotBytes + 1,
 		DiscardStderr:  true,
+		Sandbox:        sb,
 	})
 	if err != nil {
 		return nil, &CaptureError{Reason: ReasonSpawnFailed, Message: "cannot capture shell snapshot: " + err.Error()}

@@ -12,14 +12,17 @@ import (
 	"time"
 
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/sandbox"
 )
 
 // newTestProcs is a manager for a test's own processes, shut down when the
 // test ends.
 func newTestProcs(t testing.TB) *exec.Manager {
 	t.Helper()
-	m := exec.NewManager(exec.Options{Grace: 300 * time.Millisecond})
+	sb := sandbox.New(sandbox.Options{})
+	m := exec.NewManager(exec.Options{Grace: 300 * time.Millisecond, Sandbox: sb})
 	t.Cleanup(func() {
+		defer sb.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = m.Shutdown(ctx)
@@ -53,7 +56,7 @@ func TestCaptureContract(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(tt.timeout, 20*time.Second))
 			defer cancel()
-			out, err := capture(ctx, tt.argv, home, map[string]string{"ONLY": "1"})
+			out, err := capture(ctx, tt.argv, home, map[string]string{"ONLY": "1"}, sandbox.Policy{})
 			var ce *CaptureError
 			switch {
 			case tt.wantReason == "" && (err != nil || string(out) != tt.want):
@@ -65,11 +68,43 @@ func TestCaptureContract(t *testing.T) {
 	}
 }
 
+// TestCaptureRunsInTheSandbox: the capture of a sandboxed command runs in
+// its sandbox: a login profile that writes outside the writable roots is
+// refused (EACCES), one inside succeeds, and the snapshot is still taken.
+func TestCaptureRunsInTheSandbox(t *testing.T) {
+	probe := sandbox.New(sandbox.Options{})
+	defer probe.Close()
+	if err := probe.Check(sandbox.Policy{ReadOnly: true}); err != nil {
+		t.Skipf("this kernel cannot sandbox: %v", err)
+	}
+	home, outside := t.TempDir(), t.TempDir()
+	profile := "echo in > $HOME/profile-wrote\necho out > " + outside + "/profile-wrote 2>/dev/null || export WRITE_REFUSED=1\n"
+	if err := os.WriteFile(filepath.Join(home, ".bash_profile"), []byte(profile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
+	l := Launch{Argv: []string{"/bin/bash", "-lc", "true"}, Cwd: home, Env: map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"},
+		Sandbox: sandbox.Policy{WritableRoots: []string{home}, Network: sandbox.NetworkNone}}
+	p, err := c.Prepare(context.Background(), bashRequest("sandboxed"), l)
+	if err != nil || p.Snapshot == nil {
+		t.Fatalf("Prepare = %+v, %v; want a snapshot", p.Receipt, err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "profile-wrote")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the profile wrote outside the sandbox's roots during the capture (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(home, "profile-wrote")); err != nil {
+		t.Errorf("the profile could not write beneath its writable root: %v", err)
+	}
+	if p.Snapshot.Env["WRITE_REFUSED"] != "1" {
+		t.Errorf("the capture's env lacks WRITE_REFUSED=1: the write outside was not refused")
+	}
+}
+
 // TestCaptureLeavesNoJob: a background job the profile leaves holding stdout
 // has the drain to let go; the capture then succeeds and the job is ended.
 func TestCaptureLeavesNoJob(t *testing.T) {
 	capture := NewCapturer(newTestProcs(t))
-	out, err := capture(context.Background(), []string{"/bin/sh", "-c", "sleep 60 & echo $!"}, t.TempDir(), nil)
+	out, err := capture(context.Background(), []string{"/bin/sh", "-c", "sleep 60 & echo $!"}, t.TempDir(), nil, sandbox.Policy{})
 	if err != nil {
 		t.Fatalf("capture with a background job = %v", err)
 	}
@@ -93,7 +128,7 @@ func TestCaptureIsAnUnlistedProcess(t *testing.T) {
 	pids := filepath.Join(dir, "pids")
 	done := make(chan error, 1)
 	go func() {
-		_, err := NewCapturer(m)(context.Background(), []string{"/bin/sh", "-c", `sleep 60 & echo $$ $! > "$1.tmp"; mv "$1.tmp" "$1"; wait`, "sh", pids}, dir, nil)
+		_, err := NewCapturer(m)(context.Background(), []string{"/bin/sh", "-c", `sleep 60 & echo $$ $! > "$1.tmp"; mv "$1.tmp" "$1"; wait`, "sh", pids}, dir, nil, sandbox.Policy{})
 		done <- err
 	}()
 	var shell, job int

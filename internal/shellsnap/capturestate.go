@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/snapexec/snapexec/internal/envpolicy"
+	"github.com/snapexec/snapexec/internal/sandbox"
 )
 
 // internalEnvPrefix starts the names of the variables this server passes to
@@ -36,6 +37,9 @@ type snapshotCapture struct {
 	cwd    string
 	env    map[string]string
 	policy *envpolicy.Policy
+	// sandbox confines the capture and its validation as it confines the
+	// command.
+	sandbox sandbox.Policy
 }
 
 // capture runs the capture and parses its output. A capture of this
@@ -53,7 +57,7 @@ func (c snapshotCapture) capture(ctx context.Context) (*Snapshot, []fileStamp, e
 	// made during it makes the snapshot stale rather than going unnoticed.
 	stamps := stampFiles(startupFiles(c.shell, c.env))
 	started := time.Now()
-	out, err := c.run(ctx, argv, c.cwd, env)
+	out, err := c.run(ctx, argv, c.cwd, env, c.sandbox)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -153,7 +157,7 @@ func (c snapshotCapture) validate(ctx context.Context, plan *restorePlan) []Piec
 		return nil
 	}
 	defer os.Remove(path)
-	out, err := c.run(ctx, append(argv, path), c.cwd, validationEnv(c.env))
+	out, err := c.run(ctx, append(argv, path), c.cwd, validationEnv(c.env), c.sandbox)
 	if err != nil {
 		return nil
 	}

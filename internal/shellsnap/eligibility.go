@@ -1,6 +1,9 @@
 package shellsnap
 
-import "github.com/snapexec/snapexec/internal/envpolicy"
+import (
+	"github.com/snapexec/snapexec/internal/envpolicy"
+	"github.com/snapexec/snapexec/internal/sandbox"
+)
 
 // Shell names the login shell a snapshot is taken of.
 type Shell struct {
@@ -26,6 +29,9 @@ type Launch struct {
 	Env map[string]string
 	// Policy is the request's env policy, re-applied to captured exports.
 	Policy *envpolicy.Policy
+	// Sandbox confines the command, and so its capture: a login profile
+	// writes and reaches no more than the command may.
+	Sandbox sandbox.Policy
 }
 
 // check runs the checks of docs/design/snapshots.md#eligibility-and-check-order:

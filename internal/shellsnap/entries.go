@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/snapexec/snapexec/internal/envpolicy"
+	"github.com/snapexec/snapexec/internal/sandbox"
 )
 
 // EntryState is an entry's state as the registry shows it.
@@ -21,11 +22,13 @@ const (
 // EntryInfo is what the registry shows of one cache entry. It carries the
 // names of the captured variables, never their values.
 type EntryInfo struct {
-	Key           string
-	ScopeID       string
-	Shell         Shell
-	Cwd           string
-	Policy        *envpolicy.Policy
+	Key     string
+	ScopeID string
+	Shell   Shell
+	Cwd     string
+	Policy  *envpolicy.Policy
+	// Sandbox is the sandbox the snapshot was captured in, part of the key.
+	Sandbox       sandbox.Policy
 	State         EntryState
 	Prewarmed     bool
 	Attempts      int
@@ -54,6 +57,7 @@ type entry struct {
 	id         string // keyID(key), as shown
 	req        Request
 	policy     *envpolicy.Policy
+	sandbox    sandbox.Policy
 	attempts   int
 	cell       *cell
 	hits       int64
@@ -71,9 +75,9 @@ func (c *Cache) Scope(scopeID string) []EntryInfo {
 	return c.collect(func(e *entry) bool { return e.key.scopeID == scopeID })
 }
 
-// Entry returns the entry a command with req, cwd and policy would use.
-func (c *Cache) Entry(req Request, cwd string, policy *envpolicy.Policy) (EntryInfo, bool) {
-	k := keyOf(req, cwd, policy)
+// Entry returns the entry a command with req and l would use.
+func (c *Cache) Entry(req Request, l Launch) (EntryInfo, bool) {
+	k := keyOf(req, l)
 	infos := c.collect(func(e *entry) bool { return e.key == k })
 	if len(infos) == 0 {
 		return EntryInfo{}, false
@@ -138,6 +142,7 @@ func (e *entry) info() EntryInfo {
 		Shell:       e.req.Shell,
 		Cwd:         e.key.cwd,
 		Policy:      e.policy,
+		Sandbox:     e.sandbox,
 		State:       EntryPending,
 		Attempts:    e.attempts,
 		MaxAttempts: MaxSnapshotAttempts,

@@ -6,8 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-
-	"github.com/snapexec/snapexec/internal/envpolicy"
 )
 
 // key identifies a cache entry: the whole request, the cwd and the policy
@@ -18,11 +16,15 @@ type key struct {
 	shellPath string
 	cwd       string
 	policy    string // canonical JSON of the policy; empty for none
+	// sandbox is the sandbox's canonical form (sandbox.Policy.Key), empty
+	// for none: a state captured under one sandbox is never replayed under
+	// another, nor unconfined, and the other way round.
+	sandbox string
 }
 
-func keyOf(req Request, cwd string, policy *envpolicy.Policy) key {
-	k := key{scopeID: req.ScopeID, shellName: req.Shell.Name, shellPath: req.Shell.Path, cwd: cwd}
-	if policy != nil {
+func keyOf(req Request, l Launch) key {
+	k := key{scopeID: req.ScopeID, shellName: req.Shell.Name, shellPath: req.Shell.Path, cwd: l.Cwd, sandbox: l.Sandbox.Key()}
+	if policy := l.Policy; policy != nil {
 		// json.Marshal sorts map keys, and keeps the ordered lists in order,
 		// which is the reference's structural equality.
 		b, _ := json.Marshal(policy)
@@ -42,7 +44,7 @@ func keyIDSecret() []byte {
 // guesses of its set values (a short token, a PIN).
 func keyID(secret []byte, k key) string {
 	h := hmac.New(sha256.New, secret)
-	for _, f := range []string{k.scopeID, k.shellName, k.shellPath, k.cwd, k.policy} {
+	for _, f := range []string{k.scopeID, k.shellName, k.shellPath, k.cwd, k.policy, k.sandbox} {
 		h.Write([]byte(f))
 		h.Write([]byte{0})
 	}

@@ -9,15 +9,18 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 )
 
-// metrics are the reference's snapshot instruments
-// (docs/design/snapshots.md#telemetry), with
-// the reference's names and tags so that dashboards built for it keep working.
+// metrics are the snapshot instruments (docs/design/snapshots.md#telemetry):
+// the reference's counters and tags, in snapexec's namespace and in seconds.
 type metrics struct {
 	captures        metric.Int64Counter
 	captureDuration metric.Float64Histogram
 	commands        metric.Int64Counter
 	wait            metric.Float64Histogram
 }
+
+// secondsBuckets cover a wait on a hit (microseconds) to a capture at the
+// longest --capture-timeout.
+var secondsBuckets = metric.WithExplicitBucketBoundaries(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
 var (
 	attrVersion       = attribute.String("version", "v2")
@@ -32,20 +35,20 @@ func newMetrics(m metric.Meter) (*metrics, error) {
 	}
 	var out metrics
 	var err error
-	if out.captures, err = m.Int64Counter("codex.shell_snapshot",
-		metric.WithDescription("Executed shell snapshot captures.")); err != nil {
+	if out.captures, err = m.Int64Counter("snapexec.snapshot.captures", metric.WithUnit("{capture}"),
+		metric.WithDescription("Shell snapshot captures that ran, prewarm or execution, by success and failure_reason.")); err != nil {
 		return nil, err
 	}
-	if out.captureDuration, err = m.Float64Histogram("codex.shell_snapshot.duration_ms",
-		metric.WithDescription("Wall-clock duration of executed shell snapshot captures, in whole milliseconds.")); err != nil {
+	if out.captureDuration, err = m.Float64Histogram("snapexec.snapshot.capture.duration", metric.WithUnit("s"),
+		metric.WithDescription("Wall-clock duration of the shell snapshot captures that ran, by success."), secondsBuckets); err != nil {
 		return nil, err
 	}
-	if out.commands, err = m.Int64Counter("codex.shell_snapshot.command",
-		metric.WithDescription("Commands that asked for a shell snapshot, by availability and outcome.")); err != nil {
+	if out.commands, err = m.Int64Counter("snapexec.snapshot.commands", metric.WithUnit("{command}"),
+		metric.WithDescription("Commands that asked for a shell snapshot, by state and outcome.")); err != nil {
 		return nil, err
 	}
-	if out.wait, err = m.Float64Histogram("codex.shell_snapshot.wait_ms",
-		metric.WithDescription("Time a command waited for its shell snapshot, in milliseconds.")); err != nil {
+	if out.wait, err = m.Float64Histogram("snapexec.snapshot.wait.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time a command waited for its shell snapshot, by state and outcome."), secondsBuckets); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -54,20 +57,20 @@ func newMetrics(m metric.Meter) (*metrics, error) {
 // captured records one executed capture, prewarm or execution, success or
 // failure. It is never recorded for hits, cached failures or ineligible requests.
 func (m *metrics) captured(ctx context.Context, d time.Duration, ok bool) {
-	ms := float64(d.Milliseconds())
+	secs := d.Seconds()
 	if ok {
 		set := metric.WithAttributes(attrVersion, attrSuccess)
 		m.captures.Add(ctx, 1, set)
-		m.captureDuration.Record(ctx, ms, set)
+		m.captureDuration.Record(ctx, secs, set)
 		return
 	}
 	m.captures.Add(ctx, 1, metric.WithAttributes(attrVersion, attrFailure, attrCaptureFailed))
-	m.captureDuration.Record(ctx, ms, metric.WithAttributes(attrVersion, attrFailure))
+	m.captureDuration.Record(ctx, secs, metric.WithAttributes(attrVersion, attrFailure))
 }
 
 // command records one eligible Execution prepare.
 func (m *metrics) command(ctx context.Context, state State, outcome Outcome, wait time.Duration) {
 	set := metric.WithAttributes(attrVersion, attribute.String("state", string(state)), attribute.String("outcome", string(outcome)))
 	m.commands.Add(ctx, 1, set)
-	m.wait.Record(ctx, float64(wait)/float64(time.Millisecond), set)
+	m.wait.Record(ctx, wait.Seconds(), set)
 }

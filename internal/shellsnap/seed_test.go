@@ -3,7 +3,9 @@ package shellsnap
 // The reference's own test, codex-rs/exec-server/src/shell_snapshot_tests.rs
 // (snapshot_failure_retries_are_bounded_and_single_flight), ported case for
 // case with a real /bin/bash, a fake backoff clock and an OpenTelemetry manual
-// reader. The parse cases of the same file are in parse_test.go.
+// reader. The parse cases of the same file are in parse_test.go. The
+// reference's codex.shell_snapshot and codex.shell_snapshot.duration_ms are
+// snapexec.snapshot.captures and snapexec.snapshot.capture.duration here.
 
 import (
 	"context"
@@ -19,6 +21,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/snapexec/snapexec/internal/sandbox"
 )
 
 // fakeClock is the backoff clock the test pauses and advances.
@@ -82,9 +86,9 @@ func snapshotFailureRetries(t *testing.T, recoveryAttempt int, prewarmFailsFirst
 	cache, err := New(Options{
 		Now:   clock.Now,
 		Meter: provider.Meter("test"),
-		Capture: func(ctx context.Context, argv []string, cwd string, env map[string]string) ([]byte, error) {
+		Capture: func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy) ([]byte, error) {
 			started <- struct{}{}
-			return capture(ctx, argv, cwd, env)
+			return capture(ctx, argv, cwd, env, sb)
 		},
 	})
 	if err != nil {
@@ -188,8 +192,9 @@ func snapshotFailureRetries(t *testing.T, recoveryAttempt int, prewarmFailsFirst
 	}
 }
 
-// collectSnapshotMetrics returns the codex.shell_snapshot counter values and
-// the codex.shell_snapshot.duration_ms histogram counts, by their sorted tags.
+// collectSnapshotMetrics returns the snapexec.snapshot.captures counter values
+// and the snapexec.snapshot.capture.duration histogram counts, by their
+// sorted tags.
 func collectSnapshotMetrics(t *testing.T, reader *sdkmetric.ManualReader) (map[string]int64, map[string]uint64) {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
@@ -200,18 +205,18 @@ func collectSnapshotMetrics(t *testing.T, reader *sdkmetric.ManualReader) (map[s
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
 			switch m.Name {
-			case "codex.shell_snapshot":
+			case "snapexec.snapshot.captures":
 				sum, ok := m.Data.(metricdata.Sum[int64])
 				if !ok {
-					t.Fatalf("codex.shell_snapshot is %T, want an int64 counter", m.Data)
+					t.Fatalf("snapexec.snapshot.captures is %T, want an int64 counter", m.Data)
 				}
 				for _, p := range sum.DataPoints {
 					counters[tags(p.Attributes.ToSlice())] = p.Value
 				}
-			case "codex.shell_snapshot.duration_ms":
+			case "snapexec.snapshot.capture.duration":
 				h, ok := m.Data.(metricdata.Histogram[float64])
 				if !ok {
-					t.Fatalf("codex.shell_snapshot.duration_ms is %T, want a float64 histogram", m.Data)
+					t.Fatalf("snapexec.snapshot.capture.duration is %T, want a float64 histogram", m.Data)
 				}
 				for _, p := range h.DataPoints {
 					durations[tags(p.Attributes.ToSlice())] = p.Count

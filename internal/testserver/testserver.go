@@ -176,6 +176,10 @@ func (s *Server) Stop() error {
 	return s.stopErr
 }
 
+// Pid is the server process's id, for a test that measures it (its memory,
+// its descendants).
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
 // Log returns what the server has written so far: its listening line and
 // its JSON log.
 func (s *Server) Log() string { return s.log.String() }

@@ -64,7 +64,8 @@ func (sb *Pool) spawn(spec exec.Spec, in shellsnap.ReplayInput) (*exec.Held, os.
 		}
 	}
 	argv, env, _ := standbyCommand(in)
-	h, err := sb.procs.Hold(exec.Spec{Argv: argv, Dir: spec.Dir, Env: envpolicy.List(env), MaxOutputBytes: spec.MaxOutputBytes})
+	// Held under the launch's sandbox: the command it runs inherits it.
+	h, err := sb.procs.Hold(exec.Spec{Argv: argv, Dir: spec.Dir, Env: envpolicy.List(env), MaxOutputBytes: spec.MaxOutputBytes, Sandbox: spec.Sandbox})
 	return h, dir, err
 }
 

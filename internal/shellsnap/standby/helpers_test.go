@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
 
@@ -50,12 +51,14 @@ echo "--- umask"; umask
 echo "--- exported function"; exported_fn
 echo "--- alias use"; type -t ll`
 
-// newTestProcs is a manager for a test's own processes, shut down when the
-// test ends.
+// newTestProcs is a manager for a test's own processes, with a sandbox of
+// this kernel, shut down when the test ends.
 func newTestProcs(t *testing.T) *exec.Manager {
 	t.Helper()
-	m := exec.NewManager(exec.Options{Grace: 300 * time.Millisecond})
+	sb := sandbox.New(sandbox.Options{})
+	m := exec.NewManager(exec.Options{Grace: 300 * time.Millisecond, Sandbox: sb})
 	t.Cleanup(func() {
+		defer sb.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = m.Shutdown(ctx)
@@ -122,7 +125,7 @@ func captureLogin(t *testing.T, home string) *shellsnap.Snapshot {
 // format, as a cache keeps it: restored from a file of its own.
 func snapshotOf(t *testing.T, state string) *shellsnap.Snapshot {
 	t.Helper()
-	fake := func(context.Context, []string, string, map[string]string) ([]byte, error) {
+	fake := func(context.Context, []string, string, map[string]string, sandbox.Policy) ([]byte, error) {
 		return []byte(state + "\x00"), nil
 	}
 	c, err := shellsnap.New(shellsnap.Options{Capture: fake})

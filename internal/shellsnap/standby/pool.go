@@ -41,8 +41,10 @@ type Options struct {
 const maxSeenLaunches = 256
 
 // launchID identifies a launch: the SHA-256 of its argv[0], cwd, output
-// bound and environment but the state chunks, so that no two launches share
-// one (a standby must never run a command with another's environment).
+// bound, sandbox and environment but the state chunks, so that no two
+// launches share one (a standby must never run a command with another's
+// environment, nor under another's sandbox: a standby is held under its
+// launch's sandbox, exec.Manager.Hold, which its command inherits).
 type launchID [sha256.Size]byte
 
 // launchKey is what a standby serves: a launch whose replay used snap.
@@ -91,11 +93,11 @@ func New(procs *exec.Manager, current func(*shellsnap.Snapshot) bool, opts Optio
 	}
 	sb := &Pool{procs: procs, opts: opts, current: current, idle: make(map[launchKey]*standby), filling: make(map[launchKey]bool), seen: make(map[launchID]time.Time), builtins: make(map[string]map[string]bool)}
 	var err error
-	if sb.claims, err = m.Int64Counter("snapexec.standby.commands",
+	if sb.claims, err = m.Int64Counter("snapexec.standby.commands", metric.WithUnit("{command}"),
 		metric.WithDescription("Snapshot commands of a launch a standby shell can serve, by result: hit (one ran it), miss (none was ready) or unfit (one was ready, but the script is one only a fresh replay runs exactly).")); err != nil {
 		return nil, err
 	}
-	if _, err = m.Int64ObservableGauge("snapexec.standby.idle",
+	if _, err = m.Int64ObservableGauge("snapexec.standby.idle", metric.WithUnit("{shell}"),
 		metric.WithDescription("Standby shells waiting for a command."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			sb.mu.Lock()
@@ -211,6 +213,7 @@ func keyOf(snap *shellsnap.Snapshot, spec exec.Spec) launchKey {
 	field(spec.Argv[0])
 	field(spec.Dir)
 	field(strconv.Itoa(spec.MaxOutputBytes))
+	field(spec.Sandbox.Key())
 	for _, kv := range spec.Env {
 		// The state chunks, and BASH_ENV where it names the snapshot's
 		// restore file, are the snapshot, which the key holds: a launch

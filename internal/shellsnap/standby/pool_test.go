@@ -3,11 +3,13 @@ package standby
 import (
 	"cmp"
 	"context"
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
 
@@ -36,6 +39,8 @@ func TestStandbyKeyIsTheWholeLaunch(t *testing.T) {
 		"cwd":         {Argv: base.Argv, Dir: "/", Env: base.Env},
 		"shell":       {Argv: []string{"/usr/bin/bash", "-pc", "x"}, Dir: base.Dir, Env: base.Env},
 		"output size": {Argv: base.Argv, Dir: base.Dir, Env: base.Env, MaxOutputBytes: 10},
+		"sandbox":     {Argv: base.Argv, Dir: base.Dir, Env: base.Env, Sandbox: sandbox.Policy{WritableRoots: []string{"/tmp"}}},
+		"network":     {Argv: base.Argv, Dir: base.Dir, Env: base.Env, Sandbox: sandbox.Policy{Network: sandbox.NetworkNone}},
 	}
 	for name, spec := range differ {
 		if keyOf(snap, spec) == key {
@@ -106,6 +111,7 @@ type command struct {
 	scope, script, cwd string
 	env                map[string]string // laid over loginEnv
 	timeout            time.Duration
+	sandbox            sandbox.Policy
 }
 
 // ran is a command that ran, and how.
@@ -123,7 +129,7 @@ func (r *rig) run(c command) ran {
 	r.t.Helper()
 	env := loginEnv(r.home)
 	maps.Copy(env, c.env)
-	l := shellsnap.Launch{Argv: []string{bash, "-lc", c.script}, Cwd: cmp.Or(c.cwd, r.home), Env: env}
+	l := shellsnap.Launch{Argv: []string{bash, "-lc", c.script}, Cwd: cmp.Or(c.cwd, r.home), Env: env, Sandbox: c.sandbox}
 	req := bashRequest(c.scope)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -131,7 +137,7 @@ func (r *rig) run(c command) ran {
 	if err != nil {
 		r.t.Fatalf("Prepare(%q) error %v", c.script, err)
 	}
-	spec := exec.Spec{Argv: l.Argv, Dir: l.Cwd, Env: envPairs(l.Env), Timeout: c.timeout}
+	spec := exec.Spec{Argv: l.Argv, Dir: l.Cwd, Env: envPairs(l.Env), Timeout: c.timeout, Sandbox: c.sandbox}
 	var in *shellsnap.ReplayInput
 	if prepared.Snapshot != nil {
 		in = &shellsnap.ReplayInput{Snapshot: prepared.Snapshot, Shell: "bash", Command: l.Argv, Env: l.Env, RequestEnv: env, CaptureEnv: prepared.CaptureEnv}
@@ -310,6 +316,45 @@ func TestStandbyServesTheNextWarmCommand(t *testing.T) {
 	// Forgetting the scope ends its standbys.
 	r.forget(scope)
 	r.waitNone()
+}
+
+// TestStandbyKeepsItsLaunchSandbox: a sandboxed launch's standby is held
+// under that sandbox, so that the command it runs writes only beneath the
+// writable roots, as a fresh replay would; an unsandboxed launch of the
+// same scope never gets it.
+func TestStandbyKeepsItsLaunchSandbox(t *testing.T) {
+	r := newRig(t, "f() { :; }\n", Options{Max: 4})
+	probe := sandbox.New(sandbox.Options{})
+	defer probe.Close()
+	if err := probe.Check(sandbox.Policy{ReadOnly: true}); err != nil {
+		t.Skipf("this kernel cannot sandbox: %v", err)
+	}
+	outside := t.TempDir()
+	confined := command{scope: "sandboxed", sandbox: sandbox.Policy{WritableRoots: []string{r.home}},
+		script: "echo in > $HOME/in; echo out > " + outside + "/out; echo done"}
+	for range 2 {
+		r.run(confined)
+	}
+	r.waitIdle(1)
+	got := r.run(confined)
+	if !got.standby || got.stdout != "done\n" {
+		t.Fatalf("third sandboxed command = %+v, want done from a standby", got)
+	}
+	if !strings.Contains(got.stderr, "Permission denied") {
+		t.Errorf("stderr = %q, want the write outside refused with EACCES", got.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "out")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s/out exists (%v): a standby ran a sandboxed command unconfined", outside, err)
+	}
+	if rep := got.p.Info().Sandbox; rep.Type != sandbox.TypeLandlock {
+		t.Errorf("Info().Sandbox = %+v, want landlock", rep)
+	}
+	// The same scope, script and environment without the sandbox: another
+	// launch, which no sandboxed standby serves.
+	r.waitIdle(1)
+	if got := r.run(command{scope: "sandboxed", script: "echo out > " + outside + "/free"}); got.standby {
+		t.Errorf("an unsandboxed command ran in the sandboxed launch's standby")
+	}
 }
 
 // standbyReady returns a rig whose bash launch of scope ran twice, so that

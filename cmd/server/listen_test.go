@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestListenUnix: unix:PATH listens on a socket only its owner may use,
+// which appears with that mode already set, replaces a stale socket that no
+// server answers on, refuses one a server answers on and anything that is
+// not a socket, and is removed on close.
+func TestListenUnix(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.sock")
+	ln, err := listen("unix:" + path)
+	if err != nil {
+		t.Fatalf("listen(unix:%s) error %v", path, err)
+	}
+	if got := listenURL(ln); got != "unix:"+path {
+		t.Errorf("listenURL() = %q, want unix:%s", got, path)
+	}
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode().Type() != os.ModeSocket || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the socket is %v (%v), want a socket with mode 0600", fi.Mode(), err)
+	}
+	if leftovers, _ := os.ReadDir(dir); len(leftovers) != 1 {
+		t.Errorf("%d entries in the socket's directory, want the socket alone", len(leftovers))
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })}
+	go srv.Serve(ln)
+	c := http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return new(net.Dialer).DialContext(ctx, "unix", path)
+	}}}
+	resp, err := c.Get("http://localhost/")
+	if err != nil {
+		t.Fatalf("GET over the socket: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "ok" {
+		t.Errorf("GET over the socket = %q, want ok", body)
+	}
+	if _, err := listen("unix:" + path); err == nil || !strings.Contains(err.Error(), "answers") {
+		t.Errorf("a second listen on a live socket: error %v, want a refusal naming the server that answers", err)
+	}
+	srv.Close()
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after close the socket still exists (%v)", err)
+	}
+
+	// A socket left by a server that died: nothing answers on it.
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: path}); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(fd)
+	ln, err = listen("unix:" + path)
+	if err != nil {
+		t.Fatalf("listen over a stale socket: %v", err)
+	}
+	ln.Close()
+
+	plain := filepath.Join(dir, "file")
+	if err := os.WriteFile(plain, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := listen("unix:" + plain); err == nil {
+		t.Error("listen over a regular file succeeded, want a refusal")
+	}
+	if b, _ := os.ReadFile(plain); string(b) != "keep me" {
+		t.Errorf("the regular file now holds %q, want it untouched", b)
+	}
+	if _, err := listen("unix:relative.sock"); err == nil {
+		t.Error("listen on a relative socket path succeeded, want a refusal")
+	}
+}
+
+// TestListenTCP: a host:port listens on TCP, and its URL is http://.
+func TestListenTCP(t *testing.T) {
+	ln, err := listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if got := listenURL(ln); !strings.HasPrefix(got, "http://127.0.0.1:") {
+		t.Errorf("listenURL() = %q, want http://127.0.0.1:PORT", got)
+	}
+}
+
+// TestServesOnAUnixSocket: the whole server on --addr unix:PATH, reached
+// without a token (the socket's mode is the authentication), and its socket
+// removed when it stops.
+func TestServesOnAUnixSocket(t *testing.T) {
+	if inProcessServers.Add(1) > 1 {
+		inProcessServers.Add(-1)
+		t.Fatal("a server already runs in this process")
+	}
+	path := filepath.Join(t.TempDir(), "snapexec.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stdout, logs := &syncBuffer{}, &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		err := run(ctx, []string{"snapexec", "--addr", "unix:" + path, "--grace", "300ms"}, nil, strings.NewReader(""), stdout, logs)
+		inProcessServers.Add(-1)
+		done <- err
+	}()
+	c := http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return new(net.Dialer).DialContext(ctx, "unix", path)
+	}}}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stdout.String(), "listening on unix:"+path+"\n") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no listening line naming unix:%s; stdout %q; logs:\n%s", path, stdout, logs)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	resp, err := c.Post("http://localhost/exec", "application/json", strings.NewReader(`{"argv":["/bin/echo","hi"]}`))
+	if err != nil {
+		t.Fatalf("POST /exec over the socket: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"stdout":"hi\n"`) {
+		t.Errorf("POST /exec over the socket = %d %s, want 200 with stdout hi", resp.StatusCode, body)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run() = %v, want nil", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("run() did not return after cancel")
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after the server stopped its socket still exists (%v)", err)
+	}
+}

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/snapexec/snapexec/internal/sandbox"
+)
+
+// skipWithoutSandbox skips a test on a kernel that cannot enforce sandboxes.
+func skipWithoutSandbox(t *testing.T) {
+	t.Helper()
+	sb := sandbox.New(sandbox.Options{})
+	defer sb.Close()
+	if err := sb.Check(sandbox.Policy{ReadOnly: true, Network: sandbox.NetworkNone}); err != nil {
+		t.Skipf("this kernel cannot sandbox: %v", err)
+	}
+}
+
+// TestSandboxOverHTTP: the sandbox of /exec and /processes confines the
+// command and its grandchild to the writable roots (EACCES outside), network
+// none cannot reach a listener of this test on 127.0.0.1, a snapshot capture
+// writes nothing outside either, and the answers say how each ran.
+func TestSandboxOverHTTP(t *testing.T) {
+	skipWithoutSandbox(t)
+	s := startServer(t, nil)
+	inside, outside := t.TempDir(), t.TempDir()
+	roots := map[string]any{"writableRoots": []string{inside}}
+
+	script := fmt.Sprintf(`echo in > %[1]s/f; echo out > %[2]s/f; sh -c 'echo grand > %[2]s/g; echo grand > %[1]s/g'`, inside, outside)
+	code, got, _ := s.post(t, "/exec", map[string]any{"argv": []string{"/bin/sh", "-c", script}, "sandbox": roots})
+	if code != http.StatusOK {
+		t.Fatalf("POST /exec = %d %v", code, got)
+	}
+	if n := strings.Count(fmt.Sprint(got["stderr"]), "Permission denied"); n != 2 {
+		t.Errorf("stderr = %q, want two writes outside refused with EACCES", got["stderr"])
+	}
+	for _, name := range []string{"f", "g"} {
+		if _, err := os.Stat(filepath.Join(outside, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("outside/%s exists (%v): the sandbox let a write out", name, err)
+		}
+		if _, err := os.Stat(filepath.Join(inside, name)); err != nil {
+			t.Errorf("inside/%s: %v; the writable root was not writable", name, err)
+		}
+	}
+	if sb, _ := got["sandbox"].(map[string]any); sb["type"] != "landlock" || sb["abi"].(float64) < sandbox.MinLandlockABI {
+		t.Errorf("sandbox = %v, want landlock with abi >= %d", got["sandbox"], sandbox.MinLandlockABI)
+	}
+	if _, got, _ := s.post(t, "/exec", map[string]any{"argv": []string{"true"}}); fmt.Sprint(got["sandbox"]) != "map[type:none]" {
+		t.Errorf("unsandboxed sandbox = %v, want {type: none}", got["sandbox"])
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	connect := fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d && echo connected", ln.Addr().(*net.TCPAddr).Port)
+	for _, network := range []string{"full", "none"} {
+		_, got, _ := s.post(t, "/exec", map[string]any{"argv": []string{"/bin/bash", "-c", connect}, "sandbox": map[string]any{"network": network}})
+		if want := map[string]string{"full": "connected\n", "none": ""}[network]; got["stdout"] != want {
+			t.Errorf("connect to the test's listener with network %s: stdout %q, want %q", network, got["stdout"], want)
+		}
+	}
+
+	home := t.TempDir()
+	profile := fmt.Sprintf("echo profile > %s/profile\nexport FROM_PROFILE=yes\n", outside)
+	if err := os.WriteFile(filepath.Join(home, ".bash_profile"), []byte(profile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, got, _ = s.post(t, "/processes", map[string]any{
+		"argv": []string{"/bin/bash", "-lc", "echo $FROM_PROFILE"}, "cwd": home, "env": map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"},
+		"shellSnapshot": map[string]any{"scopeId": "sandboxed", "shell": map[string]string{"name": "bash", "path": "/bin/bash"}},
+		"sandbox":       map[string]any{"writableRoots": []string{home}, "network": "none"},
+	})
+	if code != http.StatusCreated {
+		t.Fatalf("POST /processes = %d %v", code, got)
+	}
+	if sb, _ := got["sandbox"].(map[string]any); sb["type"] != "landlock" {
+		t.Errorf("POST /processes sandbox = %v, want landlock", got["sandbox"])
+	}
+	if snap, _ := got["snapshot"].(map[string]any); snap["outcome"] != "used" {
+		t.Errorf("snapshot = %v, want used", got["snapshot"])
+	}
+	if _, err := os.Stat(filepath.Join(outside, "profile")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the profile wrote outside the sandbox during its capture (%v)", err)
+	}
+}
+
+// TestSandboxUnavailableOverHTTP: a server without CAP_SYS_ADMIN cannot make
+// network namespaces, so network none is a 422 sandbox_unavailable naming
+// them, and neither the command nor its snapshot's profile runs; a sandbox
+// it can enforce still runs.
+func TestSandboxUnavailableOverHTTP(t *testing.T) {
+	skipWithoutSandbox(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run the server without CAP_SYS_ADMIN")
+	}
+	s := startServerProcess(t, []string{"setpriv", "--bounding-set=-sys_admin", "--"})
+	home := t.TempDir()
+	profileRan, commandRan := filepath.Join(home, "profile-ran"), filepath.Join(home, "command-ran")
+	if err := os.WriteFile(filepath.Join(home, ".bash_profile"), []byte("touch "+profileRan+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	body := map[string]any{
+		"argv": []string{"/bin/bash", "-lc", "touch " + commandRan}, "cwd": home, "env": map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"},
+		"shellSnapshot": map[string]any{"scopeId": "refused", "shell": map[string]string{"name": "bash", "path": "/bin/bash"}},
+		"sandbox":       map[string]any{"writableRoots": []string{home}, "network": "none"},
+	}
+	for _, path := range []string{"/exec", "/processes"} {
+		code, got, _ := s.post(t, path, body)
+		if code != http.StatusUnprocessableEntity || got["code"] != "sandbox_unavailable" || !strings.Contains(fmt.Sprint(got["detail"]), "network namespaces") {
+			t.Errorf("POST %s = %d %v, want 422 sandbox_unavailable naming network namespaces", path, code, got)
+		}
+	}
+	for _, f := range []string{profileRan, commandRan} {
+		if _, err := os.Stat(f); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s exists (%v): something ran for a refused sandbox", filepath.Base(f), err)
+		}
+	}
+	body["sandbox"] = map[string]any{"writableRoots": []string{home}}
+	if code, got, _ := s.post(t, "/exec", body); code != http.StatusOK || got["exitCode"] != 0.0 {
+		t.Errorf("POST /exec with an enforceable sandbox = %d %v, want it run", code, got)
+	}
+	if _, err := os.Stat(commandRan); err != nil {
+		t.Errorf("the enforceable command did not run: %v", err)
+	}
+}
+
+// TestDefaultSandboxFlag: --default-sandbox confines a request that gives
+// none; a malformed or unenforceable one stops the server before it listens.
+func TestDefaultSandboxFlag(t *testing.T) {
+	skipWithoutSandbox(t)
+	inside, outside := t.TempDir(), t.TempDir()
+	for _, bad := range []string{`{"writableRoots":["relative"]}`, `{"writable":["/tmp"]}`, `{"writableRoots":["/no/such/root"]}`, `{} {}`} {
+		err := run(context.Background(), []string{"snapexec", "--addr", "127.0.0.1:0", "--default-sandbox", bad}, nil, strings.NewReader(""), &syncBuffer{}, &syncBuffer{})
+		if err == nil || !strings.Contains(err.Error(), "default") {
+			t.Errorf("run --default-sandbox %s = %v, want an error naming the default sandbox", bad, err)
+		}
+	}
+	s := startServer(t, nil, "--default-sandbox", fmt.Sprintf(`{"writableRoots":[%q],"network":"none"}`, inside))
+	script := fmt.Sprintf("echo > %s/in; echo > %s/out", inside, outside)
+	_, got, _ := s.post(t, "/exec", map[string]any{"argv": []string{"/bin/sh", "-c", script}})
+	if sb, _ := got["sandbox"].(map[string]any); sb["type"] != "landlock" {
+		t.Errorf("sandbox under --default-sandbox = %v, want landlock", got["sandbox"])
+	}
+	if _, err := os.Stat(filepath.Join(outside, "out")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a command under the default sandbox wrote outside it (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(inside, "in")); err != nil {
+		t.Errorf("a command under the default sandbox could not write inside: %v", err)
+	}
+}

@@ -1,0 +1,229 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/snapexec/snapexec/internal/files"
+)
+
+// Files is the file system beneath the server's roots; *files.FS is one.
+type Files interface {
+	Open(path string) (*os.File, files.Info, error)
+	Stat(path string) (files.Info, error)
+	List(dir, cursor string, limit int) (files.Page, error)
+	Walk(dir string, o files.WalkOptions) (files.Page, error)
+	Write(path string, r io.Reader, o files.WriteOptions) (files.Info, error)
+	Mkdir(path string) error
+	Remove(path string, recursive bool) error
+	Copy(src, dst string, o files.WriteOptions) (files.Info, error)
+	Move(src, dst string, overwrite bool) error
+}
+
+// errFilesDisabled answers every /files route of a server without roots.
+var errFilesDisabled = &problem{status: http.StatusNotFound, code: FilesDisabled,
+	detail: "the files API is off: the server was started without --files-root"}
+
+// readFile serves GET /files/content: the file streamed, with Range, ETag
+// and the conditional headers as http.ServeContent answers them.
+func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
+	if s.files == nil {
+		writeProblem(w, r, errFilesDisabled)
+		return
+	}
+	f, info, err := s.files.Open(r.URL.Query().Get("path"))
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	defer f.Close()
+	w.Header().Set("ETag", quoteETag(info.ETag))
+	w.Header().Set("Content-Type", "application/octet-stream")
+	http.ServeContent(&contentWriter{ResponseWriter: w, r: r}, r, "", info.ModTime, f)
+}
+
+// writeFile serves PUT /files/content: the body streamed into an atomic
+// write, conditioned by If-Match or If-None-Match: *.
+func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
+	if s.files == nil {
+		writeProblem(w, r, errFilesDisabled)
+		return
+	}
+	var o files.WriteOptions
+	if m := r.Header.Get("If-Match"); m != "" {
+		if o.IfMatch = unquoteETag(m); o.IfMatch == "*" {
+			writeProblem(w, r, invalid("If-Match", `If-Match takes one ETag from stat or read, not "*"`))
+			return
+		}
+	}
+	switch nm := r.Header.Get("If-None-Match"); nm {
+	case "":
+	case "*":
+		o.MustNotExist = true
+	default:
+		writeProblem(w, r, invalid("If-None-Match", `If-None-Match on a write takes "*" only`))
+		return
+	}
+	info, err := s.files.Write(r.URL.Query().Get("path"), r.Body, o)
+	switch {
+	case errors.Is(err, files.ErrExists):
+		// Refused by the client's own condition: HTTP's answer is 412.
+		err = &problem{status: http.StatusPreconditionFailed, code: PreconditionFailed, field: "If-None-Match", detail: "the file exists", cause: err}
+	case err != nil:
+		if p := bodyReadProblem(err); p != nil {
+			err = p
+		}
+	}
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	w.Header().Set("ETag", quoteETag(info.ETag))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(fileInfo(info))
+}
+
+// StatFile describes one entry.
+func (s *Server) StatFile(_ context.Context, req StatFileRequestObject) (StatFileResponseObject, error) {
+	if s.files == nil {
+		return nil, errFilesDisabled
+	}
+	info, err := s.files.Stat(req.Params.Path)
+	if err != nil {
+		return nil, err
+	}
+	etag := quoteETag(info.ETag)
+	return StatFile200JSONResponse{Body: fileInfo(info), Headers: StatFile200ResponseHeaders{ETag: &etag}}, nil
+}
+
+// ListDirectory answers a page of a directory.
+func (s *Server) ListDirectory(_ context.Context, req ListDirectoryRequestObject) (ListDirectoryResponseObject, error) {
+	if s.files == nil {
+		return nil, errFilesDisabled
+	}
+	page, err := s.files.List(req.Params.Path, orZero(req.Params.Cursor), orZero(req.Params.Limit))
+	if err != nil {
+		return nil, err
+	}
+	return ListDirectory200JSONResponse(filePage(page)), nil
+}
+
+// WalkDirectory answers a page of a tree.
+func (s *Server) WalkDirectory(_ context.Context, req WalkDirectoryRequestObject) (WalkDirectoryResponseObject, error) {
+	if s.files == nil {
+		return nil, errFilesDisabled
+	}
+	p := req.Params
+	page, err := s.files.Walk(p.Path, files.WalkOptions{Cursor: orZero(p.Cursor), Limit: orZero(p.Limit), MaxDepth: orZero(p.MaxDepth)})
+	if err != nil {
+		return nil, err
+	}
+	return WalkDirectory200JSONResponse(filePage(page)), nil
+}
+
+// MakeDirectory makes a directory and its missing parents.
+func (s *Server) MakeDirectory(_ context.Context, req MakeDirectoryRequestObject) (MakeDirectoryResponseObject, error) {
+	if s.files == nil {
+		return nil, errFilesDisabled
+	}
+	if err := s.files.Mkdir(req.Body.Path); err != nil {
+		return nil, err
+	}
+	return MakeDirectory204Response{}, nil
+}
+
+// RemoveFile removes an entry, a tree with recursive.
+func (s *Server) RemoveFile(_ context.Context, req RemoveFileRequestObject) (RemoveFileResponseObject, error) {
+	if s.files == nil {
+		return nil, errFilesDisabled
+	}
+	if err := s.files.Remove(req.Body.Path, orZero(req.Body.Recursive)); err != nil {
+		return nil, err
+	}
+	return RemoveFile204Response{}, nil
+}
+
+// CopyFile copies a regular file.
+func (s *Server) CopyFile(_ context.Context, req CopyFileRequestObject) (CopyFileResponseObject, error) {
+	if s.files == nil {
+		return nil, errFilesDisabled
+	}
+	b := req.Body
+	info, err := s.files.Copy(b.From, b.To, files.WriteOptions{MustNotExist: !orZero(b.Overwrite)})
+	if err != nil {
+		return nil, err
+	}
+	return CopyFile200JSONResponse(fileInfo(info)), nil
+}
+
+// MoveFile renames an entry.
+func (s *Server) MoveFile(_ context.Context, req MoveFileRequestObject) (MoveFileResponseObject, error) {
+	if s.files == nil {
+		return nil, errFilesDisabled
+	}
+	if err := s.files.Move(req.Body.From, req.Body.To, orZero(req.Body.Overwrite)); err != nil {
+		return nil, err
+	}
+	return MoveFile204Response{}, nil
+}
+
+func fileInfo(in files.Info) FileInfo {
+	return FileInfo{Path: in.Path, Type: FileInfoType(in.Type), Size: in.Size, Mode: int(in.Mode), ModifiedAt: in.ModTime.UTC(), Etag: in.ETag}
+}
+
+func filePage(p files.Page) FilePage {
+	out := FilePage{Entries: make([]FileEntry, len(p.Entries))}
+	for i, e := range p.Entries {
+		out.Entries[i] = FileEntry{Path: e.Path, Name: e.Rel, Type: FileEntryType(e.Type), Size: e.Size, Mode: int(e.Mode), ModifiedAt: e.ModTime.UTC(), Etag: e.ETag}
+	}
+	if p.Next != "" {
+		out.Next = &p.Next
+	}
+	return out
+}
+
+// quoteETag is an ETag as HTTP sends it.
+func quoteETag(etag string) string { return `"` + etag + `"` }
+
+// unquoteETag takes an If-Match value quoted, weak or bare.
+func unquoteETag(v string) string {
+	v = strings.TrimPrefix(strings.TrimSpace(v), "W/")
+	return strings.Trim(v, `"`)
+}
+
+// contentWriter turns the plain-text refusals http.ServeContent writes (416
+// for a range beyond the file, 412 for an If-Match of another version) into
+// the API's problems.
+type contentWriter struct {
+	http.ResponseWriter
+	r      *http.Request
+	failed bool
+}
+
+func (w *contentWriter) WriteHeader(code int) {
+	var p *problem
+	switch code {
+	case http.StatusRequestedRangeNotSatisfiable:
+		p = &problem{status: code, code: RangeNotSatisfiable, field: "Range", detail: "no range asked for lies within the file"}
+	case http.StatusPreconditionFailed:
+		p = &problem{status: code, code: PreconditionFailed, field: "If-Match", detail: "the file is not the version If-Match names"}
+	default:
+		w.ResponseWriter.WriteHeader(code)
+		return
+	}
+	w.failed = true
+	writeProblem(w.ResponseWriter, w.r, p)
+}
+
+func (w *contentWriter) Write(b []byte) (int, error) {
+	if w.failed {
+		return len(b), nil // ServeContent's text, replaced by the problem
+	}
+	return w.ResponseWriter.Write(b)
+}

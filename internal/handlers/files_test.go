@@ -1,0 +1,199 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/snapexec/snapexec/api"
+	"github.com/snapexec/snapexec/internal/files"
+)
+
+// fakeFiles is a Files whose every method a test may replace; the others
+// fail the test.
+type fakeFiles struct {
+	t       *testing.T
+	OpenFn  func(path string) (*os.File, files.Info, error)
+	StatFn  func(path string) (files.Info, error)
+	ListFn  func(dir, cursor string, limit int) (files.Page, error)
+	WalkFn  func(dir string, o files.WalkOptions) (files.Page, error)
+	WriteFn func(path string, r io.Reader, o files.WriteOptions) (files.Info, error)
+	MkdirFn func(path string) error
+	RmFn    func(path string, recursive bool) error
+	CopyFn  func(src, dst string, o files.WriteOptions) (files.Info, error)
+	MoveFn  func(src, dst string, overwrite bool) error
+}
+
+func (f *fakeFiles) Open(p string) (*os.File, files.Info, error) { return f.OpenFn(p) }
+func (f *fakeFiles) Stat(p string) (files.Info, error)           { return f.StatFn(p) }
+func (f *fakeFiles) List(d, c string, l int) (files.Page, error) {
+	return f.ListFn(d, c, l)
+}
+func (f *fakeFiles) Walk(d string, o files.WalkOptions) (files.Page, error) { return f.WalkFn(d, o) }
+func (f *fakeFiles) Write(p string, r io.Reader, o files.WriteOptions) (files.Info, error) {
+	return f.WriteFn(p, r, o)
+}
+func (f *fakeFiles) Mkdir(p string) error                  { return f.MkdirFn(p) }
+func (f *fakeFiles) Remove(p string, recursive bool) error { return f.RmFn(p, recursive) }
+func (f *fakeFiles) Copy(s, d string, o files.WriteOptions) (files.Info, error) {
+	return f.CopyFn(s, d, o)
+}
+func (f *fakeFiles) Move(s, d string, overwrite bool) error { return f.MoveFn(s, d, overwrite) }
+
+// filesRouter is the router over fs (nil: the files API off).
+func filesRouter(t *testing.T, fs Files) http.Handler {
+	t.Helper()
+	h, err := NewRouter(New(Deps{Files: fs}, api.Spec, "test"), zerolog.Nop(), RouterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+var fileInfoFixture = files.Info{Path: "/r/f", Type: files.TypeFile, Size: 3, Mode: 0o644, ModTime: time.Unix(1, 0), ETag: "1-2-3"}
+
+// TestFilesTranslation: what each route passes down and answers.
+func TestFilesTranslation(t *testing.T) {
+	var got []string
+	record := func(format string, args ...any) { got = append(got, fmt.Sprintf(format, args...)) }
+	fs := &fakeFiles{
+		WriteFn: func(p string, r io.Reader, o files.WriteOptions) (files.Info, error) {
+			b, _ := io.ReadAll(r)
+			record("write %s %q ifMatch=%q mustNotExist=%v", p, b, o.IfMatch, o.MustNotExist)
+			return fileInfoFixture, nil
+		},
+		ListFn: func(d, c string, l int) (files.Page, error) {
+			record("list %s %q %d", d, c, l)
+			return files.Page{Entries: []files.Entry{{Info: fileInfoFixture, Rel: "f"}}, Next: "f"}, nil
+		},
+		WalkFn: func(d string, o files.WalkOptions) (files.Page, error) {
+			record("walk %s %+v", d, o)
+			return files.Page{}, nil
+		},
+		CopyFn: func(s, d string, o files.WriteOptions) (files.Info, error) {
+			record("copy %s %s mustNotExist=%v", s, d, o.MustNotExist)
+			return fileInfoFixture, nil
+		},
+		MoveFn:  func(s, d string, overwrite bool) error { record("move %s %s %v", s, d, overwrite); return nil },
+		RmFn:    func(p string, recursive bool) error { record("remove %s %v", p, recursive); return nil },
+		MkdirFn: func(p string) error { record("mkdir %s", p); return nil },
+	}
+	h := filesRouter(t, fs)
+	reqs := []struct {
+		method, target, body string
+		header               map[string]string
+		want                 int
+	}{
+		{"PUT", "/files/content?path=/r/f", "abc", map[string]string{"If-Match": `"1-2-3"`}, 200},
+		{"PUT", "/files/content?path=/r/f", "abc", map[string]string{"If-Match": `W/"1-2-3"`}, 200},
+		{"PUT", "/files/content?path=/r/f", "abc", map[string]string{"If-None-Match": "*"}, 200},
+		{"GET", "/files/list?path=/r&cursor=a&limit=5", "", nil, 200},
+		{"GET", "/files/walk?path=/r&maxDepth=2", "", nil, 200},
+		{"POST", "/files/copy", `{"from":"/r/a","to":"/r/b"}`, nil, 200},
+		{"POST", "/files/copy", `{"from":"/r/a","to":"/r/b","overwrite":true}`, nil, 200},
+		{"POST", "/files/move", `{"from":"/r/a","to":"/r/b"}`, nil, 204},
+		{"POST", "/files/remove", `{"path":"/r/d","recursive":true}`, nil, 204},
+		{"POST", "/files/mkdir", `{"path":"/r/d/e"}`, nil, 204},
+	}
+	for _, r := range reqs {
+		req := localRequest(r.method, r.target, strings.NewReader(r.body))
+		if r.method == "POST" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		for k, v := range r.header {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != r.want {
+			t.Errorf("%s %s = %d %s, want %d", r.method, r.target, rec.Code, rec.Body, r.want)
+		}
+	}
+	want := []string{
+		`write /r/f "abc" ifMatch="1-2-3" mustNotExist=false`,
+		`write /r/f "abc" ifMatch="1-2-3" mustNotExist=false`,
+		`write /r/f "abc" ifMatch="" mustNotExist=true`,
+		`list /r "a" 5`,
+		`walk /r {Cursor: Limit:0 MaxDepth:2}`,
+		`copy /r/a /r/b mustNotExist=true`,
+		`copy /r/a /r/b mustNotExist=false`,
+		`move /r/a /r/b false`,
+		`remove /r/d true`,
+		`mkdir /r/d/e`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("calls =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestFilesProblems: each domain error of the files package, and the
+// refusals of the handlers themselves, as problems.
+func TestFilesProblems(t *testing.T) {
+	failing := func(err error) *fakeFiles {
+		return &fakeFiles{
+			OpenFn:  func(string) (*os.File, files.Info, error) { return nil, files.Info{}, err },
+			StatFn:  func(string) (files.Info, error) { return files.Info{}, err },
+			WriteFn: func(string, io.Reader, files.WriteOptions) (files.Info, error) { return files.Info{}, err },
+			RmFn:    func(string, bool) error { return err },
+			MoveFn:  func(string, string, bool) error { return err },
+		}
+	}
+	wrap := func(sentinel error) error { return fmt.Errorf("%w: /secret/server/path", sentinel) }
+	tests := []struct {
+		name                 string
+		fs                   Files
+		method, target, body string
+		header               map[string]string
+		status               int
+		code                 ProblemCode
+	}{
+		{"off", nil, "GET", "/files/stat?path=/r", "", nil, 404, FilesDisabled},
+		{"off, content", nil, "GET", "/files/content?path=/r", "", nil, 404, FilesDisabled},
+		{"off, upload", nil, "PUT", "/files/content?path=/r", "x", nil, 404, FilesDisabled},
+		{"outside", failing(wrap(files.ErrOutsideRoot)), "GET", "/files/stat?path=/etc", "", nil, 403, OutsideRoot},
+		{"not found", failing(wrap(files.ErrNotFound)), "GET", "/files/content?path=/r/x", "", nil, 404, NotFound},
+		{"directory", failing(wrap(files.ErrIsDirectory)), "GET", "/files/content?path=/r", "", nil, 409, IsADirectory},
+		{"not a directory", failing(wrap(files.ErrNotADirectory)), "GET", "/files/stat?path=/r/f/x", "", nil, 409, NotADirectory},
+		{"not regular", failing(wrap(files.ErrNotRegular)), "GET", "/files/content?path=/r/fifo", "", nil, 409, NotARegularFile},
+		{"invalid path", failing(wrap(files.ErrInvalidPath)), "GET", "/files/stat?path=r", "", nil, 400, InvalidRequest},
+		{"not empty", failing(wrap(files.ErrNotEmpty)), "POST", "/files/remove", `{"path":"/r/d"}`, nil, 409, NotEmpty},
+		{"root", failing(wrap(files.ErrIsRoot)), "POST", "/files/remove", `{"path":"/r"}`, nil, 409, IsRoot},
+		{"exists", failing(wrap(files.ErrExists)), "POST", "/files/move", `{"from":"/r/a","to":"/r/b"}`, nil, 409, Exists},
+		{"cross device", failing(wrap(files.ErrCrossDevice)), "POST", "/files/move", `{"from":"/r/a","to":"/s/b"}`, nil, 409, CrossDevice},
+		{"stale ETag", failing(wrap(files.ErrPreconditionFailed)), "PUT", "/files/content?path=/r/f", "x", map[string]string{"If-Match": `"e"`}, 412, PreconditionFailed},
+		{"exists under If-None-Match", failing(wrap(files.ErrExists)), "PUT", "/files/content?path=/r/f", "x", map[string]string{"If-None-Match": "*"}, 412, PreconditionFailed},
+		{"too large", failing(wrap(files.ErrTooLarge)), "PUT", "/files/content?path=/r/f", "x", nil, 413, BodyTooLarge},
+		{"If-Match *", failing(nil), "PUT", "/files/content?path=/r/f", "x", map[string]string{"If-Match": "*"}, 400, InvalidRequest},
+		{"If-None-Match an ETag", failing(nil), "PUT", "/files/content?path=/r/f", "x", map[string]string{"If-None-Match": `"e"`}, 400, InvalidRequest},
+		{"unknown error", failing(errors.New("boom /secret/server/path")), "GET", "/files/stat?path=/r", "", nil, 500, Internal},
+		{"missing path", failing(nil), "GET", "/files/stat", "", nil, 400, InvalidRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := localRequest(tt.method, tt.target, strings.NewReader(tt.body))
+			if tt.method == "POST" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			for k, v := range tt.header {
+				req.Header.Set(k, v)
+			}
+			rec := httptest.NewRecorder()
+			filesRouter(t, tt.fs).ServeHTTP(rec, req)
+			p := decodeProblem(t, rec)
+			if rec.Code != tt.status || p.Code != tt.code {
+				t.Errorf("%s %s = %d %s, want %d %s", tt.method, tt.target, rec.Code, p.Code, tt.status, tt.code)
+			}
+			if strings.Contains(rec.Body.String(), "/secret/server/path") {
+				t.Errorf("the answer quotes the cause: %s", rec.Body)
+			}
+		})
+	}
+}
