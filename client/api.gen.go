@@ -427,6 +427,7 @@ const (
 	SnapshotReceiptOutcomeIneligible   SnapshotReceiptOutcome = "ineligible"
 	SnapshotReceiptOutcomeNotRequested SnapshotReceiptOutcome = "not_requested"
 	SnapshotReceiptOutcomeNotRun       SnapshotReceiptOutcome = "not_run"
+	SnapshotReceiptOutcomePartial      SnapshotReceiptOutcome = "partial"
 	SnapshotReceiptOutcomeUsed         SnapshotReceiptOutcome = "used"
 )
 
@@ -440,6 +441,8 @@ func (e SnapshotReceiptOutcome) Valid() bool {
 	case SnapshotReceiptOutcomeNotRequested:
 		return true
 	case SnapshotReceiptOutcomeNotRun:
+		return true
+	case SnapshotReceiptOutcomePartial:
 		return true
 	case SnapshotReceiptOutcomeUsed:
 		return true
@@ -472,6 +475,30 @@ func (e SnapshotReceiptState) Valid() bool {
 	case SnapshotReceiptStatePrewarmReady:
 		return true
 	case SnapshotReceiptStateUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UnrestoredPieceKind.
+const (
+	UnrestoredPieceKindAlias      UnrestoredPieceKind = "alias"
+	UnrestoredPieceKindCompletion UnrestoredPieceKind = "completion"
+	UnrestoredPieceKindFunction   UnrestoredPieceKind = "function"
+	UnrestoredPieceKindVariable   UnrestoredPieceKind = "variable"
+)
+
+// Valid indicates whether the value is a known member of the UnrestoredPieceKind enum.
+func (e UnrestoredPieceKind) Valid() bool {
+	switch e {
+	case UnrestoredPieceKindAlias:
+		return true
+	case UnrestoredPieceKindCompletion:
+		return true
+	case UnrestoredPieceKindFunction:
+		return true
+	case UnrestoredPieceKindVariable:
 		return true
 	default:
 		return false
@@ -963,6 +990,10 @@ type SnapshotEntry struct {
 	State      SnapshotEntryState `json:"state"`
 	StateBytes int                `json:"stateBytes"`
 
+	// Unrestored The pieces of the ready snapshot's state that the shell cannot read back, which every
+	// replay leaves out (its commands' outcome is then partial). Names only.
+	Unrestored *[]UnrestoredPiece `json:"unrestored,omitempty"`
+
 	// Waiting Requests waiting now for this entry's capture.
 	Waiting int `json:"waiting"`
 }
@@ -1001,7 +1032,9 @@ type SnapshotList struct {
 
 // SnapshotReceipt What happened to the command's snapshot request.
 type SnapshotReceipt struct {
-	// Outcome used: the command ran with the snapshot replayed. fallback: it ran as the plain
+	// Outcome used: the command ran with the snapshot replayed. partial: it ran with the snapshot
+	// replayed but for the pieces of the profile's state that the shell cannot read back
+	// (unrestored names them; every other piece is restored). fallback: it ran as the plain
 	// login shell it asked for (the capture failed or is backing off, or no capture slot
 	// came free within half a second: a capture runs at most --max-captures at once, a
 	// workspace's scope at most half of them, and the capture stays queued for later
@@ -1026,11 +1059,16 @@ type SnapshotReceipt struct {
 	// State The snapshot's availability as the command found it.
 	State *SnapshotReceiptState `json:"state,omitempty"`
 
+	// Unrestored On partial, the pieces of the state the replay left out.
+	Unrestored *[]UnrestoredPiece `json:"unrestored,omitempty"`
+
 	// WaitMs Time the command waited for the snapshot.
 	WaitMs float64 `json:"waitMs"`
 }
 
-// SnapshotReceiptOutcome used: the command ran with the snapshot replayed. fallback: it ran as the plain
+// SnapshotReceiptOutcome used: the command ran with the snapshot replayed. partial: it ran with the snapshot
+// replayed but for the pieces of the profile's state that the shell cannot read back
+// (unrestored names them; every other piece is restored). fallback: it ran as the plain
 // login shell it asked for (the capture failed or is backing off, or no capture slot
 // came free within half a second: a capture runs at most --max-captures at once, a
 // workspace's scope at most half of them, and the capture stays queued for later
@@ -1166,6 +1204,15 @@ type TransferRequest struct {
 	Overwrite *bool  `json:"overwrite,omitempty"`
 	To        string `json:"to"`
 }
+
+// UnrestoredPiece One piece of a snapshot's state that a replay leaves out, by name; never its value.
+type UnrestoredPiece struct {
+	Kind UnrestoredPieceKind `json:"kind"`
+	Name string              `json:"name"`
+}
+
+// UnrestoredPieceKind defines model for UnrestoredPiece.Kind.
+type UnrestoredPieceKind string
 
 // FileCursor defines model for FileCursor.
 type FileCursor = string

@@ -144,7 +144,20 @@ func receipt(r shellsnap.Receipt) SnapshotReceipt {
 	if r.Reason != "" {
 		out.Reason = &r.Reason
 	}
+	out.Unrestored = pieces(r.Unrestored)
 	return out
+}
+
+// pieces maps the pieces a replay leaves out; nil when there are none.
+func pieces(list []shellsnap.Piece) *[]UnrestoredPiece {
+	if len(list) == 0 {
+		return nil
+	}
+	out := make([]UnrestoredPiece, len(list))
+	for i, p := range list {
+		out[i] = UnrestoredPiece{Kind: UnrestoredPieceKind(p.Kind), Name: p.Name}
+	}
+	return &out
 }
 
 // textOrBytes returns the output as text when it is UTF-8, else as bytes that

@@ -79,6 +79,7 @@ func entry(e shellsnap.EntryInfo) SnapshotEntry {
 		FunctionCount: e.FunctionCount,
 		AliasCount:    e.AliasCount,
 		OptionCount:   e.OptionCount,
+		Unrestored:    pieces(e.Unrestored),
 		Hits:          e.Hits,
 		Waiting:       e.Waiting,
 	}

@@ -27,6 +27,7 @@ func readyEntry(scope string) shellsnap.EntryInfo {
 		Policy: &envpolicy.Policy{Inherit: envpolicy.InheritCore, Set: map[string]string{"B_SET": "set-secret", "A_SET": "x"}},
 		State:  shellsnap.EntryReady, Attempts: 1, MaxAttempts: 3, CapturedAt: at, CaptureTime: 12500 * time.Microsecond,
 		LastUsedAt: at, StateBytes: 99, EnvNames: []string{"PLAIN"}, FunctionCount: 2, AliasCount: 1, OptionCount: 3, Hits: 4,
+		Unrestored: []shellsnap.Piece{{Kind: "function", Name: "a=b"}},
 	}
 }
 
@@ -82,7 +83,7 @@ func TestSnapshotHandlers(t *testing.T) {
 				}
 			}},
 		{name: "scope", method: "GET", target: "/snapshots/ws", svc: registry, status: 200, calls: []string{"ScopeSnapshots ws"},
-			want: `{"entries":[{"scopeId":"ws","state":"ready"}]}`},
+			want: `{"entries":[{"scopeId":"ws","state":"ready","unrestored":[{"kind":"function","name":"a=b"}]}]}`},
 		{name: "unknown scope", method: "GET", target: "/snapshots/none-such", svc: registry, status: 404,
 			calls: []string{"ScopeSnapshots none-such"}, want: `{"code":"not_found"}`},
 		{name: "forget", method: "DELETE", target: "/snapshots/ws", svc: registry, status: 204, calls: []string{"ForgetSnapshots ws"}},

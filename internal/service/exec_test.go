@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -167,7 +168,7 @@ func TestProcessShowsTheClientsArgv(t *testing.T) {
 			t.Fatalf("run %d = %q %+v, %v; want hello world, used", i, out.Result.Stdout.Data, out.Snapshot, err)
 		}
 		p, err := s.Get(out.ProcessID)
-		if err != nil || !slices.Equal(p.Argv, in.Argv) || p.Snapshot != out.Snapshot {
+		if err != nil || !slices.Equal(p.Argv, in.Argv) || !reflect.DeepEqual(p.Snapshot, out.Snapshot) {
 			t.Errorf("run %d shows argv %q receipt %+v (%v), want the client's %q and the ending's %+v", i, p.Argv, p.Snapshot, err, in.Argv, out.Snapshot)
 		}
 		if ran, _ := s.procs.Get(out.ProcessID); slices.Equal(ran.Info().Argv, in.Argv) {

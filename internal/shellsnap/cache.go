@@ -83,6 +83,7 @@ type Cache struct {
 
 	history *captureHistory
 	slots   *slots
+	files   restoreFiles
 	// life ends with Close: captures in flight or queued end with it.
 	life  context.Context
 	close context.CancelFunc
@@ -211,9 +212,14 @@ func (c *Cache) await(ctx context.Context, req Request, l Launch, purpose Purpos
 	if !ranInit {
 		c.hit(e)
 	}
-	c.metrics.command(ctx, state, OutcomeUsed, wait)
+	outcome := OutcomeUsed
+	if len(res.snap.Unrestored) > 0 {
+		outcome = OutcomePartial
+	}
+	c.metrics.command(ctx, state, outcome, wait)
+	// The history counts a partial replay as used: the snapshot was.
 	c.history.command(state, OutcomeUsed)
-	return Prepared{Receipt: Receipt{Outcome: OutcomeUsed, State: state, Wait: wait}, Snapshot: res.snap, CaptureEnv: res.captureEnv}, nil
+	return Prepared{Receipt: Receipt{Outcome: outcome, State: state, Wait: wait, Unrestored: res.snap.Unrestored}, Snapshot: res.snap, CaptureEnv: res.captureEnv}, nil
 }
 
 // lookup finds or inserts the launch's entry, starting a new retry
@@ -321,21 +327,13 @@ func (c *Cache) runCapture(ctx context.Context, req Request, l Launch, purpose P
 	ctx, span := c.tracer.Start(ctx, "codex.exec_server.process_capture_shell_snapshot", trace.WithAttributes(
 		attribute.String("shell", req.Shell.Name), attribute.String("purpose", purpose.String()), attribute.Int("attempt", attempt)))
 	defer span.End()
-	script, _ := CaptureScript(req.Shell.Name)
-	argv := append([]string{}, l.Argv...)
-	argv[2] = script
 	captureCtx, cancel := context.WithTimeout(life, c.timeout)
 	defer cancel()
-
-	// Stamped before the capture runs, so that an edit made during it makes
-	// the snapshot stale rather than going unnoticed.
-	stamps := stampFiles(startupFiles(req.Shell.Name, l.Env))
 	started := time.Now()
-	out, err := c.capture(captureCtx, argv, l.Cwd, l.Env, l.Sandbox)
-	var snap *Snapshot
-	if err == nil {
-		snap, err = Parse(out, l.Policy)
-	}
+	snap, stamps, err := snapshotCapture{
+		run: c.capture, files: &c.files, shell: req.Shell.Name,
+		argv: l.Argv, cwd: l.Cwd, env: l.Env, policy: l.Policy, sandbox: l.Sandbox,
+	}.capture(captureCtx)
 	elapsed := time.Since(started)
 	c.metrics.captured(ctx, elapsed, err == nil)
 	c.history.add(captureRecord{at: started, duration: elapsed, ok: err == nil})
@@ -389,5 +387,8 @@ func (c *Cache) queue(ctx context.Context, scope string) (release func(), err *C
 
 // Close ends the captures in flight and those queued for a slot, and starts
 // no more: their waiters fall back, and a prewarm gets its error. Lookups
-// and the registry keep working.
-func (c *Cache) Close() { c.close() }
+// and the registry keep working; the restore files go.
+func (c *Cache) Close() {
+	c.close()
+	c.files.close()
+}

@@ -17,7 +17,7 @@ import (
 
 // newTestProcs is a manager for a test's own processes, shut down when the
 // test ends.
-func newTestProcs(t *testing.T) *exec.Manager {
+func newTestProcs(t testing.TB) *exec.Manager {
 	t.Helper()
 	sb := sandbox.New(sandbox.Options{})
 	m := exec.NewManager(exec.Options{Grace: 300 * time.Millisecond, Sandbox: sb})

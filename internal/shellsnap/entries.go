@@ -41,9 +41,11 @@ type EntryInfo struct {
 	FunctionCount int
 	AliasCount    int
 	OptionCount   int
-	Hits          int64
-	LastUsedAt    time.Time
-	LastError     *CaptureError
+	// Unrestored names the pieces of the state a replay leaves out.
+	Unrestored []Piece
+	Hits       int64
+	LastUsedAt time.Time
+	LastError  *CaptureError
 	// Waiting counts the requests waiting now for this entry's capture.
 	Waiting int
 }
@@ -167,6 +169,7 @@ func (e *entry) info() EntryInfo {
 		in.CapturedAt, in.CaptureTime = res.capturedAt, res.captureDuration
 		in.StateBytes = len(res.snap.State)
 		in.FunctionCount, in.AliasCount, in.OptionCount = res.snap.FunctionCount, res.snap.AliasCount, res.snap.OptionCount
+		in.Unrestored = res.snap.Unrestored
 		in.EnvNames = make([]string, 0, len(res.snap.Env))
 		for name := range res.snap.Env {
 			in.EnvNames = append(in.EnvNames, name)

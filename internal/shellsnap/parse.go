@@ -27,9 +27,24 @@ type Snapshot struct {
 	// state's "# Functions", "# aliases N" and "# setopts N" (plus bash's
 	// "# shopts N") sections.
 	FunctionCount, AliasCount, OptionCount int
+	// Unrestored names the pieces of the state that the capture found the
+	// shell cannot read back: a replay restores everything else.
+	Unrestored []Piece
+
+	// restore is the restore file a replay runs (restore.go); empty for a
+	// shell whose state travels in the environment.
+	restore string
+	// standby is the restore file of a standby shell (bashStandbyRender),
+	// and goAhead the line its go-ahead runs before the command; standby is
+	// empty when no standby can serve the snapshot.
+	standby, goAhead string
 
 	snapshotNames // read on demand by StandbyScript
 }
+
+// RestoreFile reports whether a replay of s restores it from a restore
+// file (every bash snapshot), rather than from the environment.
+func (s *Snapshot) RestoreFile() bool { return s.restore != "" }
 
 // Parse splits a capture's stdout into its state and its environment, as the
 // reference's parse_snapshot does (SHELL-SNAPSHOTS.md section 5), and applies
@@ -65,19 +80,13 @@ func Parse(output []byte, policy *envpolicy.Policy) (*Snapshot, error) {
 		env[name] = value
 		captured[name] = true
 	}
-	if _, ok := env[ProxyActiveVar]; ok {
-		stripManagedProxy(env)
-	}
-	if policy != nil {
-		env = envpolicy.ApplyToSnapshot(*policy, env)
-	}
+	env = filterEnv(env, policy)
 	// The reference keeps SHLVL and _ (env's own path). Both describe the capture
 	// shell rather than the user's environment: a replayed SHLVL=1 would make the
 	// replay shell report 2 where a real login shell reports 1.
 	for _, name := range [...]string{"PWD", "OLDPWD", "SHLVL", "_"} {
 		delete(env, name)
 	}
-	envpolicy.DropNeverInherited(env)
 
 	s := &Snapshot{State: string(state), Env: env, Captured: captured}
 	s.FunctionCount, s.AliasCount, s.OptionCount = countState(s.State)

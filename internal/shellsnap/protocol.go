@@ -19,8 +19,3 @@ const (
 	// under a managed network proxy, whose variables must not be cached.
 	ProxyActiveVar = "CODEX_NETWORK_PROXY_ACTIVE"
 )
-
-// exportMarker is the line at which the reference cuts its snapshot script: the
-// exports come from /usr/bin/env -0 instead, so that Parse can apply the
-// environment policy to them.
-const exportMarker = "# Capture exported variables"

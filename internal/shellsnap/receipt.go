@@ -29,7 +29,10 @@ const (
 	OutcomeNotRequested Outcome = "not_requested"
 	OutcomeIneligible   Outcome = "ineligible"
 	OutcomeUsed         Outcome = "used"
-	OutcomeFallback     Outcome = "fallback"
+	// OutcomePartial is used, with pieces of the state the shell could not
+	// read back left out (Receipt.Unrestored names them).
+	OutcomePartial  Outcome = "partial"
+	OutcomeFallback Outcome = "fallback"
 	// OutcomeNotRun means the request ended (its deadline, its client, the
 	// server's shutdown) while its command waited for the capture: the
 	// command never ran.
@@ -60,6 +63,8 @@ type Receipt struct {
 	// Standby is set when the command ran in a standby shell, which had
 	// restored the snapshot before the command came (package standby).
 	Standby bool
+	// Unrestored names what a partial replay left out.
+	Unrestored []Piece
 }
 
 // Prepared is what Prepare answers for a launch: the receipt and, when its

@@ -2,6 +2,7 @@ package shellsnap
 
 import (
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -41,6 +42,9 @@ func Replay(in ReplayInput) (command []string, env map[string]string) {
 	flag, prefix, ok := replayStartup(in.Shell)
 	if in.Snapshot == nil || !ok || in.ShellStart < 0 || in.ShellStart+2 >= len(command) {
 		return command, maps.Clone(in.Env)
+	}
+	if in.Snapshot.restore != "" {
+		return replayFromFile(in)
 	}
 
 	env = replayEnv(in)
@@ -205,4 +209,47 @@ func chunkState(state string, limit int) []string {
 // shellQuote quotes s as one single-quoted shell word.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// replayFromFile is Replay of a snapshot with a restore file: bash runs the
+// user's script as its own login shell would, "bash --noprofile -lc
+// script", with BASH_ENV naming the restore file, which bash runs where a
+// login shell runs BASH_ENV, after the profile it skips. So $0, LINENO, the
+// error messages' line numbers, BASH_EXECUTION_STRING, login_shell, logout
+// and the last command run in the shell's place are a login shell's. The
+// environment is the request's: the restore applies the profile's changes
+// to it, and gives the request's own BASH_ENV (if any) back from
+// __SNAPEXEC_BASH_ENV.
+//
+// zsh runs the script as its login shell would too, unchanged: ZDOTDIR names
+// the restore directory, whose .zshenv and .zlogin zsh runs in place of the
+// user's, and the request's ZDOTDIR comes in __SNAPEXEC_ZDOTDIR.
+func replayFromFile(in ReplayInput) ([]string, map[string]string) {
+	env := maps.Clone(in.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	maps.DeleteFunc(env, func(name, _ string) bool { return strings.HasPrefix(name, internalEnvPrefix) })
+	carry := func(name, inner string) {
+		if v, ok := env[name]; ok {
+			env[inner] = v
+		}
+		env[name] = in.Snapshot.restore
+	}
+	switch in.Shell {
+	case "zsh":
+		carry("ZDOTDIR", userZdotdirVar)
+		return slices.Clone(in.Command), env
+	case "sh":
+		// dash runs no startup file for sh -c, so the restore is sourced
+		// on the script's first line: its line numbers stay the script's.
+		// command keeps an error in the file from ending the shell.
+		command := slices.Clone(in.Command)
+		command[in.ShellStart+1] = "-c"
+		command[in.ShellStart+2] = "command . " + shellQuote(in.Snapshot.restore) + "; " + command[in.ShellStart+2]
+		return command, env
+	}
+	carry("BASH_ENV", userBashEnvVar)
+	command := append(slices.Clone(in.Command[:in.ShellStart+1]), "--noprofile")
+	return append(command, in.Command[in.ShellStart+1:]...), env
 }

@@ -1,6 +1,7 @@
 package shellsnap
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -26,11 +27,12 @@ func heavyProfile() string {
 	return b.String()
 }
 
-// BenchmarkReplayTransport times a replayed bash -pc that restores a real
-// 200-function state and runs true, with the state carried by the chunked
-// environment variables that Replay uses, or by a pipe inherited as fd 3 and
-// read with bash's source or with eval "$(cat <&3)"; and, beside them, the
-// same bash -pc true with no state at all.
+// BenchmarkReplayTransport times a replayed bash that restores a real
+// 200-function state and runs true: from the restore file a capture of
+// this server writes (file, what Replay runs), or a state of the reference's
+// format carried by chunked environment variables (env), or by a pipe
+// inherited as fd 3 and read with bash's source or with eval "$(cat <&3)";
+// and, beside them, the same bash -pc true with no state at all.
 func BenchmarkReplayTransport(b *testing.B) {
 	sh := shellByName(b, "bash")
 	home := b.TempDir()
@@ -47,6 +49,31 @@ func BenchmarkReplayTransport(b *testing.B) {
 			Snapshot: snap, Shell: "bash", Command: []string{sh.path, "-lc", "true"},
 			Env: env, RequestEnv: env, CaptureEnv: env,
 		})
+		pairs := envPairs(replayEnv)
+		for b.Loop() {
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Env = pairs
+			if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+				b.Fatalf("replayed bash: %v, output %q", err, out)
+			}
+		}
+	})
+
+	// What a replay of this server's capture costs: bash --noprofile -lc
+	// with BASH_ENV naming the restore file.
+	b.Run("file", func(b *testing.B) {
+		c, err := New(Options{Capture: NewCapturer(newTestProcs(b))})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(c.Close)
+		l := Launch{Argv: []string{sh.path, "-lc", "true"}, Cwd: home, Env: env}
+		req := &Request{ScopeID: "bench", Shell: Shell{Name: "bash", Path: sh.path}}
+		p, err := c.Prepare(context.Background(), req, l)
+		if err != nil || p.Receipt.Outcome != OutcomeUsed {
+			b.Fatalf("Prepare() = %+v, %v; want used", p.Receipt, err)
+		}
+		argv, replayEnv := Replay(ReplayInput{Snapshot: p.Snapshot, Shell: "bash", Command: l.Argv, Env: env, RequestEnv: env, CaptureEnv: p.CaptureEnv})
 		pairs := envPairs(replayEnv)
 		for b.Loop() {
 			cmd := exec.Command(argv[0], argv[1:]...)

@@ -6,28 +6,24 @@ import (
 	"sync"
 )
 
-// What other packages read of a bash state: the names it defines and its
-// set -o section. Both follow the layout the capture script writes
-// (script.go); a standby shell (package standby) needs them.
+// What a standby shell (package standby) reads of a snapshot: the names its
+// state defines, its standby restore file and go-ahead line.
 
-// optionsHeader starts the bash state's last section, its set -o options.
+// optionsHeader starts the last section of a bash state of the
+// reference's format, its set -o options.
 const optionsHeader = "\n# setopts "
 
-// SplitOptions cuts a bash state before its set -o options section, the
-// last one the capture script writes: restore is the state without it, and
-// options the section ("" when there is none).
-func SplitOptions(state string) (restore, options string) {
+// referenceTraced reports whether a bash state of the reference's format
+// turns xtrace or verbose on in its options section: its restore would
+// trace a standby's wait.
+func referenceTraced(state string) bool {
 	i := strings.LastIndex(state, optionsHeader)
-	if i < 0 {
-		return state, ""
-	}
-	return state[:i+1], state[i+1:]
+	return i >= 0 && (strings.Contains(state[i:], "xtrace") || strings.Contains(state[i:], "verbose"))
 }
 
-// WithState returns a copy of s that carries state in place of s.State,
-// such as the part SplitOptions leaves to restore: Replay of the copy
-// restores that state with everything else of s (its environment above
-// all) unchanged.
+// WithState returns a copy of s that carries state in place of s.State:
+// Replay of the copy restores that state with everything else of s (its
+// environment and restore files above all) unchanged.
 func (s *Snapshot) WithState(state string) *Snapshot {
 	return &Snapshot{
 		State:         state,
@@ -36,7 +32,38 @@ func (s *Snapshot) WithState(state string) *Snapshot {
 		FunctionCount: s.FunctionCount,
 		AliasCount:    s.AliasCount,
 		OptionCount:   s.OptionCount,
+		Unrestored:    s.Unrestored,
+		restore:       s.restore,
+		standby:       s.standby,
+		goAhead:       s.goAhead,
 	}
+}
+
+// StandbyReady reports whether a standby shell can serve s: its state is
+// restored from a file, and sets no option that would act on the standby's
+// wait (xtrace, verbose, noexec, onecmd).
+func (s *Snapshot) StandbyReady() bool { return s.standby != "" }
+
+// ForStandby returns a copy of s that a standby shell restores: Replay of
+// the copy restores s from the standby's restore file, which leaves the
+// traps, disabled builtins and $_ to GoAhead's line. It defines the same
+// names as s.
+func (s *Snapshot) ForStandby() *Snapshot {
+	c := s.WithState(s.State)
+	c.restore = s.standby
+	d := s.Definitions()
+	c.namesOnce.Do(func() { c.definitions = d })
+	return c
+}
+
+// GoAhead is the line a standby shell of s runs, with its go-ahead, right
+// before script: BASH_EXECUTION_STRING becomes script, as in a replay, and
+// the part of the state that would have acted on the wait is restored. It
+// is one line, ending in "; ", so that the script's line numbers are a
+// replay's.
+func (s *Snapshot) GoAhead(script string) string {
+	// export -n: under allexport the assignment would export it.
+	return "BASH_EXECUTION_STRING=" + ansiQuote(script) + "; \\builtin export -n BASH_EXECUTION_STRING; " + s.goAhead
 }
 
 // Definitions are the names a bash state defines.
@@ -46,6 +73,9 @@ type Definitions struct {
 	Functions, Aliases map[string]bool
 	// ExpandAliases is set when the state turns expand_aliases on.
 	ExpandAliases bool
+	// Traps is set when the state sets a trap, after which bash runs no
+	// command in its own place.
+	Traps bool
 }
 
 var functionHeader = regexp.MustCompile(`(?m)^([^\s()]+) \(\) $`)

@@ -45,6 +45,14 @@ func fillValue(t *testing.T, name string, v reflect.Value) {
 		fillValue(t, name, elem)
 		m.SetMapIndex(key, elem)
 		v.Set(m)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			fillValue(t, name+"."+v.Type().Field(i).Name, v.Field(i))
+		}
+	case reflect.Slice:
+		elem := reflect.New(v.Type().Elem()).Elem()
+		fillValue(t, name, elem)
+		v.Set(reflect.Append(reflect.MakeSlice(v.Type(), 0, 1), elem))
 	default:
 		t.Fatalf("Snapshot.%s is a %s: teach fillValue to fill it", name, v.Kind())
 	}

@@ -64,7 +64,9 @@ func tailScript(in shellsnap.ReplayInput, dir string, env []string, builtins map
 	// bash runs the program in its own place unless a trap is set by then,
 	// and only if the name still means the program: the script must show
 	// that nothing it runs first could change either.
-	if !plainCommands(f, names) || len(call.Assigns) > 0 || names.Functions["exec"] || names.Aliases["exec"] {
+	// A trap the state sets may keep bash from it: which ones do is bash's
+	// own business, so the script is left to a fresh replay.
+	if names.Traps || !plainCommands(f, names) || len(call.Assigns) > 0 || names.Functions["exec"] || names.Aliases["exec"] {
 		return "", false
 	}
 	path, ok := findProgram(word, dir, env)

@@ -5,11 +5,9 @@ package standby
 // TestReplayMatchesLoginShell, so that a standby is held to what a replay is.
 
 import (
-	"bytes"
 	"context"
 	"maps"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -108,27 +106,38 @@ func envPairs(env map[string]string) []string {
 	return pairs
 }
 
-// captureLogin runs bash's capture script as [bash, "-lc", script] in home
-// with loginEnv and parses its output.
+// captureLogin captures the bash login state of home with loginEnv through
+// a cache of its own, which keeps its restore files until the test ends.
 func captureLogin(t *testing.T, home string) *shellsnap.Snapshot {
 	t.Helper()
-	script, _ := shellsnap.CaptureScript("bash")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cmd := osexec.CommandContext(ctx, bash, "-lc", script)
-	cmd.Env = envPairs(loginEnv(home))
-	cmd.Dir = home
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s -lc <capture script>: %v\nstderr:\n%s", bash, err, stderr.String())
+	c := newTestCache(t, newTestProcs(t))
+	t.Cleanup(c.Close)
+	p, err := c.Prepare(ctx, bashRequest("login"), shellsnap.Launch{Argv: []string{bash, "-lc", "true"}, Cwd: home, Env: loginEnv(home)})
+	if err != nil || p.Receipt.Outcome != shellsnap.OutcomeUsed {
+		t.Fatalf("Prepare() = %+v, %v; want used", p.Receipt, err)
 	}
-	snap, err := shellsnap.Parse(out, nil)
-	if err != nil {
-		t.Fatalf("Parse(bash capture) error = %v\noutput:\n%q", err, out)
+	return p.Snapshot
+}
+
+// snapshotOf returns a snapshot of state, a state of the reference's
+// format, as a cache keeps it: restored from a file of its own.
+func snapshotOf(t *testing.T, state string) *shellsnap.Snapshot {
+	t.Helper()
+	fake := func(context.Context, []string, string, map[string]string, sandbox.Policy) ([]byte, error) {
+		return []byte(state + "\x00"), nil
 	}
-	return snap
+	c, err := shellsnap.New(shellsnap.Options{Capture: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	p, err := c.Prepare(context.Background(), bashRequest("state"), shellsnap.Launch{Argv: []string{bash, "-lc", "true"}, Env: map[string]string{}})
+	if err != nil || p.Snapshot == nil {
+		t.Fatalf("Prepare(a fake capture of %q) = %+v, %v; want a snapshot", state, p.Receipt, err)
+	}
+	return p.Snapshot
 }
 
 // lineDiff returns the lines only in a and only in b, ignoring the ones that

@@ -215,7 +215,10 @@ func keyOf(snap *shellsnap.Snapshot, spec exec.Spec) launchKey {
 	field(strconv.Itoa(spec.MaxOutputBytes))
 	field(spec.Sandbox.Key())
 	for _, kv := range spec.Env {
-		if !strings.HasPrefix(kv, shellsnap.StateEnvPrefix) {
+		// The state chunks, and BASH_ENV where it names the snapshot's
+		// restore file, are the snapshot, which the key holds: a launch
+		// stays the same launch when its snapshot is captured again.
+		if !strings.HasPrefix(kv, shellsnap.StateEnvPrefix) && !(snap.RestoreFile() && strings.HasPrefix(kv, "BASH_ENV=")) {
 			field(kv)
 		}
 	}

@@ -39,8 +39,7 @@ func standbyCommand(in shellsnap.ReplayInput) (command []string, env map[string]
 	if !serves(in) {
 		return nil, nil, false
 	}
-	restore, _ := shellsnap.SplitOptions(in.Snapshot.State)
-	in.Snapshot = in.Snapshot.WithState(restore)
+	in.Snapshot = in.Snapshot.ForStandby()
 	in.Command = []string{in.Command[0], "-lc", waitLine}
 	command, env = shellsnap.Replay(in)
 	return command, env, true
@@ -65,7 +64,7 @@ func standbyCommand(in shellsnap.ReplayInput) (command []string, env map[string]
 //     the exec'd program finds _ first in its environment rather than last.
 //     SECONDS restarts at the go-ahead, as it starts with a shell.
 func serves(in shellsnap.ReplayInput) bool {
-	if in.Snapshot == nil || in.Shell != "bash" || in.ShellStart != 0 || len(in.Command) != 3 {
+	if in.Snapshot == nil || !in.Snapshot.StandbyReady() || in.Shell != "bash" || in.ShellStart != 0 || len(in.Command) != 3 {
 		return false
 	}
 	if len(in.Command[2]) > maxScript {
@@ -78,8 +77,7 @@ func serves(in shellsnap.ReplayInput) bool {
 		// restarts it from 0.
 		return false
 	}
-	_, options := shellsnap.SplitOptions(in.Snapshot.State)
-	return !traced.MatchString(options) && !traced.MatchString(in.Command[2])
+	return !traced.MatchString(in.Command[2])
 }
 
 // traced matches what turns xtrace or verbose on, which a standby does not
@@ -88,19 +86,15 @@ func serves(in shellsnap.ReplayInput) bool {
 var traced = regexp.MustCompile(`\bset\s+[-+][[:alpha:]]*[xv]|xtrace|verbose`)
 
 // goAhead is the message that makes a standby shell of snap run script:
-// SECONDS restarts, then snap's set -o options and the script run in one
-// eval, parsed after the restore as Replay's command parses them.
+// SECONDS restarts, BASH_EXECUTION_STRING becomes the script, the part of
+// the state that would have acted on the wait is restored
+// (shellsnap.Snapshot.GoAhead), then the script runs, in one eval, parsed
+// after the restore as Replay's command parses it.
 func goAhead(snap *shellsnap.Snapshot, script string) []byte {
-	_, options := shellsnap.SplitOptions(snap.State)
 	var run strings.Builder
-	run.WriteString("SECONDS=0; ")
 	// One line, so that the script's first line is the eval's first, as in
 	// Replay's command.
-	for line := range strings.SplitSeq(options, "\n") {
-		if line != "" && !strings.HasPrefix(line, "#") {
-			run.WriteString(line + "; ")
-		}
-	}
+	run.WriteString("SECONDS=0; " + snap.GoAhead(script))
 	run.WriteString(script)
 	return []byte(scriptVar + "=" + quote(run.String()) + "\n")
 }

@@ -2,6 +2,16 @@ package shellsnap
 
 import "strings"
 
+// The reference's capture scripts, which this server no longer runs (it
+// captures with script_bash.go, script_zsh.go and script_sh.go): the tests
+// that build a snapshot of the reference's format, as a fake capture gives
+// one, run them in a real shell.
+
+// exportMarker is the line at which the reference cuts its snapshot script: the
+// exports come from /usr/bin/env -0 instead, so that Parse can apply the
+// environment policy to them.
+const exportMarker = "# Capture exported variables"
+
 // CaptureScript returns the script that a login shell named shell ("bash", "zsh"
 // or "sh") runs to capture its state, and false for any other name.
 //

@@ -1,0 +1,319 @@
+package shellsnap
+
+import (
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// zshSkipped are the parameters a zsh restore leaves alone, and why (the
+// capture already leaves out the read-only specials and the hidden views of
+// zsh/parameter: functions, aliases, options, ...).
+var zshSkipped = map[string]string{
+	"RANDOM": "random", "SECONDS": "time", "EPOCHSECONDS": "time", "EPOCHREALTIME": "time", "epochtime": "time",
+	"TRY_BLOCK_ERROR": "the running block", "TRY_BLOCK_INTERRUPT": "the running block", "pipestatus": "the last pipeline",
+	"ERRNO": "the last error", "argv": "the arguments step", "0": "the shell's name", "_": "the last argument",
+	"EUID": "the process's identity", "UID": "the process's identity", "EGID": "the process's identity",
+	"GID": "the process's identity", "USERNAME": "the process's identity (assigning it changes user)",
+	"SHLVL": "the shell counts it itself", "PWD": "the directory step",
+	"ZSH_EXECUTION_STRING": "the shell's -c string", "ZSH_ARGZERO": "the shell's name", "ZSH_NAME": "the shell's name",
+	"ZSH_VERSION": "the shell's own", "ZSH_PATCHLEVEL": "the shell's own", "TTY": "the terminal",
+	"signals": "the shell's own",
+}
+
+// zshModuleParams are the parameters of modules that zsh loads when they
+// are first used: they are restored only when the login shell had loaded
+// the module.
+var zshModuleParams = map[string]string{
+	"watch": "zsh/watch", "WATCH": "zsh/watch", "WATCHFMT": "zsh/watch", "LOGCHECK": "zsh/watch",
+}
+
+// zshFixedOptions are options zsh refuses to change after start-up, and login,
+// which a replay has as its login shell has it.
+var zshFixedOptions = map[string]bool{
+	"interactive": true, "login": true, "monitor": true, "onecmd": true, "shinstdin": true,
+	"singlecommand": true, "stdin": true, "zle": true, "privileged": true, "restricted": true,
+}
+
+// zshTied are zsh's special arrays tied to a colon-separated scalar. Only the
+// array is restored, by assignment (typeset -T would try to tie them again),
+// and only when the scalar is not exported: then the environment step
+// restores the scalar, and the array follows.
+var zshTied = map[string]string{
+	"path": "PATH", "cdpath": "CDPATH", "fpath": "FPATH", "manpath": "MANPATH", "mailpath": "MAILPATH",
+	"module_path": "MODULE_PATH", "psvar": "PSVAR", "fignore": "FIGNORE",
+}
+
+var (
+	zshLimitLine = regexp.MustCompile(`^-([A-Za-z]): .*\s(\S+)$`)
+	zshFloat     = regexp.MustCompile(`^(typeset|export|local)( -[a-zA-Z]*F[a-zA-Z]*) ([^=]+)=-?\d*\.(\d+)$`)
+)
+
+// zshPlan builds the restore of a zsh capture's records (see bashPlan). Its
+// steps before the tail go to the restore's .zshenv; the tail to .zlogin.
+// Everything after the functions is done by assigning zsh/parameter's
+// arrays (aliases, options, argv), so that no function of the profile named
+// like a builtin can stand in for it.
+func zshPlan(recs []record, captureEnv, final, kept map[string]string) *restorePlan {
+	p := &restorePlan{shell: "zsh"}
+	byKind := map[string][]record{}
+	for _, r := range recs {
+		byKind[r.kind] = append(byKind[r.kind], r)
+	}
+	one := func(kind string) (string, bool) {
+		if rs := byKind[kind]; len(rs) > 0 {
+			return rs[0].payload, true
+		}
+		return "", false
+	}
+	add := func(s step) { p.steps = append(p.steps, s) }
+
+	if cwd, ok := one("cwd"); ok {
+		add(step{code: `\builtin cd -q -- ` + quote(cwd) + ` >/dev/null 2>&1`})
+	}
+	if _, ok := one("dirs"); ok {
+		var dirs []string
+		for _, r := range byKind["dir"] {
+			dirs = append(dirs, quote(r.payload))
+		}
+		add(step{code: "dirstack=(" + strings.Join(dirs, " ") + ")"})
+	}
+
+	// The environment, then the other parameters.
+	loaded := map[string]bool{}
+	if m, ok := one("modules"); ok {
+		for _, stmt := range statements(m) {
+			if f := strings.Fields(stmt); len(f) == 2 && f[0] == "zmodload" {
+				loaded[f[1]] = true
+			}
+		}
+	}
+	vars := map[string]record{}
+	for _, r := range byKind["var"] {
+		vars[r.name] = r
+	}
+	exported := map[string]bool{}
+	for _, r := range byKind["xvar"] {
+		exported[r.name] = true
+	}
+	var unsets, exports []string
+	var zdotdir []step
+	for _, ch := range diffEnv(captureEnv, final, kept, zshSkipped) {
+		if ch.name == "ZDOTDIR" {
+			// zsh reads ZDOTDIR to find .zlogin: the profile's goes there.
+			code := `\builtin unset ZDOTDIR`
+			if ch.op == envSet {
+				code = "ZDOTDIR=" + quote(ch.value) + "\n\\builtin export ZDOTDIR"
+			}
+			zdotdir = append(zdotdir, step{tail: true, code: code})
+			continue
+		}
+		switch {
+		case ch.op == envUnset:
+			unsets = append(unsets, ch.name)
+		case !exported[ch.name] && vars[ch.name].name != "":
+			// An exported integer, float or read-only variable: its own
+			// typeset line, value and attributes.
+			_, text, _ := strings.Cut(strings.TrimSuffix(vars[ch.name].payload, "\n"), "\n")
+			add(step{check: true, code: zshTypeset(text)})
+		case ch.relative:
+			exports = append(exports, ch.name+"="+quote(ch.prefix)+`"${`+ch.name+`-}"`+quote(ch.suffix))
+		default:
+			exports = append(exports, ch.name+"="+quote(ch.value))
+		}
+	}
+	if len(unsets) > 0 {
+		add(step{check: true, code: `\builtin unset -- ` + strings.Join(unsets, " ")})
+	}
+	if len(exports) > 0 {
+		add(step{check: true, code: `\builtin export ` + strings.Join(exports, " ")})
+	}
+	for _, name := range slices.Sorted(maps.Keys(vars)) {
+		r := vars[name]
+		typ, text, _ := strings.Cut(strings.TrimSuffix(r.payload, "\n"), "\n")
+		// ZDOTDIR is the .zlogin step's: zsh reads it to find .zlogin.
+		if _, skip := zshSkipped[name]; skip || name == "ZDOTDIR" || strings.HasPrefix(name, "__snapexec_") || strings.Contains(typ, "export") {
+			continue
+		}
+		if module, ok := zshModuleParams[name]; ok && !loaded[module] {
+			// The capture's listing of the parameters loaded the module;
+			// assigning one would load it in the replay.
+			continue
+		}
+		if scalar, tied := zshTied[name]; tied {
+			if strings.Contains(typ, "unique") {
+				add(step{code: `\builtin typeset -U ` + name})
+			}
+			if exported[scalar] {
+				continue
+			}
+			if _, value, ok := strings.Cut(text, name+"="); ok {
+				add(step{kind: "variable", name: name, code: name + "=" + value})
+			}
+			continue
+		}
+		if strings.Contains(typ, "tied") && strings.Contains(typ, "array") || strings.Contains(typ, "special") && strings.Contains(typ, "tied") {
+			continue // the other half of a tie restores it
+		}
+		add(step{kind: "variable", name: name, code: zshTypeset(text)})
+	}
+
+	if m, ok := one("umask"); ok && strings.TrimSpace(m) != "" {
+		add(step{code: `\builtin umask ` + quote(strings.TrimSpace(m)) + ` 2>/dev/null`})
+	}
+	limitSteps(p, byKind, zshLimitLine)
+	for _, kind := range []string{"modules", "nameddirs", "hash", "zstyles"} {
+		if text, ok := one(kind); ok {
+			for _, stmt := range statements(text) {
+				add(step{code: `\builtin ` + stmt + ` 2>/dev/null`})
+			}
+		}
+	}
+	if d, ok := one("disabled"); ok {
+		var names []string
+		for _, name := range strings.Fields(d) {
+			names = append(names, quote(name))
+		}
+		if len(names) > 0 {
+			add(step{code: `\builtin disable -- ` + strings.Join(names, " ")})
+		}
+	}
+	if t, ok := one("traps"); ok {
+		for _, stmt := range statements(t) {
+			// trap lists TRAPxxx functions too, which the functions restore.
+			if strings.HasPrefix(stmt, "trap ") && !strings.Contains(stmt, "__snapexec_") {
+				add(step{code: `\builtin ` + stmt})
+			}
+		}
+	}
+
+	// The tail, in .zlogin: ZDOTDIR, then the functions, as zsh prints
+	// them, read without aliases (zsh expanded the profile's aliases when
+	// it first read them), then aliases, arguments, the emulation and
+	// options.
+	p.steps = append(p.steps, zdotdir...)
+	add(step{tail: true, check: true, code: "options[aliases]=off"})
+	for _, r := range byKind["fn"] {
+		add(step{tail: true, kind: "function", name: r.name, code: r.payload})
+	}
+	for _, kind := range []string{"alias", "galias", "salias"} {
+		for _, r := range byKind[kind] {
+			// The subscript's (Q) takes the quotes off the name; neither +=
+			// nor a quoted subscript does that for these arrays.
+			add(step{tail: true, code: kind + "es[${(Q):-" + quote(r.name) + "}]=" + quote(r.payload)})
+		}
+	}
+	if _, ok := one("args"); ok {
+		var args []string
+		for _, r := range byKind["arg"] {
+			args = append(args, quote(r.payload))
+		}
+		add(step{tail: true, code: "argv=(" + strings.Join(args, " ") + ")"})
+	}
+	if e, ok := one("emulation"); ok && strings.TrimSpace(e) != "zsh" {
+		add(step{tail: true, code: `\builtin emulate ` + quote(strings.TrimSpace(e))})
+	}
+	if o, ok := one("options"); ok {
+		// aliases and allexport go last: the one was off for the
+		// functions, the other would export what the steps after it set
+		// (and a module's arrays as it is unloaded).
+		var sets []string
+		last := map[string]string{"aliases": "on", "allexport": "off", "xtrace": "off", "verbose": "off"}
+		for line := range strings.SplitSeq(o, "\n") {
+			name, state, _ := strings.Cut(line, " ")
+			switch {
+			case name == "" || zshFixedOptions[name]:
+				continue
+			case last[name] != "":
+				last[name] = state
+			default:
+				sets = append(sets, "options["+name+"]="+state)
+			}
+			p.options++
+		}
+		sets = append(sets, "options[aliases]="+last["aliases"])
+		add(step{tail: true, code: strings.Join(sets, "\n")})
+		// The restore's own use of zsh/parameter (options, aliases), ulimit
+		// and zstyle loads modules the login shell may not have loaded.
+		for _, module := range []string{"zsh/parameter", "zsh/rlimits", "zsh/zutil"} {
+			if !loaded[module] {
+				add(step{tail: true, code: `\builtin zmodload -u ` + module + ` 2>/dev/null`})
+			}
+		}
+		// The options that act on every later command come last, with
+		// $_ as the profile left it, set by a command whose trace goes
+		// nowhere.
+		var final []string
+		for _, name := range []string{"allexport", "xtrace", "verbose"} {
+			if last[name] == "on" {
+				final = append(final, name)
+			}
+		}
+		if len(final) > 0 {
+			p.last = `\builtin setopt ` + strings.Join(final, " ")
+		}
+	}
+	if u, ok := one("underscore"); ok {
+		p.underscore = &u
+	}
+	return p
+}
+
+// zshTypeset returns typeset -p's line for a variable as the restore runs it:
+// a float's precision, which typeset -p leaves out, is its decimals' count.
+func zshTypeset(text string) string {
+	if m := zshFloat.FindStringSubmatch(text); m != nil {
+		return m[1] + m[2] + " " + strconv.Itoa(len(m[4])) + " " + m[3] + text[strings.Index(text, "="):]
+	}
+	return text
+}
+
+// zshPrelude keeps the request's ZDOTDIR for .zlogin, and skips the system
+// files that a login shell has already run for the profile.
+const zshPrelude = `if (( ${+__SNAPEXEC_ZDOTDIR} )); then __snapexec_zdotdir=$__SNAPEXEC_ZDOTDIR; fi
+\builtin unset __SNAPEXEC_ZDOTDIR
+options[globalrcs]=off
+`
+
+// zshRender writes a zsh plan's two startup files: .zshenv, the restore up
+// to the traps, and .zlogin, which zsh runs last: it gives ZDOTDIR back (the
+// request's, then the profile's if it changed it), then the functions,
+// aliases, arguments and options. Nothing after the first function is a
+// command but emulate.
+func zshRender(p *restorePlan) (zshenv, zlogin string) {
+	var env, login strings.Builder
+	env.WriteString(zshPrelude)
+	for _, s := range p.steps {
+		if !s.tail {
+			env.WriteString(s.code + "\n")
+		}
+	}
+	login.WriteString("if (( ${+__snapexec_zdotdir} )); then ZDOTDIR=$__snapexec_zdotdir; else \\builtin unset ZDOTDIR; fi\n")
+	login.WriteString("\\builtin unset __snapexec_zdotdir\n")
+	for _, s := range p.steps {
+		if s.tail {
+			login.WriteString(s.code + "\n")
+		}
+	}
+	var last []string
+	if p.last != "" {
+		last = append(last, p.last)
+	}
+	if p.underscore != nil {
+		last = append(last, ": "+quote(*p.underscore))
+	}
+	if len(last) > 0 {
+		login.WriteString("{ " + strings.Join(last, "; ") + "; } 2>/dev/null\n")
+	}
+	return env.String(), login.String()
+}
+
+// zshValidation is the script a zsh runs (zsh -f FILE) to check a plan's
+// pieces.
+func zshValidation(p *restorePlan) string {
+	return p.validation("", func(i int, code string) string {
+		return `\builtin eval -- ` + quote(code) + ` >/dev/null 2>&1 || \builtin print "F ` + strconv.Itoa(i) + `"`
+	})
+}

@@ -1,0 +1,130 @@
+package shellsnap
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// restoreGrace is how long a restore file outlives its snapshot: a command
+// prepared with the snapshot just before it went may not have opened the
+// file yet.
+const restoreGrace = time.Minute
+
+// restoreFiles is the private directory (0700) of a Cache's restore files,
+// one file (0600) or directory (zsh's) per snapshot, named at random. A file goes some time after
+// its snapshot is no longer reachable (evicted, forgotten, replaced: no cache
+// entry and no command holds it), and the directory with all its files goes
+// at Close. Only the server's own user can read them, as it can read its
+// processes' environments, where the reference carries the state.
+type restoreFiles struct {
+	once sync.Once
+	dir  string
+	err  error
+
+	zshOnce sync.Once
+	zshDir  string
+	zshErr  error
+
+	mu     sync.Mutex
+	closed bool
+	timers map[*time.Timer]bool
+}
+
+// directory creates the directory on first use.
+func (f *restoreFiles) directory() (string, error) {
+	f.once.Do(func() {
+		f.dir, f.err = os.MkdirTemp("", "snapexec-restore-")
+	})
+	return f.dir, f.err
+}
+
+// write stores text as a new file and returns its path.
+func (f *restoreFiles) write(text string) (string, error) {
+	dir, err := f.directory()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, randomToken())
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// writeDir stores files (name to text) in a new directory and returns its
+// path.
+func (f *restoreFiles) writeDir(files map[string]string) (string, error) {
+	dir, err := f.directory()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, randomToken())
+	if err := os.Mkdir(path, 0o700); err != nil {
+		return "", err
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(path, name), []byte(text), 0o600); err != nil {
+			os.RemoveAll(path)
+			return "", err
+		}
+	}
+	return path, nil
+}
+
+// zshCaptureDir returns the directory whose .zshenv starts every zsh
+// capture, written on first use.
+func (f *restoreFiles) zshCaptureDir() (string, error) {
+	f.zshOnce.Do(func() {
+		f.zshDir, f.zshErr = f.writeDir(map[string]string{".zshenv": zshCaptureEnv})
+	})
+	return f.zshDir, f.zshErr
+}
+
+// own makes path go restoreGrace after snap is no longer reachable.
+func (f *restoreFiles) own(snap *Snapshot, path string) {
+	runtime.AddCleanup(snap, func(path string) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.closed {
+			return
+		}
+		var t *time.Timer
+		t = time.AfterFunc(restoreGrace, func() {
+			os.RemoveAll(path)
+			f.mu.Lock()
+			delete(f.timers, t)
+			f.mu.Unlock()
+		})
+		if f.timers == nil {
+			f.timers = map[*time.Timer]bool{}
+		}
+		f.timers[t] = true
+	}, path)
+}
+
+// close removes the directory and every file in it.
+func (f *restoreFiles) close() {
+	f.mu.Lock()
+	f.closed = true
+	for t := range f.timers {
+		t.Stop()
+	}
+	f.timers = nil
+	f.mu.Unlock()
+	f.once.Do(func() {}) // a directory made from now on is not ours to remove
+	if f.dir != "" {
+		os.RemoveAll(f.dir)
+	}
+}
+
+// randomToken returns 32 random hex digits.
+func randomToken() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,178 @@
+package shellsnap
+
+// bashCapture is the capture script of bash. Go runs it as
+// [shell, "--noprofile", "-lc", script, args...]: a login shell (login_shell
+// on, $0 and the positional parameters as the user's command would have them)
+// that skips the profile, so that the script sources the profile itself, in
+// bash's own order, while it watches which files run. The user's BASH_ENV
+// comes in __SNAPEXEC_BASH_ENV, so that bash does not run it before the
+// profile; the script puts it back first. @NONCE@ is replaced by a random
+// token that starts every record (records.go).
+//
+// The functions the request's environment exported are noted as bash
+// imported them (fn0 records; read without a process substitution, which
+// would set $! before the profile runs), so that one the profile left as it was is
+// left to each request's own environment. Before the profile runs, nothing
+// but the request's exported functions can stand for a builtin; after it, the script names every builtin through
+// "\command", which neither an alias nor a function of the profile can
+// replace (a function named "command" still could). It records the options
+// in BASHOPTS and SHELLOPTS, which reading takes no command, before the
+// first command that could be an alias.
+//
+// A DEBUG trap with functrace on sees every command of every file the profile
+// sources, at any depth, and notes the file each runs in (BASH_SOURCE); it
+// also notes the commands that could change functrace, which it turns on
+// itself, so that the user's own setting can be worked out afterwards. A
+// RETURN trap notes $_ as each file ends, since the "." that sourced the
+// profile sets $_ to the file's name (the script sets it back after each).
+// Both traps keep $_ as they found it. A
+// profile that sets a DEBUG or RETURN trap of its own ends that watch; the
+// trap is then the user's and is captured like any other.
+//
+// The files are sourced with ".", never inside a loop or a function, so that
+// a profile's return, break or declare acts as in a real login shell.
+//
+// The variables are printed by one declare -p, in a subshell that empties
+// the exported ones first: their values are in the environment that follows,
+// and a large one would count twice against MaxSnapshotBytes.
+//
+// A function whose name holds "=" is printed by type, whose first line says
+// what it is: declare -f takes such a name for an assignment.
+//
+// Per function, the state holds its text and its record's header only: the
+// attributes are listed for the functions that have any, and the files the
+// functions come from once each ("- 0 FILE"), so that a profile of many
+// functions fits MaxSnapshotBytes nearly as it did in the reference's format.
+const bashCapture = `if [[ -n ${__SNAPEXEC_BASH_ENV+x} ]]; then BASH_ENV=$__SNAPEXEC_BASH_ENV; \builtin export BASH_ENV; \builtin unset -v __SNAPEXEC_BASH_ENV; fi
+__snapexec_n=@NONCE@
+__snapexec_pwd=$PWD
+__snapexec_args=("$@")
+__snapexec_zero=$0
+__snapexec_flags0=$-
+\builtin declare -A __snapexec_fn0
+\builtin mapfile -t __snapexec_fns <<<"$(\builtin compgen -A function)"
+for __snapexec_f in "${__snapexec_fns[@]}"; do
+  if [[ -n $__snapexec_f ]]; then __snapexec_fn0[$__snapexec_f]=$(\builtin declare -f -- "$__snapexec_f"); fi
+done
+__snapexec_limits=$(\builtin ulimit -S -a; \builtin printf -- '--\n'; \builtin ulimit -H -a)
+__snapexec_src=
+__snapexec_srcs=()
+__snapexec_tcmds=()
+__snapexec_last=
+__snapexec_returned=
+\builtin set -T
+\builtin trap -- '[[ ${BASH_SOURCE[0]-} == "$__snapexec_src" ]] || { __snapexec_u=$_; __snapexec_src=${BASH_SOURCE[0]-}; if [[ -z $__snapexec_src || $__snapexec_src == /* ]]; then __snapexec_srcs+=("$__snapexec_src"); else __snapexec_srcs+=("$PWD/$__snapexec_src"); fi; \command : "$__snapexec_u"; }; case $BASH_COMMAND in *set*T*|*set*functrace*|*shopt*functrace*) __snapexec_u=$_; __snapexec_tcmds+=("$BASH_COMMAND"); \command : "$__snapexec_u" ;; esac' DEBUG
+\builtin trap -- '__snapexec_last=$_; __snapexec_returned=1; \command : "$__snapexec_last"' RETURN
+if [[ -e /etc/profile ]]; then . /etc/profile; \builtin : "$__snapexec_last"; fi
+if [[ -e ~/.bash_profile ]]; then . ~/.bash_profile; elif [[ -e ~/.bash_login ]]; then . ~/.bash_login; elif [[ -e ~/.profile ]]; then . ~/.profile; fi
+__snapexec_bg=${!-}
+__snapexec_shopts=$BASHOPTS
+\command shopt -u expand_aliases
+__snapexec_rc=
+if [[ -z ${BASH_ENV:-} && -r ~/.bashrc ]]; then
+  __snapexec_rc=1
+  for __snapexec_f in "${__snapexec_srcs[@]}"; do
+    if [[ $__snapexec_f -ef ~/.bashrc ]]; then __snapexec_rc=; fi
+  done
+fi
+if [[ -n $__snapexec_rc ]]; then
+  if [[ :$__snapexec_shopts: == *:expand_aliases:* ]]; then \command shopt -s expand_aliases; fi
+  \builtin : "$__snapexec_last"
+  . ~/.bashrc
+  __snapexec_shopts=$BASHOPTS
+  \command shopt -u expand_aliases
+fi
+__snapexec_so=$SHELLOPTS
+\command printf '%s\n%s begin bash\n\n' '# Snapshot file' "$__snapexec_n"
+\command printf '%s traps\n' "$__snapexec_n"; \command trap -p; \command printf '\n'
+\command trap - DEBUG RETURN ERR EXIT
+\command set +o errexit +o nounset +o xtrace +o verbose +o onecmd
+\command printf '%s disabled\n' "$__snapexec_n"; \command enable -n; \command printf '\n'
+\command enable printf declare set shopt trap compgen mapfile umask ulimit complete hash enable eval unset
+\command printf '%s vars\n' "$__snapexec_n"
+(
+  \command mapfile -t __snapexec_xs < <(\command compgen -A export)
+  for __snapexec_f in "${__snapexec_xs[@]}"; do
+    if [[ ${!__snapexec_f@a} != *[aAr]* ]]; then \command printf -v "$__snapexec_f" ''; fi
+  done
+  \command unset -v __snapexec_u __snapexec_last __snapexec_xs BASH_EXECUTION_STRING
+  \command declare -p
+)
+\command printf '\n'
+\command set +o posix
+if [[ -n ${__snapexec_tcmds[0]+x} ]]; then
+  __snapexec_t=$(\command set +T; if [[ $__snapexec_flags0 == *T* ]]; then \command set -T; fi
+    for __snapexec_c in "${__snapexec_tcmds[@]}"; do
+      if [[ $__snapexec_c =~ ^[[:space:]]*((builtin|command)[[:space:]]+)?(set|shopt)([[:space:]]+[-+]?[[:alnum:]_]+)*[[:space:]]*$ ]]; then
+        \command eval "\\builtin $__snapexec_c" >/dev/null 2>&1
+      fi
+    done
+    if [[ $- == *T* ]]; then \command printf on; else \command printf off; fi)
+elif [[ $__snapexec_flags0 == *T* ]]; then __snapexec_t=on
+else __snapexec_t=unseen
+fi
+\command printf '%s setopts\n%s\n' "$__snapexec_n" "$__snapexec_so"
+\command printf '%s functrace\n%s\n' "$__snapexec_n" "$__snapexec_t"
+\command printf '%s setnames\n' "$__snapexec_n"; \command set -o; \command printf '\n'
+\command printf '%s shopts\n%s\n' "$__snapexec_n" "$__snapexec_shopts"
+\command printf '%s shoptnames\n' "$__snapexec_n"; \command shopt; \command printf '\n'
+\command mapfile -t __snapexec_fns < <(\command compgen -A function)
+for __snapexec_f in "${__snapexec_fns[@]}"; do
+  if [[ $__snapexec_f == *=* ]]; then
+    \command printf '%s fntype %q\n' "$__snapexec_n" "$__snapexec_f"; \command type -- "$__snapexec_f"; \command printf '\n'
+  else
+    \command printf '%s fn %q\n' "$__snapexec_n" "$__snapexec_f"; \command declare -f -- "$__snapexec_f"; \command printf '\n'
+  fi
+done
+\command printf '%s fnattrs\n' "$__snapexec_n"
+while IFS= \command read -r __snapexec_f; do
+  if [[ $__snapexec_f != "declare -f "* ]]; then \command printf '%s\n' "$__snapexec_f"; fi
+done < <(\command declare -F)
+\command printf '\n'
+for __snapexec_f in "${!BASH_ALIASES[@]}"; do
+  \command printf '%s alias %q\n%s\n' "$__snapexec_n" "$__snapexec_f" "${BASH_ALIASES[$__snapexec_f]}"
+done
+\command printf '%s umask\n' "$__snapexec_n"; \command umask; \command printf '\n'
+\command printf '%s limits0\n%s\n' "$__snapexec_n" "$__snapexec_limits"
+\command printf '%s limits\n' "$__snapexec_n"; \command ulimit -S -a; \command printf -- '--\n'; \command ulimit -H -a; \command printf '\n'
+if [[ $PWD != "$__snapexec_pwd" ]]; then \command printf '%s cwd\n%s\n' "$__snapexec_n" "$PWD"; fi
+if [[ -n ${DIRSTACK[1]+x} ]]; then
+  for __snapexec_f in "${DIRSTACK[@]}"; do \command printf '%s dir\n%s\n' "$__snapexec_n" "$__snapexec_f"; done
+fi
+__snapexec_same=
+if [[ $# == "${#__snapexec_args[@]}" ]]; then
+  __snapexec_same=1 __snapexec_i=0
+  for __snapexec_f in "$@"; do
+    if [[ $__snapexec_f != "${__snapexec_args[__snapexec_i]}" ]]; then __snapexec_same=; fi
+    __snapexec_i=$((__snapexec_i + 1))
+  done
+fi
+if [[ -z $__snapexec_same ]]; then
+  \command printf '%s args\n\n' "$__snapexec_n"
+  for __snapexec_f in "$@"; do \command printf '%s arg\n%s\n' "$__snapexec_n" "$__snapexec_f"; done
+fi
+if [[ $0 != "$__snapexec_zero" ]]; then \command printf '%s argv0\n%s\n' "$__snapexec_n" "$0"; fi
+if [[ -n $__snapexec_bg ]]; then \command printf '%s background\n\n' "$__snapexec_n"; fi
+if [[ -n $__snapexec_returned ]]; then \command printf '%s underscore\n%s\n' "$__snapexec_n" "$__snapexec_last"; fi
+\command printf '%s complete\n' "$__snapexec_n"; \command complete -p; \command printf '\n'
+\command printf '%s hash\n' "$__snapexec_n"; \command hash -l 2>/dev/null; \command printf '\n'
+for __snapexec_f in "${__snapexec_srcs[@]}"; do
+  if [[ -n $__snapexec_f ]]; then \command printf '%s file\n%s\n' "$__snapexec_n" "$__snapexec_f"; fi
+done
+if [[ -n ${__snapexec_fns[0]+x} ]]; then
+  \command shopt -s extdebug
+  \command declare -A __snapexec_seen
+  while IFS= \command read -r __snapexec_f; do
+    __snapexec_f=${__snapexec_f#* }
+    __snapexec_seen[${__snapexec_f#* }]=1
+  done < <(\command declare -F -- "${__snapexec_fns[@]}")
+  \command printf '%s fnfiles\n' "$__snapexec_n"
+  for __snapexec_f in "${!__snapexec_seen[@]}"; do \command printf -- '- 0 %s\n' "$__snapexec_f"; done
+  \command printf '\n'
+fi
+for __snapexec_f in "${!__snapexec_fn0[@]}"; do
+  \command printf '%s fn0 %q\n%s\n' "$__snapexec_n" "$__snapexec_f" "${__snapexec_fn0[$__snapexec_f]}"
+done
+\command printf '%s end\n\n\0' "$__snapexec_n"
+\command /usr/bin/env -0
+`

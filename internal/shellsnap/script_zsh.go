@@ -1,0 +1,105 @@
+package shellsnap
+
+// zsh reads its startup files from ZDOTDIR; a capture runs zsh -lc with
+// ZDOTDIR naming a directory of the server's whose .zshenv is zshCaptureEnv,
+// and a replay with ZDOTDIR naming the snapshot's restore directory (a
+// .zshenv and a .zlogin, restore_zsh.go). Either way zsh itself runs the
+// login sequence and then the -c string, as for the user's own command, so
+// that errors say "zsh:1:", zsh_eval_context is "toplevel" and the last
+// program runs in the shell's place. The request's ZDOTDIR, if any, travels in
+// __SNAPEXEC_ZDOTDIR.
+
+// zshCaptureEnv is the .zshenv of a capture: it gives ZDOTDIR back, so that
+// zsh finds the user's .zprofile and .zlogin where the user's own .zshenv
+// leaves ZDOTDIR, notes where the shell started (its limits in a subshell,
+// where loading zsh/rlimits for ulimit leaves the shell's modules alone),
+// sets a DEBUG trap that
+// notes every file the startup sources (%x, at any depth), and sources the
+// user's .zshenv. zsh runs every other startup file itself.
+const zshCaptureEnv = `if (( ${+__SNAPEXEC_ZDOTDIR} )); then ZDOTDIR=$__SNAPEXEC_ZDOTDIR; else \builtin unset ZDOTDIR; fi
+\builtin unset __SNAPEXEC_ZDOTDIR
+__snapexec_pwd=$PWD
+__snapexec_args=("$@")
+__snapexec_limits=$(\builtin ulimit -S -a; \builtin print -r -- --; \builtin ulimit -H -a)
+__snapexec_src=
+__snapexec_srcs=()
+\builtin trap '[[ ${(%):-%x} == "$__snapexec_src" ]] || { __snapexec_src=${(%):-%x}; __snapexec_srcs+=("$__snapexec_src"); }' DEBUG
+if [[ -e ${ZDOTDIR:-$HOME}/.zshenv ]]; then \builtin source ${ZDOTDIR:-$HOME}/.zshenv; fi
+`
+
+// zshCapture is the -c string of a zsh capture, which runs after the login
+// sequence. It sources ~/.zshrc by the reference's rule, when no startup file
+// did; reads every option's state under the profile's own options (names
+// from an anonymous function under emulate -L zsh, since a profile's emulate
+// sh hides $options' flags); prints the emulation and the traps; then resets
+// the options to zsh's (emulate -R zsh) and prints the rest as records
+// (records.go). It lists the loaded modules first, before its own use of
+// zsh/parameter's arrays loads that module. @NONCE@ is the capture's token. Options that zsh refuses to
+// change after start-up are left out (zshFixedOptions).
+const zshCapture = `__snapexec_u=$_
+__snapexec_mods=$(\builtin zmodload -L)
+__snapexec_n=@NONCE@
+__snapexec_rc=${ZDOTDIR:-$HOME}/.zshrc
+if [[ -r $__snapexec_rc ]]; then
+  __snapexec_seen=
+  for __snapexec_f in "${__snapexec_srcs[@]}"; do
+    if [[ $__snapexec_f -ef $__snapexec_rc ]]; then __snapexec_seen=1; fi
+  done
+  if [[ -z $__snapexec_seen ]]; then \builtin source $__snapexec_rc; fi
+fi
+() { \builtin emulate -L zsh; __snapexec_on=(${(k)options}) }
+__snapexec_opts=()
+for __snapexec_o in "${__snapexec_on[@]}"; do
+  if [[ -o $__snapexec_o ]]; then __snapexec_opts+=("$__snapexec_o on"); else __snapexec_opts+=("$__snapexec_o off"); fi
+done
+\builtin print -rl -- '# Snapshot file' "$__snapexec_n begin zsh" '' "$__snapexec_n emulation"
+\builtin emulate
+\builtin print -rl -- '' "$__snapexec_n traps"
+\builtin trap
+\builtin print -rl -- ''
+\builtin trap - DEBUG EXIT ZERR
+\builtin emulate -R zsh
+\builtin print -rl -- "$__snapexec_n options" "${__snapexec_opts[@]}" ''
+for __snapexec_f in ${(ok)parameters}; do
+  case ${parameters[$__snapexec_f]} in
+    (*hide*|*readonly*special*) ;;
+    (scalar-export|scalar-export-special|scalar-tied-export-special)
+      \builtin print -rl -- "$__snapexec_n xvar ${(q)__snapexec_f}" '' ;;
+    (*)
+      \builtin print -rl -- "$__snapexec_n var ${(q)__snapexec_f}" "${parameters[$__snapexec_f]}"
+      \builtin typeset -p -- $__snapexec_f
+      \builtin print ;;
+  esac
+done
+for __snapexec_f in ${(ok)functions}; do
+  \builtin print -rl -- "$__snapexec_n fn ${(q)__snapexec_f}"
+  \builtin functions -- $__snapexec_f
+  \builtin print
+done
+for __snapexec_f in ${(ok)aliases}; do \builtin print -rl -- "$__snapexec_n alias ${(q)__snapexec_f}" "$aliases[$__snapexec_f]"; done
+for __snapexec_f in ${(ok)galiases}; do \builtin print -rl -- "$__snapexec_n galias ${(q)__snapexec_f}" "$galiases[$__snapexec_f]"; done
+for __snapexec_f in ${(ok)saliases}; do \builtin print -rl -- "$__snapexec_n salias ${(q)__snapexec_f}" "$saliases[$__snapexec_f]"; done
+\builtin print -rl -- "$__snapexec_n underscore" "$__snapexec_u"
+\builtin print -rl -- "$__snapexec_n umask"; \builtin umask; \builtin print
+\builtin print -rl -- "$__snapexec_n limits0" "$__snapexec_limits"
+\builtin print -rl -- "$__snapexec_n limits"; \builtin ulimit -S -a; \builtin print -r -- --; \builtin ulimit -H -a; \builtin print
+if [[ $PWD != "$__snapexec_pwd" ]]; then \builtin print -rl -- "$__snapexec_n cwd" "$PWD"; fi
+if (( ${#dirstack} )); then
+  \builtin print -rl -- "$__snapexec_n dirs" ''
+  for __snapexec_f in "${dirstack[@]}"; do \builtin print -rl -- "$__snapexec_n dir" "$__snapexec_f"; done
+fi
+if [[ "$*" != "${__snapexec_args[*]}" || $# != ${#__snapexec_args} ]]; then
+  \builtin print -rl -- "$__snapexec_n args" ''
+  for __snapexec_f in "$@"; do \builtin print -rl -- "$__snapexec_n arg" "$__snapexec_f"; done
+fi
+\builtin print -rl -- "$__snapexec_n nameddirs"; \builtin hash -dL; \builtin print
+\builtin print -rl -- "$__snapexec_n hash"; \builtin hash -L; \builtin print
+\builtin print -rl -- "$__snapexec_n zstyles"; \builtin zstyle -L; \builtin print
+\builtin print -rl -- "$__snapexec_n modules" "$__snapexec_mods"
+\builtin print -rl -- "$__snapexec_n disabled" ${(ok)dis_builtins} ''
+for __snapexec_f in "${__snapexec_srcs[@]}" "${functions_source[@]}"; do
+  if [[ -n $__snapexec_f && $__snapexec_f != zsh ]]; then \builtin print -rl -- "$__snapexec_n file" "$__snapexec_f"; fi
+done
+\builtin print -rn -- "$__snapexec_n end"$'\n\n\0'
+/usr/bin/env -0
+`
