@@ -70,6 +70,7 @@ func (c snapshotCapture) capture(ctx context.Context) (*Snapshot, []fileStamp, e
 	switch {
 	case recs != nil && c.shell == "bash":
 		plan = bashPlan(recs, c.env, final, filterEnv(final, c.policy))
+		snap.envTouched = bashEnvTouched(recs, c.env, final)
 	case recs != nil && c.shell == "zsh":
 		plan = zshPlan(recs, c.env, final, filterEnv(final, c.policy))
 	case recs != nil && c.shell == "sh":

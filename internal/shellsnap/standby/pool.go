@@ -126,7 +126,7 @@ func (sb *Pool) Start(ctx context.Context, spec exec.Spec, in *shellsnap.ReplayI
 		p, err := sb.procs.Start(spec)
 		return p, false, err
 	}
-	key := keyOf(in.Snapshot, spec)
+	key := keyOf(in.Snapshot, spec, in.Snapshot.PassedThrough(in.Env))
 	p, standby, err := sb.startLaunch(ctx, key, spec, in)
 	if err != nil {
 		return nil, false, err
@@ -157,7 +157,7 @@ func (sb *Pool) startLaunch(ctx context.Context, key launchKey, spec exec.Spec, 
 		if !exact {
 			result = "unfit"
 		} else if h := sb.take(key, spec.Dir); h != nil {
-			p, err := h.Release(spec, goAhead(in.Snapshot, script))
+			p, err := h.Release(spec, goAhead(*in, script))
 			if err == nil {
 				sb.count(ctx, "hit")
 				return p, true, nil
@@ -201,8 +201,10 @@ func (sb *Pool) Stats() Stats {
 	return Stats{Max: sb.opts.Max, Idle: idle, Hit: sb.hit.Load(), Miss: sb.miss.Load(), Unfit: sb.unfit.Load()}
 }
 
-// keyOf is the launch of spec, whose replay used snap.
-func keyOf(snap *shellsnap.Snapshot, spec exec.Spec) launchKey {
+// keyOf is the launch of spec, whose replay used snap: the variables a
+// replay of snap only passes through (passed, Snapshot.PassedThrough) are
+// not part of it, since the go-ahead brings them.
+func keyOf(snap *shellsnap.Snapshot, spec exec.Spec, passed map[string]bool) launchKey {
 	h := sha256.New()
 	// Each field is prefixed by its length, so that no two launches hash
 	// the same fields.
@@ -218,7 +220,8 @@ func keyOf(snap *shellsnap.Snapshot, spec exec.Spec) launchKey {
 		// The state chunks, and BASH_ENV where it names the snapshot's
 		// restore file, are the snapshot, which the key holds: a launch
 		// stays the same launch when its snapshot is captured again.
-		if !strings.HasPrefix(kv, shellsnap.StateEnvPrefix) && !(snap.RestoreFile() && strings.HasPrefix(kv, "BASH_ENV=")) {
+		name, _, _ := strings.Cut(kv, "=")
+		if !passed[name] && !strings.HasPrefix(kv, shellsnap.StateEnvPrefix) && !(snap.RestoreFile() && name == "BASH_ENV") {
 			field(kv)
 		}
 	}

@@ -24,12 +24,12 @@ import (
 func TestStandbyKeyIsTheWholeLaunch(t *testing.T) {
 	snap, other := &shellsnap.Snapshot{}, &shellsnap.Snapshot{}
 	base := exec.Spec{Argv: []string{"/bin/bash", "-pc", "x"}, Dir: "/tmp", Env: []string{"A=1", "B=2", shellsnap.StateEnvPrefix + "0=state"}}
-	key := keyOf(snap, base)
+	key := keyOf(snap, base, nil)
 
 	same := base
 	same.Argv = []string{"/bin/bash", "-pc", "another script"}
 	same.Env = []string{"A=1", "B=2", shellsnap.StateEnvPrefix + "0=other state text"}
-	if keyOf(snap, same) != key {
+	if keyOf(snap, same, nil) != key {
 		t.Errorf("a launch that differs only in its script and state chunks has another key")
 	}
 	differ := map[string]exec.Spec{
@@ -43,11 +43,11 @@ func TestStandbyKeyIsTheWholeLaunch(t *testing.T) {
 		"network":     {Argv: base.Argv, Dir: base.Dir, Env: base.Env, Sandbox: sandbox.Policy{Network: sandbox.NetworkNone}},
 	}
 	for name, spec := range differ {
-		if keyOf(snap, spec) == key {
+		if keyOf(snap, spec, nil) == key {
 			t.Errorf("launches that differ in %s share a key", name)
 		}
 	}
-	if keyOf(other, base) == key {
+	if keyOf(other, base, nil) == key {
 		t.Errorf("launches of two snapshots share a key")
 	}
 }
@@ -302,11 +302,26 @@ func TestStandbyServesTheNextWarmCommand(t *testing.T) {
 	}
 	r.waitIdle(1)
 
-	// Another launch (its env differs) gets no standby of this one, and none
-	// of its own until it repeats.
-	other := command{scope: scope, script: "echo $EXTRA", env: map[string]string{"EXTRA": "x"}}
-	if got := r.run(other); got.stdout != "x\n" || got.standby {
-		t.Errorf("command of another launch = %+v, want x, not from the first launch's standby", got)
+	// A command whose environment differs only in a variable the replay
+	// passes through (a trace id) is the same launch: the standby runs it
+	// with its own value, and every later one with theirs.
+	for _, trace := range []string{"t-1", "t-2"} {
+		got := r.run(command{scope: scope, script: "echo ${TRACE_ID-unset} $FROM_PROFILE", env: map[string]string{"TRACE_ID": trace}})
+		if got.stdout != trace+" yes\n" || !got.standby {
+			t.Errorf("command with TRACE_ID=%s = %+v, want its own trace id from a standby", trace, got)
+		}
+		r.waitIdle(1)
+	}
+	if got := r.run(command{scope: scope, script: "echo ${TRACE_ID-unset}"}); got.stdout != "unset\n" || !got.standby {
+		t.Errorf("command without TRACE_ID after commands with one = %+v, want unset, from a standby", got)
+	}
+	r.waitIdle(1)
+
+	// Another launch (a variable the profile's restore reads differs) gets
+	// no standby of this one, and none of its own until it repeats.
+	other := command{scope: scope, script: "echo $PATH", env: map[string]string{"PATH": "/bin:/usr/bin"}}
+	if got := r.run(other); got.stdout == "" || got.standby {
+		t.Errorf("command of another launch = %+v, want a PATH, not from the first launch's standby", got)
 	}
 	time.Sleep(100 * time.Millisecond)
 	r.waitIdle(1)
@@ -386,7 +401,8 @@ func TestStandbyLimitsStartAtRelease(t *testing.T) {
 }
 
 func TestStandbyBounds(t *testing.T) {
-	r := newRig(t, "f() { :; }\n", Options{Max: 1, Idle: time.Second})
+	// The profile reads LAUNCH, so that each value is a launch of its own.
+	r := newRig(t, "f() { :; }\nexport LAUNCH=\"$LAUNCH:profile\"\n", Options{Max: 1, Idle: time.Second})
 	launch := func(n int) command {
 		return command{scope: "bounds", script: "true", env: map[string]string{"LAUNCH": strconv.Itoa(n)}}
 	}
