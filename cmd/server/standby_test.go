@@ -79,7 +79,7 @@ func TestStandbyReceiptStatsAndMetrics(t *testing.T) {
 func TestStandbyFlags(t *testing.T) {
 	var stderr bytes.Buffer
 	none := func(string) string { return "" }
-	for _, args := range [][]string{{"--standby-shells", "-1"}, {"--standby-idle", "0s"}} {
+	for _, args := range [][]string{{"--standby-shells", "-1"}, {"--standby-idle", "0s"}, {"--standby-per-launch", "0"}, {"--standby-fills", "0"}} {
 		if _, err := parseConfig(append([]string{"snapexec"}, args...), none, &stderr); err == nil || !strings.Contains(err.Error(), "--standby") {
 			t.Errorf("parseConfig(%q) error = %v, want a --standby refusal", args, err)
 		}

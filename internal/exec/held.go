@@ -33,6 +33,9 @@ func (m *Manager) Hold(spec Spec) (*Held, error) {
 	return &Held{m: m, p: p, release: release}, nil
 }
 
+// Pid is the held process's id.
+func (h *Held) Pid() int { return h.p.pid }
+
 // Done is closed when the held process has ended.
 func (h *Held) Done() <-chan struct{} { return h.p.done }
 

@@ -160,10 +160,12 @@ func (r *rig) idle() []*exec.Held {
 	r.pool.mu.Lock()
 	defer r.pool.mu.Unlock()
 	var held []*exec.Held
-	for _, s := range r.pool.idle {
-		held = append(held, s.held)
-		if !slices.Contains(r.seen, s.held) {
-			r.seen = append(r.seen, s.held)
+	for _, ss := range r.pool.idle {
+		for _, s := range ss {
+			held = append(held, s.held)
+			if !slices.Contains(r.seen, s.held) {
+				r.seen = append(r.seen, s.held)
+			}
 		}
 	}
 	return held
@@ -504,5 +506,57 @@ func TestStandbyOfAStaleSnapshotIsReplaced(t *testing.T) {
 	}
 	if got := r.run(c); got.stdout != "two\n" || !got.standby {
 		t.Fatalf("next command = %+v, want two from the new standby", got)
+	}
+}
+
+// TestStandbyPoolGrowsWithArrivals: a launch whose commands come two at
+// once keeps two standbys, up to PerLaunch, so that the next two find one
+// each; standbys that wait for nothing end, and the launch keeps fewer.
+func TestStandbyPoolGrowsWithArrivals(t *testing.T) {
+	r := newRig(t, "f() { echo f; }\n", Options{Max: 4, PerLaunch: 2, Idle: 2 * time.Second})
+	c := command{scope: "burst", script: "f"}
+	r.run(c)
+	r.run(c)
+	r.waitIdle(1)
+	both := func() (standbys int) {
+		results := make(chan ran, 2)
+		for range 2 {
+			go func() { results <- r.run(c) }()
+		}
+		for range 2 {
+			if got := <-results; got.stdout != "f\n" {
+				t.Errorf("command of a burst = %+v, want f", got)
+			} else if got.standby {
+				standbys++
+			}
+		}
+		return standbys
+	}
+	if n := both(); n != 1 {
+		t.Fatalf("two at once with one standby waiting: %d ran in a standby, want 1", n)
+	}
+	// The one that found none makes the launch keep two.
+	r.waitIdle(2)
+	if n := both(); n != 2 {
+		t.Errorf("two at once with two standbys waiting: %d ran in a standby, want 2", n)
+	}
+	r.waitIdle(2)
+	r.pool.mu.Lock()
+	var key launchKey
+	for k := range r.pool.want {
+		key = k
+	}
+	want := r.pool.want[key]
+	r.pool.mu.Unlock()
+	if want != 2 {
+		t.Errorf("the launch keeps %d standbys, want 2 (PerLaunch)", want)
+	}
+	// Nothing comes: they end after Idle, and the launch keeps one again.
+	r.waitNone()
+	r.pool.mu.Lock()
+	want = r.pool.want[key]
+	r.pool.mu.Unlock()
+	if want != 1 {
+		t.Errorf("after its standbys waited for nothing the launch keeps %d, want 1", want)
 	}
 }
