@@ -30,6 +30,7 @@ func (m *Manager) Hold(spec Spec) (*Held, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.reaper.hold(p.pid, true)
 	return &Held{m: m, p: p, release: release}, nil
 }
 
@@ -77,6 +78,7 @@ func (h *Held) Release(spec Spec, message []byte) (*Process, error) {
 	p.arm(spec)
 	m.enterLocked(p)
 	m.mu.Unlock()
+	p.reaper.hold(p.pid, false)
 
 	go func() {
 		// A child that died meanwhile gives EPIPE: its ending says the rest.
