@@ -287,3 +287,35 @@ echo "--- environ"; tr '\0' '\n' </proc/$$/environ | grep -c secret-of-first`
 		t.Errorf("probe output lacks the second request's variables:\n%s", stdout)
 	}
 }
+
+// TestPassedThroughNames: bash's own names and their families stay part of
+// a launch; their near misses pass through.
+func TestPassedThroughNames(t *testing.T) {
+	home := t.TempDir()
+	snap := captureLogin(t, home)
+	passes := []string{"TRACE_ID", "HOMEBREW_PREFIX", "PATHEXT", "LCOV", "PS", "TZDATA", "IFSX", "ENVIRONMENT", "OLDPWDS", "lang", "path", "X"}
+	stays := []string{"HOME", "PATH", "LC_ALL", "LC_CTYPE", "LANG", "TZ", "IFS", "ENV", "BASH_ENV", "BASH_XTRACEFD", "BASHOPTS", "SHELLOPTS", "POSIXLY_CORRECT",
+		"PS1", "PS4", "PROMPT_COMMAND", "HISTFILE", "HISTSIZE", "TERM", "COMP_WORDBREAKS", "CDPATH", "GLOBIGNORE", "OPTIND", "PWD", "OLDPWD", "SHLVL", "_",
+		"SECONDS", "RANDOM", "auto_resume", "histchars", "__SNAPEXEC_BASH_ENV", "__CODEX_SHELL_SNAPSHOT_SCRIPT", "BASH_FUNC_f%%", "A-B", "1X", "MAILPATH", "TMOUT"}
+	env := map[string]string{}
+	for _, name := range append(slices.Clone(passes), stays...) {
+		env[name] = "v"
+	}
+	delete(env, "BASH_ENV") // which would keep every name in the launch
+	delete(env, "__SNAPEXEC_BASH_ENV")
+	passed := snap.PassedThrough(env)
+	for _, name := range passes {
+		if !passed[name] {
+			t.Errorf("PassedThrough() leaves out %s, which bash gives no meaning", name)
+		}
+	}
+	for _, name := range stays {
+		if passed[name] {
+			t.Errorf("PassedThrough() has %s, which bash reads or sets itself", name)
+		}
+	}
+	env["BASH_ENV"] = "/dev/null"
+	if got := snap.PassedThrough(env); len(got) != 0 {
+		t.Errorf("PassedThrough() with a BASH_ENV of the request's own = %v, want none", slices.Sorted(maps.Keys(got)))
+	}
+}
