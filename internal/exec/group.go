@@ -16,8 +16,12 @@ type killer struct {
 	pgid   int
 	grace  time.Duration
 	reaper *Reaper
-	step   int              // 0: nothing sent, 1: SIGTERM sent, 2: SIGKILL sent, 3: given up
-	next   <-chan time.Time // fires when the next step is due
+	// tty is the terminal of a process that runs on one: its foreground
+	// group (a shell's job in a group of its own) is ended with the
+	// process's group, and is hung up first, as a closing terminal does.
+	tty  *terminal
+	step int              // 0: nothing sent, 1: SIGTERM sent, 2: SIGKILL sent, 3: given up
+	next <-chan time.Time // fires when the next step is due
 }
 
 // terminate starts the kill unless it has started, and returns the ending to
@@ -37,11 +41,28 @@ func (k *killer) escalate() {
 	k.step++
 	switch k.step {
 	case 1:
-		signalGroup(k.pgid, syscall.SIGTERM)
+		if k.tty != nil {
+			// An interactive shell ignores SIGTERM but ends on SIGHUP,
+			// and hangs up its jobs as it goes.
+			k.signal(syscall.SIGHUP)
+		}
+		k.signal(syscall.SIGTERM)
 	case 2:
-		signalGroup(k.pgid, syscall.SIGKILL)
+		k.signal(syscall.SIGKILL)
 	}
 	k.next = time.After(k.grace)
+}
+
+// signal sends sig to the group, and to the terminal's foreground group when
+// that is another.
+func (k *killer) signal(sig syscall.Signal) {
+	signalGroup(k.pgid, sig)
+	if k.tty == nil {
+		return
+	}
+	if g := k.tty.foreground(); g > 0 && g != k.pgid {
+		signalGroup(g, sig)
+	}
 }
 
 // reap runs after the group's leader has exited. Descendants may still run and
