@@ -83,6 +83,7 @@ func NewRouter(s *Server, logger zerolog.Logger, opts RouterOptions) (http.Handl
 		ErrorHandlerFunc: parameterError,
 	})
 	r.Get("/processes/{processId}/events", s.processEvents)
+	r.Get("/processes/{processId}/attach", s.processAttach)
 	if opts.Metrics != nil {
 		r.Method(http.MethodGet, "/metrics", opts.Metrics)
 	}

@@ -76,6 +76,9 @@ func (sec Security) requireToken(next http.Handler) http.Handler {
 		}
 		if len(token) > 0 {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok {
+				got, ok = protocolToken(r)
+			}
 			if !ok || subtle.ConstantTimeCompare([]byte(got), token) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="snapexec"`)
 				writeProblem(w, r, &problem{status: http.StatusUnauthorized, code: Unauthorized,
@@ -86,6 +89,24 @@ func (sec Security) requireToken(next http.Handler) http.Handler {
 		vouchForConn(r.Context())
 		next.ServeHTTP(w, r)
 	})
+}
+
+// protocolToken returns the token a WebSocket upgrade offers as the
+// subprotocol snapexec.bearer.<token>, which a browser can send where it
+// cannot send Authorization; the answer names only snapexec.v1 (attach.go),
+// so the token is never echoed, and it is never in the URL.
+func protocolToken(r *http.Request) (string, bool) {
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		return "", false
+	}
+	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for p := range strings.SplitSeq(v, ",") {
+			if t, ok := strings.CutPrefix(strings.TrimSpace(p), bearerProtocol); ok {
+				return t, true
+			}
+		}
+	}
+	return "", false
 }
 
 // limitBody refuses a body whose declared length is beyond MaxBodyBytes
