@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -272,5 +273,44 @@ func TestExecOnATerminal(t *testing.T) {
 	code, got, _ = s.post(t, "/processes/plain/resize", map[string]int{"cols": 90, "rows": 20})
 	if code != 409 || got["code"] != "not_a_tty" {
 		t.Errorf("resize without a terminal = %d %v, want 409 not_a_tty", code, got)
+	}
+}
+
+// TestLoginTerminalFromASnapshot: `bash -l` on a terminal with a snapshot
+// scope opens with the profile's state, without sourcing the profile; a
+// profile that cannot be captured gives a real login terminal.
+func TestLoginTerminalFromASnapshot(t *testing.T) {
+	s := startServer(t, nil)
+	tests := []struct {
+		name, profile, wantOutcome string
+		wantProfileRan             bool
+	}{
+		{"replayed", "", "used", false},
+		{"capture fails", "[[ $- == *i* ]] || exit 3\n", "fallback", true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			writeTestFile(t, filepath.Join(home, ".bash_profile"), tt.profile+`echo PROFILE-RAN
+greet() { echo "hello $1"; }
+export PS1='snap> '
+`)
+			id := "login-" + strconv.Itoa(i)
+			p := s.startProcess(t, map[string]any{"processId": id, "argv": []string{"/bin/bash", "-l"}, "tty": map[string]int{"cols": 80, "rows": 24},
+				"cwd": home, "env": map[string]string{"HOME": home, "PATH": os.Getenv("PATH"), "TERM": "dumb"},
+				"shellSnapshot": map[string]any{"scopeId": "term-" + tt.name, "shell": map[string]string{"name": "bash", "path": "/bin/bash"}}})
+			if got := p["snapshot"].(map[string]any)["outcome"]; got != tt.wantOutcome {
+				t.Errorf("snapshot outcome = %v, want %s", got, tt.wantOutcome)
+			}
+			c := s.attach(t, id, "", nil)
+			c.until("snap> ")
+			c.send("greet you\n")
+			c.until("hello you\r\n")
+			if got := strings.Contains(c.out.String(), "PROFILE-RAN"); got != tt.wantProfileRan {
+				t.Errorf("the profile ran: %t, want %t; terminal: %q", got, tt.wantProfileRan, c.out.String())
+			}
+			c.send("exit\n")
+			c.end()
+		})
 	}
 }

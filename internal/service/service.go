@@ -32,6 +32,8 @@ type Service struct {
 
 	mu      sync.Mutex
 	records map[*exec.Process]record // of the processes in procs' table
+
+	terminals terminalFiles
 }
 
 // Options is what a Service is built from.
