@@ -942,6 +942,10 @@ type ScopeId = string
 type AttachProcessParams struct {
 	// AfterSeq Send the output after this seq; absent or 0 from the oldest retained.
 	AfterSeq *int64 `form:"afterSeq,omitempty" json:"afterSeq,omitempty"`
+
+	// Seqs When true, a text message {"type":"seq","seq":N} follows each batch of output: N is
+	// the seq of its last byte, the afterSeq that resumes after it on a new connection.
+	Seqs *bool `form:"seqs,omitempty" json:"seqs,omitempty"`
 }
 
 // StreamProcessEventsParams defines parameters for StreamProcessEvents.
@@ -2127,6 +2131,18 @@ func NewAttachProcessRequest(server string, processId ProcessId, params *AttachP
 		if params.AfterSeq != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "afterSeq", *params.AfterSeq, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Seqs != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "seqs", *params.Seqs, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {

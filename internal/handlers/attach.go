@@ -34,6 +34,7 @@ type attachMessage struct {
 	Cols     int     `json:"cols,omitempty"`
 	Rows     int     `json:"rows,omitempty"`
 	NextSeq  int64   `json:"nextSeq,omitempty"`
+	Seq      int64   `json:"seq,omitempty"`
 	Status   string  `json:"status,omitempty"`
 	ExitCode *int    `json:"exitCode,omitempty"`
 	Signal   *string `json:"signal,omitempty"`
@@ -54,6 +55,7 @@ func (s *Server) processAttach(w http.ResponseWriter, r *http.Request) {
 	}
 	id := chi.URLParam(r, "processId")
 	after, given, err := afterSeqParam(r)
+	seqs := r.URL.Query().Get("seqs") == "true"
 	if err != nil {
 		writeProblem(w, r, err)
 		return
@@ -84,7 +86,7 @@ func (s *Server) processAttach(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 		s.attachInput(ctx, conn, id)
 	}()
-	err = s.attachOutput(ctx, conn, id, after)
+	err = s.attachOutput(ctx, conn, id, after, seqs)
 	switch {
 	case err == nil:
 		_ = conn.Close(websocket.StatusNormalClosure, "")
@@ -110,8 +112,8 @@ func afterSeqParam(r *http.Request) (int64, bool, error) {
 }
 
 // attachOutput sends the output after seq `after` until it is complete, then
-// the exit message.
-func (s *Server) attachOutput(ctx context.Context, conn *websocket.Conn, id string, after int64) error {
+// the exit message; with seqs, a seq message after each batch of output.
+func (s *Server) attachOutput(ctx context.Context, conn *websocket.Conn, id string, after int64, seqs bool) error {
 	for {
 		r, err := s.procs.Read(ctx, id, service.ReadInput{AfterSeq: after, Wait: heartbeat})
 		if errors.Is(err, exec.ErrOutputLost) {
@@ -128,6 +130,11 @@ func (s *Server) attachOutput(ctx context.Context, conn *websocket.Conn, id stri
 				return err
 			}
 			after = c.Seq
+		}
+		if seqs && len(r.Chunks) > 0 {
+			if err := writeMessage(ctx, conn, attachMessage{Type: "seq", Seq: after}); err != nil {
+				return err
+			}
 		}
 		if r.Closed {
 			p, err := s.procs.Get(id)
