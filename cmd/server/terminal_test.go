@@ -143,6 +143,16 @@ func TestTerminalOverWebSockets(t *testing.T) {
 		t.Errorf("GET output of a terminal = %d %s, want chunks of stream pty", code, body)
 	}
 
+	// Closing every attachment leaves the terminal running.
+	for _, c := range []*wsClient{a, b} {
+		_ = c.conn.Close(websocket.StatusNormalClosure, "")
+	}
+	if p := s.process(t, "term-1"); p["status"] != "running" {
+		t.Fatalf("after every client closed, the terminal is %v, want running", p["status"])
+	}
+	a = s.attach(t, "term-1", "", nil)
+	b = s.attach(t, "term-1", "", nil)
+	b.until("back\r\n")
 	a.send("exit 7\n")
 	for _, c := range []*wsClient{a, b} {
 		c.end()

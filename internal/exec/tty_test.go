@@ -272,3 +272,26 @@ func readMatch(t *testing.T, p *Process, re *regexp.Regexp) string {
 		}
 	}
 }
+
+// TestTTYLimits: a process on a terminal counts against MaxRunning, and its
+// timeouts end it as any process's do.
+func TestTTYLimits(t *testing.T) {
+	m := NewManager(Options{Reaper: testReaper, Grace: 300 * time.Millisecond, MaxRunning: 1})
+	p := startProcess(t, m, ttySpec(Spec{Argv: []string{"sleep", "100"}}, 80, 24))
+	if _, err := m.Start(ttySpec(Spec{Argv: []string{"sleep", "100"}}, 80, 24)); !errors.Is(err, ErrTooManyProcesses) {
+		t.Errorf("a second terminal beyond MaxRunning 1: %v, want ErrTooManyProcesses", err)
+	}
+	p.Terminate(StatusTerminated)
+	<-p.Done()
+	for _, tt := range []struct {
+		spec Spec
+		want Status
+	}{
+		{Spec{Argv: []string{"sleep", "100"}, Timeout: 50 * time.Millisecond}, StatusTimedOut},
+		{Spec{Argv: []string{"sh", "-c", "echo a; sleep 100"}, IdleTimeout: 100 * time.Millisecond}, StatusIdleTimeout},
+	} {
+		if got := run(t, m, ttySpec(tt.spec, 80, 24)); got.Status != tt.want {
+			t.Errorf("%q on a terminal = %s, want %s", tt.spec.Argv, got.Status, tt.want)
+		}
+	}
+}
