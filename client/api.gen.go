@@ -1168,8 +1168,9 @@ type ClientInterface interface {
 	// gives its output, and takes stdin when started with pipeStdin. Closing every
 	// attachment does not end the process. The upgrade is held to every route's rules
 	// (token, Host, Origin); a browser, which cannot set Authorization on a WebSocket,
-	// offers the token as the subprotocol snapexec.bearer.<token> beside snapexec.v1,
-	// and the server answers with snapexec.v1 alone.
+	// offers the token as the subprotocol snapexec.bearer.<token> beside snapexec.v1, the
+	// token's bytes in unpadded base64url (a subprotocol is an HTTP token, which a base64
+	// token's '/' and '=' would break), and the server answers with snapexec.v1 alone.
 	//
 	// Corresponds with GET /processes/{processId}/attach (the `AttachProcess` operationId).
 	AttachProcess(ctx context.Context, processId ProcessId, params *AttachProcessParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1525,8 +1526,9 @@ func (c *APIClient) GetProcess(ctx context.Context, processId ProcessId, reqEdit
 // gives its output, and takes stdin when started with pipeStdin. Closing every
 // attachment does not end the process. The upgrade is held to every route's rules
 // (token, Host, Origin); a browser, which cannot set Authorization on a WebSocket,
-// offers the token as the subprotocol snapexec.bearer.<token> beside snapexec.v1,
-// and the server answers with snapexec.v1 alone.
+// offers the token as the subprotocol snapexec.bearer.<token> beside snapexec.v1, the
+// token's bytes in unpadded base64url (a subprotocol is an HTTP token, which a base64
+// token's '/' and '=' would break), and the server answers with snapexec.v1 alone.
 //
 // Corresponds with GET /processes/{processId}/attach (the `AttachProcess` operationId).
 func (c *APIClient) AttachProcess(ctx context.Context, processId ProcessId, params *AttachProcessParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2824,8 +2826,9 @@ type ClientWithResponsesInterface interface {
 	// gives its output, and takes stdin when started with pipeStdin. Closing every
 	// attachment does not end the process. The upgrade is held to every route's rules
 	// (token, Host, Origin); a browser, which cannot set Authorization on a WebSocket,
-	// offers the token as the subprotocol snapexec.bearer.<token> beside snapexec.v1,
-	// and the server answers with snapexec.v1 alone.
+	// offers the token as the subprotocol snapexec.bearer.<token> beside snapexec.v1, the
+	// token's bytes in unpadded base64url (a subprotocol is an HTTP token, which a base64
+	// token's '/' and '=' would break), and the server answers with snapexec.v1 alone.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4514,8 +4517,9 @@ func (c *ClientWithResponses) GetProcessWithResponse(ctx context.Context, proces
 // gives its output, and takes stdin when started with pipeStdin. Closing every
 // attachment does not end the process. The upgrade is held to every route's rules
 // (token, Host, Origin); a browser, which cannot set Authorization on a WebSocket,
-// offers the token as the subprotocol snapexec.bearer.<token> beside snapexec.v1,
-// and the server answers with snapexec.v1 alone.
+// offers the token as the subprotocol snapexec.bearer.<token> beside snapexec.v1, the
+// token's bytes in unpadded base64url (a subprotocol is an HTTP token, which a base64
+// token's '/' and '=' would break), and the server answers with snapexec.v1 alone.
 //
 // Returns a wrapper object for the known response body format(s).
 //

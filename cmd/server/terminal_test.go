@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -233,14 +234,15 @@ func TestAttachSecurity(t *testing.T) {
 		wantProto string
 	}{
 		{"no token", websocket.DialOptions{}, 401, ""},
-		{"wrong token as a subprotocol", websocket.DialOptions{Subprotocols: []string{"snapexec.v1", "snapexec.bearer.nope"}}, 401, ""},
+		{"wrong token as a subprotocol", websocket.DialOptions{Subprotocols: []string{"snapexec.v1", "snapexec.bearer.bm9wZQ"}}, 401, ""},
+		{"token as a subprotocol, not encoded", websocket.DialOptions{Subprotocols: []string{"snapexec.v1", "snapexec.bearer." + testToken}}, 401, ""},
 		{"token in Authorization", websocket.DialOptions{HTTPHeader: auth}, 101, ""},
-		{"token as a subprotocol", websocket.DialOptions{Subprotocols: []string{"snapexec.v1", "snapexec.bearer." + testToken}}, 101, "snapexec.v1"},
+		{"token as a subprotocol", websocket.DialOptions{Subprotocols: []string{"snapexec.v1", "snapexec.bearer." + base64.RawURLEncoding.EncodeToString([]byte(testToken))}}, 101, "snapexec.v1"},
 		{"another origin", websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + testToken}, "Origin": {"http://evil.example"}}}, 403, ""},
 		{"another origin with the subprotocol", websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"http://localhost:1"}},
-			Subprotocols: []string{"snapexec.v1", "snapexec.bearer." + testToken}}, 403, ""},
+			Subprotocols: []string{"snapexec.v1", "snapexec.bearer." + base64.RawURLEncoding.EncodeToString([]byte(testToken))}}, 403, ""},
 		{"its own origin", websocket.DialOptions{HTTPHeader: http.Header{"Origin": {s.url}},
-			Subprotocols: []string{"snapexec.v1", "snapexec.bearer." + testToken}}, 101, "snapexec.v1"},
+			Subprotocols: []string{"snapexec.v1", "snapexec.bearer." + base64.RawURLEncoding.EncodeToString([]byte(testToken))}}, 101, "snapexec.v1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

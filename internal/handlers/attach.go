@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/go-chi/chi/v5"
@@ -27,6 +28,15 @@ const bearerProtocol = "snapexec.bearer."
 
 // attachReadLimit bounds one message from a client: stdin bytes or a resize.
 const attachReadLimit = 64 << 10
+
+// pongWait is how long a ping waits for its pong. The pong is read by the
+// input loop, which a stdin write to a terminal that does not read holds for
+// up to the service's bound (30 s): a live client that pastes faster than the
+// terminal reads must not be taken for a vanished one.
+const pongWait = time.Minute
+
+// errPeerGone is a client that did not answer a ping.
+var errPeerGone = errors.New("the client did not answer a ping")
 
 // attachMessage is a text message of the attach protocol, either way.
 type attachMessage struct {
@@ -90,7 +100,7 @@ func (s *Server) processAttach(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil:
 		_ = conn.Close(websocket.StatusNormalClosure, "")
-	case ctx.Err() != nil:
+	case ctx.Err() != nil, errors.Is(err, errPeerGone):
 		_ = conn.CloseNow() // the client went away, or closed
 	default:
 		zerolog.Ctx(r.Context()).Warn().Err(err).Msg("attach ended")
@@ -130,6 +140,16 @@ func (s *Server) attachOutput(ctx context.Context, conn *websocket.Conn, id stri
 				return err
 			}
 			after = c.Seq
+		}
+		if len(r.Chunks) == 0 && !r.Closed {
+			// Quiet for a heartbeat: a client that vanished without a close
+			// (a dropped network) is found by the pong it does not send.
+			pctx, cancel := context.WithTimeout(ctx, pongWait)
+			err := conn.Ping(pctx)
+			cancel()
+			if err != nil {
+				return errPeerGone
+			}
 		}
 		if seqs && len(r.Chunks) > 0 {
 			if err := writeMessage(ctx, conn, attachMessage{Type: "seq", Seq: after}); err != nil {

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"net"
 	"net/http"
@@ -92,17 +93,20 @@ func (sec Security) requireToken(next http.Handler) http.Handler {
 }
 
 // protocolToken returns the token a WebSocket upgrade offers as the
-// subprotocol snapexec.bearer.<token>, which a browser can send where it
-// cannot send Authorization; the answer names only snapexec.v1 (attach.go),
-// so the token is never echoed, and it is never in the URL.
+// subprotocol snapexec.bearer.<base64url of the token, unpadded>, which a
+// browser can send where it cannot send Authorization. It is encoded
+// because a subprotocol is an HTTP token: the '/' and '=' of a base64 token
+// would make the browser refuse it. The answer names only snapexec.v1
+// (attach.go), so the token is never echoed, and it is never in the URL.
 func protocolToken(r *http.Request) (string, bool) {
 	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 		return "", false
 	}
 	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
 		for p := range strings.SplitSeq(v, ",") {
-			if t, ok := strings.CutPrefix(strings.TrimSpace(p), bearerProtocol); ok {
-				return t, true
+			if enc, ok := strings.CutPrefix(strings.TrimSpace(p), bearerProtocol); ok {
+				t, err := base64.RawURLEncoding.DecodeString(enc)
+				return string(t), err == nil
 			}
 		}
 	}

@@ -20,6 +20,14 @@ function token() {
   }
 }
 
+// base64url is s's UTF-8 bytes in unpadded base64url: a subprotocol is an
+// HTTP token, which the '/' and '=' of a base64 token would break.
+function base64url(s) {
+  let bin = "";
+  for (const b of new TextEncoder().encode(s)) bin += String.fromCharCode(b);
+  return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
 function setStatus(state, text) {
   const s = $("term-status");
   s.dataset.state = state;
@@ -109,7 +117,7 @@ function connect() {
   url.searchParams.set("seqs", "true");
   if (att.seq > 0) url.searchParams.set("afterSeq", String(att.seq));
   const protocols = ["snapexec.v1"];
-  if (token()) protocols.push("snapexec.bearer." + token());
+  if (token()) protocols.push("snapexec.bearer." + base64url(token()));
   const ws = new WebSocket(url, protocols);
   ws.binaryType = "arraybuffer";
   att.ws = ws;
