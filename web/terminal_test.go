@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"os"
 	"regexp"
 	"strconv"
@@ -102,6 +104,16 @@ func TestTerminalView(t *testing.T) {
 
 	typeKeys(b, b.ctx, "sleep 100; echo after-$((1+1))\r")
 	waitScreen(b, b.ctx, `# sleep 100; echo after`)
+	// A Ctrl-C that comes before sleep has taken the foreground is the
+	// shell's to handle: wait until it has.
+	pid := processPid(t, s, evaluate[string](b, `document.querySelector('[data-testid="attach-id"]').value`))
+	deadline := time.Now().Add(15 * time.Second)
+	for !testserver.InForeground(pid, "sleep") {
+		if time.Now().After(deadline) {
+			t.Fatal("sleep never took the terminal's foreground")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	typeKeys(b, b.ctx, "c", chromedp.KeyModifiers(chromedp.ModifierCtrl))
 	// The interrupt flushes what was typed ahead: type on at the next prompt.
 	waitScreen(b, b.ctx, `^\^C\n#`)
@@ -166,3 +178,20 @@ func TestTerminalView(t *testing.T) {
 }
 
 func jsNumber(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// processPid is the pid of process id, asked of the server with its token.
+func processPid(t *testing.T, s *testserver.Server, id string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, s.URL+"/processes/"+id, nil)
+	req.Header.Set("Authorization", "Bearer "+s.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var p struct{ Pid int }
+	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || p.Pid == 0 {
+		t.Fatalf("GET /processes/%s = %d: %v", id, resp.StatusCode, err)
+	}
+	return p.Pid
+}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/snapexec/snapexec/internal/testserver"
 )
 
 // wsClient is one attachment to a process: what it has received so far.
@@ -132,6 +134,10 @@ func TestTerminalOverWebSockets(t *testing.T) {
 
 	a.send("sleep 100; echo after-$((1+1))\n")
 	b.until("sleep 100; echo after")
+	// A Ctrl-C that comes before sleep has taken the foreground is the
+	// shell's to handle: wait until it has.
+	pid := int(s.process(t, "term-1")["pid"].(float64))
+	waitFor(t, "sleep in the terminal's foreground", func() bool { return testserver.InForeground(pid, "sleep") })
 	a.send("\x03")
 	a.send("echo back\n")
 	b.until("back\r\n")
