@@ -3,6 +3,7 @@ package exec
 import (
 	"errors"
 	"os"
+	"slices"
 	"syscall"
 	"time"
 
@@ -16,9 +17,10 @@ type killer struct {
 	pgid   int
 	grace  time.Duration
 	reaper *Reaper
-	// tty is the terminal of a process that runs on one: its foreground
-	// group (a shell's job in a group of its own) is ended with the
-	// process's group, and is hung up first, as a closing terminal does.
+	// tty is set for a process that runs on a terminal, and so leads a
+	// session: every group of the session (a shell's jobs, in groups of
+	// their own) is ended with the process's, and the first step is SIGHUP
+	// rather than SIGTERM, as when a terminal closes.
 	tty  *terminal
 	step int              // 0: nothing sent, 1: SIGTERM sent, 2: SIGKILL sent, 3: given up
 	next <-chan time.Time // fires when the next step is due
@@ -42,9 +44,11 @@ func (k *killer) escalate() {
 	switch k.step {
 	case 1:
 		if k.tty != nil {
-			// An interactive shell ignores SIGTERM but ends on SIGHUP,
-			// and hangs up its jobs as it goes.
+			// Hang up, as a closing terminal does: an interactive shell
+			// ignores SIGTERM but ends on SIGHUP, and hangs up its jobs as
+			// it goes.
 			k.signal(syscall.SIGHUP)
+			break
 		}
 		k.signal(syscall.SIGTERM)
 	case 2:
@@ -53,16 +57,30 @@ func (k *killer) escalate() {
 	k.next = time.After(k.grace)
 }
 
-// signal sends sig to the group, and to the terminal's foreground group when
-// that is another.
+// signal sends sig to the group and, for a process on a terminal, to every
+// other group of its session. The session is read from /proc only here, at
+// a step of a kill, never while the process runs.
 func (k *killer) signal(sig syscall.Signal) {
 	signalGroup(k.pgid, sig)
 	if k.tty == nil {
 		return
 	}
-	if g := k.tty.foreground(); g > 0 && g != k.pgid {
-		signalGroup(g, sig)
+	for _, g := range sessionGroups(k.pgid) {
+		if g != k.pgid {
+			signalGroup(g, sig)
+		}
 	}
+}
+
+// sessionGroups returns the process groups of the session sid.
+func sessionGroups(sid int) []int {
+	var groups []int
+	for _, p := range readProcTable() {
+		if p.sid == sid && p.pgrp > 0 && !slices.Contains(groups, p.pgrp) {
+			groups = append(groups, p.pgrp)
+		}
+	}
+	return groups
 }
 
 // reap runs after the group's leader has exited. Descendants may still run and

@@ -226,26 +226,37 @@ func TestTTYWritesAreBackPressured(t *testing.T) {
 	}
 }
 
-// TestTTYTerminateHangsUpJobs: an interactive shell ignores SIGTERM and runs
-// its jobs in groups of their own; ending it ends them too, as closing a
-// terminal does.
-func TestTTYTerminateHangsUpJobs(t *testing.T) {
+// TestTTYEndingLeavesNoJob: an interactive shell ignores SIGTERM, may
+// ignore a SIGHUP that comes while it sets up its prompt, and runs its jobs
+// in groups of their own; however the shell ends (terminated, or its user
+// types exit), what it leaves in its session is hung up and ended, as no
+// process of a request outlives it.
+func TestTTYEndingLeavesNoJob(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
 	}
 	m := testManager()
-	p := startProcess(t, m, ttySpec(Spec{Argv: []string{"bash", "--norc", "--noprofile", "-i"}, Env: []string{"PATH=" + os.Getenv("PATH"), "PS1=$ "}}, 80, 24))
-	if _, err := p.WriteStdin(context.Background(), []byte("sleep 1000 & echo JOB=$!\n"), "", false); err != nil {
-		t.Fatal(err)
+	for _, end := range []string{"terminate", "exit"} {
+		t.Run(end, func(t *testing.T) {
+			p := startProcess(t, m, ttySpec(Spec{Argv: []string{"bash", "--norc", "--noprofile", "-i"}, Env: []string{"PATH=" + os.Getenv("PATH"), "PS1=$ "}}, 80, 24))
+			if _, err := p.WriteStdin(context.Background(), []byte("sleep 1000 & echo JOB=$!\n"), "", false); err != nil {
+				t.Fatal(err)
+			}
+			pid, _ := strconv.Atoi(readMatch(t, p, regexp.MustCompile(`JOB=(\d+)\r`)))
+			if !pidAlive(pid) {
+				t.Fatalf("job %d is not running", pid)
+			}
+			if end == "exit" {
+				if _, err := p.WriteStdin(context.Background(), []byte("exit\n"), "", false); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				p.Terminate(StatusTerminated)
+			}
+			<-p.Done()
+			waitFor(t, "the job to end", func() bool { return !pidAlive(pid) })
+		})
 	}
-	job := readMatch(t, p, regexp.MustCompile(`JOB=(\d+)\r`))
-	pid, _ := strconv.Atoi(job)
-	if !pidAlive(pid) {
-		t.Fatalf("job %d is not running", pid)
-	}
-	p.Terminate(StatusTerminated)
-	<-p.Done()
-	waitFor(t, "the job to end", func() bool { return !pidAlive(pid) })
 }
 
 // readMatch reads p's output until re matches it, and returns its first group.
