@@ -269,6 +269,12 @@ func TestAttachSecurity(t *testing.T) {
 			}
 		})
 	}
+	// The subprotocol carries the token on the attach upgrade alone.
+	enc := base64.RawURLEncoding.EncodeToString([]byte(testToken))
+	if code, _, _ := s.do(t, "GET", "/processes", "", map[string]string{"Upgrade": "websocket", "Connection": "Upgrade",
+		"Sec-WebSocket-Protocol": "snapexec.v1, snapexec.bearer." + enc}); code != 401 {
+		t.Errorf("GET /processes with the token as a subprotocol = %d, want 401", code)
+	}
 	if strings.Contains(s.logs.String(), testToken) {
 		t.Error("the token is in the server's log")
 	}

@@ -99,7 +99,8 @@ func (sec Security) requireToken(next http.Handler) http.Handler {
 // would make the browser refuse it. The answer names only snapexec.v1
 // (attach.go), so the token is never echoed, and it is never in the URL.
 func protocolToken(r *http.Request) (string, bool) {
-	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+	// Only the attach route's upgrade: no other request needs it.
+	if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/attach") || !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 		return "", false
 	}
 	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
