@@ -138,6 +138,7 @@ func (e HealthStatus) Valid() bool {
 
 // Defines values for OutputChunkStream.
 const (
+	OutputChunkStreamPty    OutputChunkStream = "pty"
 	OutputChunkStreamStderr OutputChunkStream = "stderr"
 	OutputChunkStreamStdout OutputChunkStream = "stdout"
 )
@@ -145,6 +146,8 @@ const (
 // Valid indicates whether the value is a known member of the OutputChunkStream enum.
 func (e OutputChunkStream) Valid() bool {
 	switch e {
+	case OutputChunkStreamPty:
+		return true
 	case OutputChunkStreamStderr:
 		return true
 	case OutputChunkStreamStdout:
@@ -174,6 +177,7 @@ const (
 	ProblemCodeMisdirectedHost      ProblemCode = "misdirected_host"
 	ProblemCodeNotADirectory        ProblemCode = "not_a_directory"
 	ProblemCodeNotARegularFile      ProblemCode = "not_a_regular_file"
+	ProblemCodeNotATty              ProblemCode = "not_a_tty"
 	ProblemCodeNotEmpty             ProblemCode = "not_empty"
 	ProblemCodeNotFound             ProblemCode = "not_found"
 	ProblemCodeOutputLost           ProblemCode = "output_lost"
@@ -230,6 +234,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeNotADirectory:
 		return true
 	case ProblemCodeNotARegularFile:
+		return true
+	case ProblemCodeNotATty:
 		return true
 	case ProblemCodeNotEmpty:
 		return true
@@ -505,6 +511,9 @@ func (e UnrestoredPieceKind) Valid() bool {
 	}
 }
 
+// Arg0 The argv[0] the program sees in place of argv[0], which still names the program to run.
+type Arg0 = string
+
 // CaptureCounts defines model for CaptureCounts.
 type CaptureCounts struct {
 	Failure int64 `json:"failure"`
@@ -541,6 +550,9 @@ type EnvPolicyInherit string
 
 // ExecRequest defines model for ExecRequest.
 type ExecRequest struct {
+	// Arg0 The argv[0] the program sees in place of argv[0], which still names the program to run.
+	Arg0 *Arg0 `json:"arg0,omitempty"`
+
 	// Argv The program and its arguments; no shell unless argv names one.
 	Argv []string `json:"argv"`
 
@@ -594,6 +606,13 @@ type ExecRequest struct {
 	// (status timed_out, snapshot.outcome not_run). Without it, the server's
 	// --default-timeout applies the same way.
 	TimeoutMs *int64 `json:"timeoutMs,omitempty"`
+
+	// Tty Run the process on a new pseudo-terminal of this size. The child leads a new session
+	// with the terminal as its controlling terminal, in the foreground. Its output is the
+	// one stream pty (for /exec it comes back as stdout, and stderr is empty); its stdin
+	// is always open, and a byte 0x03 interrupts its foreground job. The signal endpoint
+	// reaches the terminal's foreground process group.
+	Tty *TTYSize `json:"tty,omitempty"`
 }
 
 // ExecResult defines model for ExecResult.
@@ -737,12 +756,14 @@ type OutputChunk struct {
 	Data *string `json:"data,omitempty"`
 
 	// DataBase64 The bytes, exactly, when they are not UTF-8.
-	DataBase64 *[]byte           `json:"dataBase64,omitempty"`
-	Seq        int64             `json:"seq"`
-	Stream     OutputChunkStream `json:"stream"`
+	DataBase64 *[]byte `json:"dataBase64,omitempty"`
+	Seq        int64   `json:"seq"`
+
+	// Stream pty is the one stream of a process on a terminal.
+	Stream OutputChunkStream `json:"stream"`
 }
 
-// OutputChunkStream defines model for OutputChunk.Stream.
+// OutputChunkStream pty is the one stream of a process on a terminal.
 type OutputChunkStream string
 
 // PrewarmRequest defines model for PrewarmRequest.
@@ -816,6 +837,13 @@ type Process struct {
 	Status      ProcessStatus   `json:"status"`
 	StderrBytes int64           `json:"stderrBytes"`
 	StdoutBytes int64           `json:"stdoutBytes"`
+
+	// Tty Run the process on a new pseudo-terminal of this size. The child leads a new session
+	// with the terminal as its controlling terminal, in the foreground. Its output is the
+	// one stream pty (for /exec it comes back as stdout, and stderr is empty); its stdin
+	// is always open, and a byte 0x03 interrupts its foreground job. The signal endpoint
+	// reaches the terminal's foreground process group.
+	Tty *TTYSize `json:"tty,omitempty"`
 }
 
 // ProcessStatus defines model for Process.Status.
@@ -1113,6 +1141,8 @@ type StandbyStats struct {
 
 // StartProcessRequest defines model for StartProcessRequest.
 type StartProcessRequest struct {
+	// Arg0 The argv[0] the program sees in place of argv[0], which still names the program to run.
+	Arg0 *Arg0              `json:"arg0,omitempty"`
 	Argv []string           `json:"argv"`
 	Cwd  *string            `json:"cwd,omitempty"`
 	Env  *map[string]string `json:"env,omitempty"`
@@ -1149,6 +1179,13 @@ type StartProcessRequest struct {
 	// Stdin Written to the child first; with pipeStdin stdin then stays open for writes.
 	Stdin     *string `json:"stdin,omitempty"`
 	TimeoutMs *int64  `json:"timeoutMs,omitempty"`
+
+	// Tty Run the process on a new pseudo-terminal of this size. The child leads a new session
+	// with the terminal as its controlling terminal, in the foreground. Its output is the
+	// one stream pty (for /exec it comes back as stdout, and stderr is empty); its stdin
+	// is always open, and a byte 0x03 interrupts its foreground job. The signal endpoint
+	// reaches the terminal's foreground process group.
+	Tty *TTYSize `json:"tty,omitempty"`
 }
 
 // Stats defines model for Stats.
@@ -1188,6 +1225,19 @@ type StdinWrite struct {
 	// retry with the same writeId must carry the same data, of which only the bytes that
 	// earlier calls did not write are written.
 	WriteId *string `json:"writeId,omitempty"`
+}
+
+// TTYSize Run the process on a new pseudo-terminal of this size. The child leads a new session
+// with the terminal as its controlling terminal, in the foreground. Its output is the
+// one stream pty (for /exec it comes back as stdout, and stderr is empty); its stdin
+// is always open, and a byte 0x03 interrupts its foreground job. The signal endpoint
+// reaches the terminal's foreground process group.
+type TTYSize struct {
+	// Cols Columns.
+	Cols int `json:"cols"`
+
+	// Rows Rows.
+	Rows int `json:"rows"`
 }
 
 // TerminateResult defines model for TerminateResult.
@@ -1283,6 +1333,16 @@ type WalkDirectoryParams struct {
 	MaxDepth *int `form:"maxDepth,omitempty" json:"maxDepth,omitempty"`
 }
 
+// AttachProcessParams defines parameters for AttachProcess.
+type AttachProcessParams struct {
+	// AfterSeq Send the output after this seq; absent or 0 from the oldest retained.
+	AfterSeq *int64 `form:"afterSeq,omitempty" json:"afterSeq,omitempty"`
+
+	// Seqs When true, a text message {"type":"seq","seq":N} follows each batch of output: N is
+	// the seq of its last byte, the afterSeq that resumes after it on a new connection.
+	Seqs *bool `form:"seqs,omitempty" json:"seqs,omitempty"`
+}
+
 // StreamProcessEventsParams defines parameters for StreamProcessEvents.
 type StreamProcessEventsParams struct {
 	// LastEventID The last seq the client has; the stream resumes after it.
@@ -1324,6 +1384,9 @@ type RemoveFileJSONRequestBody = RemoveRequest
 
 // StartProcessJSONRequestBody defines body for StartProcess for application/json ContentType.
 type StartProcessJSONRequestBody = StartProcessRequest
+
+// ResizeProcessJSONRequestBody defines body for ResizeProcess for application/json ContentType.
+type ResizeProcessJSONRequestBody = TTYSize
 
 // SignalProcessJSONRequestBody defines body for SignalProcess for application/json ContentType.
 type SignalProcessJSONRequestBody = SignalRequest
@@ -1622,9 +1685,31 @@ type ClientInterface interface {
 	// Corresponds with GET /processes/{processId} (the `GetProcess` operationId).
 	GetProcess(ctx context.Context, processId ProcessId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// AttachProcess Attach to the process over a WebSocket.
+	//
+	// A WebSocket (RFC 6455), subprotocol snapexec.v1. Server to client: binary messages
+	// carrying output bytes, from afterSeq if given, else from the start of what is
+	// retained (a late client sees the scrollback), then live; then one text message
+	// {"type":"exit","status":...,"exitCode":...,"signal":...} and a normal close (1000).
+	// Output that was evicted before it was sent is skipped, with a text message
+	// {"type":"lost","nextSeq":N}. Client to server: a binary message is stdin bytes,
+	// written in order and held back while the process does not read; a text message
+	// {"type":"resize","cols":C,"rows":R} resizes its terminal. Any number of clients may
+	// attach at once: all see all output, all may type. A process without a terminal
+	// gives its output, and takes stdin when started with pipeStdin. Closing every
+	// attachment does not end the process. The upgrade is held to every route's rules
+	// (token, Host, Origin); a browser, which cannot set Authorization on a WebSocket,
+	// offers the token as the subprotocol snapexec.bearer.<token> beside snapexec.v1, the
+	// token's bytes in unpadded base64url (a subprotocol is an HTTP token, which a base64
+	// token's '/' and '=' would break), and the server answers with snapexec.v1 alone.
+	//
+	// Corresponds with GET /processes/{processId}/attach (the `AttachProcess` operationId).
+	AttachProcess(ctx context.Context, processId ProcessId, params *AttachProcessParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// StreamProcessEvents Server-sent events of the output chunks, then one exit event.
 	//
-	// Events `stdout` and `stderr` (id = seq, data = an OutputChunk), then `exit`
+	// Events `stdout` and `stderr`, or `pty` for a process on a terminal (id = seq, data =
+	// an OutputChunk), then `exit`
 	// (data = the Process). Without Last-Event-ID the stream starts at the oldest
 	// retained chunk. A `lost` event (data = {"nextSeq": N}) says that the chunks before
 	// seq N were evicted unsent: before the stream started, or while a slow reader fell
@@ -1643,6 +1728,26 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /processes/{processId}/output (the `ReadProcessOutput` operationId).
 	ReadProcessOutput(ctx context.Context, processId ProcessId, params *ReadProcessOutputParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResizeProcessWithBody Resize the process's terminal.
+	//
+	// The terminal's size changes and its foreground process group gets SIGWINCH. 409
+	// not_a_tty for a process started without tty; 409 process_exited once it has exited.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /processes/{processId}/resize (the `ResizeProcess` operationId).
+	ResizeProcessWithBody(ctx context.Context, processId ProcessId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResizeProcess Resize the process's terminal.
+	//
+	// The terminal's size changes and its foreground process group gets SIGWINCH. 409
+	// not_a_tty for a process started without tty; 409 process_exited once it has exited.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /processes/{processId}/resize (the `ResizeProcess` operationId).
+	ResizeProcess(ctx context.Context, processId ProcessId, body ResizeProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SignalProcessWithBody Send a signal to the whole process group.
 	//
@@ -2196,9 +2301,41 @@ func (c *APIClient) GetProcess(ctx context.Context, processId ProcessId, reqEdit
 	return c.Client.Do(req)
 }
 
+// AttachProcess Attach to the process over a WebSocket.
+//
+// A WebSocket (RFC 6455), subprotocol snapexec.v1. Server to client: binary messages
+// carrying output bytes, from afterSeq if given, else from the start of what is
+// retained (a late client sees the scrollback), then live; then one text message
+// {"type":"exit","status":...,"exitCode":...,"signal":...} and a normal close (1000).
+// Output that was evicted before it was sent is skipped, with a text message
+// {"type":"lost","nextSeq":N}. Client to server: a binary message is stdin bytes,
+// written in order and held back while the process does not read; a text message
+// {"type":"resize","cols":C,"rows":R} resizes its terminal. Any number of clients may
+// attach at once: all see all output, all may type. A process without a terminal
+// gives its output, and takes stdin when started with pipeStdin. Closing every
+// attachment does not end the process. The upgrade is held to every route's rules
+// (token, Host, Origin); a browser, which cannot set Authorization on a WebSocket,
+// offers the token as the subprotocol snapexec.bearer.<token> beside snapexec.v1, the
+// token's bytes in unpadded base64url (a subprotocol is an HTTP token, which a base64
+// token's '/' and '=' would break), and the server answers with snapexec.v1 alone.
+//
+// Corresponds with GET /processes/{processId}/attach (the `AttachProcess` operationId).
+func (c *APIClient) AttachProcess(ctx context.Context, processId ProcessId, params *AttachProcessParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAttachProcessRequest(c.Server, processId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // StreamProcessEvents Server-sent events of the output chunks, then one exit event.
 //
-// Events `stdout` and `stderr` (id = seq, data = an OutputChunk), then `exit`
+// Events `stdout` and `stderr`, or `pty` for a process on a terminal (id = seq, data =
+// an OutputChunk), then `exit`
 // (data = the Process). Without Last-Event-ID the stream starts at the oldest
 // retained chunk. A `lost` event (data = {"nextSeq": N}) says that the chunks before
 // seq N were evicted unsent: before the stream started, or while a slow reader fell
@@ -2228,6 +2365,46 @@ func (c *APIClient) StreamProcessEvents(ctx context.Context, processId ProcessId
 // Corresponds with GET /processes/{processId}/output (the `ReadProcessOutput` operationId).
 func (c *APIClient) ReadProcessOutput(ctx context.Context, processId ProcessId, params *ReadProcessOutputParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReadProcessOutputRequest(c.Server, processId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResizeProcessWithBody Resize the process's terminal.
+//
+// The terminal's size changes and its foreground process group gets SIGWINCH. 409
+// not_a_tty for a process started without tty; 409 process_exited once it has exited.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /processes/{processId}/resize (the `ResizeProcess` operationId).
+func (c *APIClient) ResizeProcessWithBody(ctx context.Context, processId ProcessId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResizeProcessRequestWithBody(c.Server, processId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResizeProcess Resize the process's terminal.
+//
+// The terminal's size changes and its foreground process group gets SIGWINCH. 409
+// not_a_tty for a process started without tty; 409 process_exited once it has exited.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /processes/{processId}/resize (the `ResizeProcess` operationId).
+func (c *APIClient) ResizeProcess(ctx context.Context, processId ProcessId, body ResizeProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResizeProcessRequest(c.Server, processId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3224,6 +3401,79 @@ func NewGetProcessRequest(server string, processId ProcessId) (*http.Request, er
 	return req, nil
 }
 
+// NewAttachProcessRequest constructs an http.Request for the AttachProcess method
+func NewAttachProcessRequest(server string, processId ProcessId, params *AttachProcessParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "processId", processId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/processes/%s/attach", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.AfterSeq != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "afterSeq", *params.AfterSeq, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Seqs != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "seqs", *params.Seqs, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewStreamProcessEventsRequest constructs an http.Request for the StreamProcessEvents method
 func NewStreamProcessEventsRequest(server string, processId ProcessId, params *StreamProcessEventsParams) (*http.Request, error) {
 	var err error
@@ -3354,6 +3604,53 @@ func NewReadProcessOutputRequest(server string, processId ProcessId, params *Rea
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewResizeProcessRequest calls the generic ResizeProcess builder with application/json body
+func NewResizeProcessRequest(server string, processId ProcessId, body ResizeProcessJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewResizeProcessRequestWithBody(server, processId, "application/json", bodyReader)
+}
+
+// NewResizeProcessRequestWithBody constructs an http.Request for the ResizeProcess method, with any body, and a specified content type
+func NewResizeProcessRequestWithBody(server string, processId ProcessId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "processId", processId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/processes/%s/resize", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -3953,9 +4250,33 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /processes/{processId} (the `GetProcess` operationId).
 	GetProcessWithResponse(ctx context.Context, processId ProcessId, reqEditors ...RequestEditorFn) (*GetProcessResponse, error)
 
+	// AttachProcessWithResponse Attach to the process over a WebSocket.
+	//
+	// A WebSocket (RFC 6455), subprotocol snapexec.v1. Server to client: binary messages
+	// carrying output bytes, from afterSeq if given, else from the start of what is
+	// retained (a late client sees the scrollback), then live; then one text message
+	// {"type":"exit","status":...,"exitCode":...,"signal":...} and a normal close (1000).
+	// Output that was evicted before it was sent is skipped, with a text message
+	// {"type":"lost","nextSeq":N}. Client to server: a binary message is stdin bytes,
+	// written in order and held back while the process does not read; a text message
+	// {"type":"resize","cols":C,"rows":R} resizes its terminal. Any number of clients may
+	// attach at once: all see all output, all may type. A process without a terminal
+	// gives its output, and takes stdin when started with pipeStdin. Closing every
+	// attachment does not end the process. The upgrade is held to every route's rules
+	// (token, Host, Origin); a browser, which cannot set Authorization on a WebSocket,
+	// offers the token as the subprotocol snapexec.bearer.<token> beside snapexec.v1, the
+	// token's bytes in unpadded base64url (a subprotocol is an HTTP token, which a base64
+	// token's '/' and '=' would break), and the server answers with snapexec.v1 alone.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /processes/{processId}/attach (the `AttachProcess` operationId).
+	AttachProcessWithResponse(ctx context.Context, processId ProcessId, params *AttachProcessParams, reqEditors ...RequestEditorFn) (*AttachProcessResponse, error)
+
 	// StreamProcessEventsWithResponse Server-sent events of the output chunks, then one exit event.
 	//
-	// Events `stdout` and `stderr` (id = seq, data = an OutputChunk), then `exit`
+	// Events `stdout` and `stderr`, or `pty` for a process on a terminal (id = seq, data =
+	// an OutputChunk), then `exit`
 	// (data = the Process). Without Last-Event-ID the stream starts at the oldest
 	// retained chunk. A `lost` event (data = {"nextSeq": N}) says that the chunks before
 	// seq N were evicted unsent: before the stream started, or while a slow reader fell
@@ -3978,6 +4299,26 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /processes/{processId}/output (the `ReadProcessOutput` operationId).
 	ReadProcessOutputWithResponse(ctx context.Context, processId ProcessId, params *ReadProcessOutputParams, reqEditors ...RequestEditorFn) (*ReadProcessOutputResponse, error)
+
+	// ResizeProcessWithBodyWithResponse Resize the process's terminal.
+	//
+	// The terminal's size changes and its foreground process group gets SIGWINCH. 409
+	// not_a_tty for a process started without tty; 409 process_exited once it has exited.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /processes/{processId}/resize (the `ResizeProcess` operationId).
+	ResizeProcessWithBodyWithResponse(ctx context.Context, processId ProcessId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResizeProcessResponse, error)
+
+	// ResizeProcessWithResponse Resize the process's terminal.
+	//
+	// The terminal's size changes and its foreground process group gets SIGWINCH. 409
+	// not_a_tty for a process started without tty; 409 process_exited once it has exited.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /processes/{processId}/resize (the `ResizeProcess` operationId).
+	ResizeProcessWithResponse(ctx context.Context, processId ProcessId, body ResizeProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*ResizeProcessResponse, error)
 
 	// SignalProcessWithBodyWithResponse Send a signal to the whole process group.
 	//
@@ -5396,6 +5737,89 @@ func (r GetProcessResponse) ContentType() string {
 	return ""
 }
 
+type AttachProcessResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationproblemJSON410 *Problem
+	// ApplicationproblemJSON426 the response for an HTTP 426 `application/problem+json` response
+	ApplicationproblemJSON426 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AttachProcessResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AttachProcessResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r AttachProcessResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AttachProcessResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r AttachProcessResponse) GetApplicationproblemJSON410() *Problem {
+	return r.ApplicationproblemJSON410
+}
+
+// GetApplicationproblemJSON426 returns the response for an HTTP 426 `application/problem+json` response
+func (r AttachProcessResponse) GetApplicationproblemJSON426() *Problem {
+	return r.ApplicationproblemJSON426
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r AttachProcessResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r AttachProcessResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AttachProcessResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AttachProcessResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AttachProcessResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type StreamProcessEventsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5521,6 +5945,82 @@ func (r ReadProcessOutputResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ReadProcessOutputResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ResizeProcessResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TTYSize
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResizeProcessResponse) GetJSON200() *TTYSize {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ResizeProcessResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ResizeProcessResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ResizeProcessResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ResizeProcessResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ResizeProcessResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ResizeProcessResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResizeProcessResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResizeProcessResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResizeProcessResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6416,9 +6916,39 @@ func (c *ClientWithResponses) GetProcessWithResponse(ctx context.Context, proces
 	return ParseGetProcessResponse(rsp)
 }
 
+// AttachProcessWithResponse Attach to the process over a WebSocket.
+//
+// A WebSocket (RFC 6455), subprotocol snapexec.v1. Server to client: binary messages
+// carrying output bytes, from afterSeq if given, else from the start of what is
+// retained (a late client sees the scrollback), then live; then one text message
+// {"type":"exit","status":...,"exitCode":...,"signal":...} and a normal close (1000).
+// Output that was evicted before it was sent is skipped, with a text message
+// {"type":"lost","nextSeq":N}. Client to server: a binary message is stdin bytes,
+// written in order and held back while the process does not read; a text message
+// {"type":"resize","cols":C,"rows":R} resizes its terminal. Any number of clients may
+// attach at once: all see all output, all may type. A process without a terminal
+// gives its output, and takes stdin when started with pipeStdin. Closing every
+// attachment does not end the process. The upgrade is held to every route's rules
+// (token, Host, Origin); a browser, which cannot set Authorization on a WebSocket,
+// offers the token as the subprotocol snapexec.bearer.<token> beside snapexec.v1, the
+// token's bytes in unpadded base64url (a subprotocol is an HTTP token, which a base64
+// token's '/' and '=' would break), and the server answers with snapexec.v1 alone.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /processes/{processId}/attach (the `AttachProcess` operationId).
+func (c *ClientWithResponses) AttachProcessWithResponse(ctx context.Context, processId ProcessId, params *AttachProcessParams, reqEditors ...RequestEditorFn) (*AttachProcessResponse, error) {
+	rsp, err := c.AttachProcess(ctx, processId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAttachProcessResponse(rsp)
+}
+
 // StreamProcessEventsWithResponse Server-sent events of the output chunks, then one exit event.
 //
-// Events `stdout` and `stderr` (id = seq, data = an OutputChunk), then `exit`
+// Events `stdout` and `stderr`, or `pty` for a process on a terminal (id = seq, data =
+// an OutputChunk), then `exit`
 // (data = the Process). Without Last-Event-ID the stream starts at the oldest
 // retained chunk. A `lost` event (data = {"nextSeq": N}) says that the chunks before
 // seq N were evicted unsent: before the stream started, or while a slow reader fell
@@ -6452,6 +6982,38 @@ func (c *ClientWithResponses) ReadProcessOutputWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseReadProcessOutputResponse(rsp)
+}
+
+// ResizeProcessWithBodyWithResponse Resize the process's terminal.
+//
+// The terminal's size changes and its foreground process group gets SIGWINCH. 409
+// not_a_tty for a process started without tty; 409 process_exited once it has exited.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /processes/{processId}/resize (the `ResizeProcess` operationId).
+func (c *ClientWithResponses) ResizeProcessWithBodyWithResponse(ctx context.Context, processId ProcessId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResizeProcessResponse, error) {
+	rsp, err := c.ResizeProcessWithBody(ctx, processId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResizeProcessResponse(rsp)
+}
+
+// ResizeProcessWithResponse Resize the process's terminal.
+//
+// The terminal's size changes and its foreground process group gets SIGWINCH. 409
+// not_a_tty for a process started without tty; 409 process_exited once it has exited.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /processes/{processId}/resize (the `ResizeProcess` operationId).
+func (c *ClientWithResponses) ResizeProcessWithResponse(ctx context.Context, processId ProcessId, body ResizeProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*ResizeProcessResponse, error) {
+	rsp, err := c.ResizeProcess(ctx, processId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResizeProcessResponse(rsp)
 }
 
 // SignalProcessWithBodyWithResponse Send a signal to the whole process group.
@@ -7720,6 +8282,77 @@ func ParseGetProcessResponse(rsp *http.Response) (*GetProcessResponse, error) {
 	return response, nil
 }
 
+// ParseAttachProcessResponse parses an HTTP response from a AttachProcessWithResponse call
+func ParseAttachProcessResponse(rsp *http.Response) (*AttachProcessResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AttachProcessResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 101:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 426:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON426 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseStreamProcessEventsResponse parses an HTTP response from a StreamProcessEventsWithResponse call
 func ParseStreamProcessEventsResponse(rsp *http.Response) (*StreamProcessEventsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -7808,6 +8441,67 @@ func ParseReadProcessOutputResponse(rsp *http.Response) (*ReadProcessOutputRespo
 			return nil, err
 		}
 		response.ApplicationproblemJSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseResizeProcessResponse parses an HTTP response from a ResizeProcessWithResponse call
+func ParseResizeProcessResponse(rsp *http.Response) (*ResizeProcessResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResizeProcessResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TTYSize
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Problem

@@ -95,6 +95,10 @@ func (b *bench) measure(ctx context.Context, o options, tmp string, log io.Write
 	if res.Files, err = b.filesThroughput(ctx); err != nil {
 		return nil, err
 	}
+	fmt.Fprintf(log, "terminals: %d keystrokes, %d first prompts each way\n", 5*o.rounds, max(o.rounds/2, 1))
+	if res.Terminal, err = b.terminals(ctx, 5*o.rounds, max(o.rounds/2, 1)); err != nil {
+		return nil, err
+	}
 	for _, c := range []int{1, 4, 16} {
 		fmt.Fprintf(log, "throughput: concurrency %d, %d requests each\n", c, o.requests)
 		lvl, err := b.throughput(ctx, c, o.requests)

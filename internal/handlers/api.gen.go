@@ -136,6 +136,7 @@ func (e HealthStatus) Valid() bool {
 
 // Defines values for OutputChunkStream.
 const (
+	Pty    OutputChunkStream = "pty"
 	Stderr OutputChunkStream = "stderr"
 	Stdout OutputChunkStream = "stdout"
 )
@@ -143,6 +144,8 @@ const (
 // Valid indicates whether the value is a known member of the OutputChunkStream enum.
 func (e OutputChunkStream) Valid() bool {
 	switch e {
+	case Pty:
+		return true
 	case Stderr:
 		return true
 	case Stdout:
@@ -172,6 +175,7 @@ const (
 	MisdirectedHost      ProblemCode = "misdirected_host"
 	NotADirectory        ProblemCode = "not_a_directory"
 	NotARegularFile      ProblemCode = "not_a_regular_file"
+	NotATty              ProblemCode = "not_a_tty"
 	NotEmpty             ProblemCode = "not_empty"
 	NotFound             ProblemCode = "not_found"
 	OutputLost           ProblemCode = "output_lost"
@@ -228,6 +232,8 @@ func (e ProblemCode) Valid() bool {
 	case NotADirectory:
 		return true
 	case NotARegularFile:
+		return true
+	case NotATty:
 		return true
 	case NotEmpty:
 		return true
@@ -503,6 +509,9 @@ func (e UnrestoredPieceKind) Valid() bool {
 	}
 }
 
+// Arg0 The argv[0] the program sees in place of argv[0], which still names the program to run.
+type Arg0 = string
+
 // CaptureCounts defines model for CaptureCounts.
 type CaptureCounts struct {
 	Failure int64 `json:"failure"`
@@ -539,6 +548,9 @@ type EnvPolicyInherit string
 
 // ExecRequest defines model for ExecRequest.
 type ExecRequest struct {
+	// Arg0 The argv[0] the program sees in place of argv[0], which still names the program to run.
+	Arg0 *Arg0 `json:"arg0,omitempty"`
+
 	// Argv The program and its arguments; no shell unless argv names one.
 	Argv []string `json:"argv"`
 
@@ -592,6 +604,13 @@ type ExecRequest struct {
 	// (status timed_out, snapshot.outcome not_run). Without it, the server's
 	// --default-timeout applies the same way.
 	TimeoutMs *int64 `json:"timeoutMs,omitempty"`
+
+	// Tty Run the process on a new pseudo-terminal of this size. The child leads a new session
+	// with the terminal as its controlling terminal, in the foreground. Its output is the
+	// one stream pty (for /exec it comes back as stdout, and stderr is empty); its stdin
+	// is always open, and a byte 0x03 interrupts its foreground job. The signal endpoint
+	// reaches the terminal's foreground process group.
+	Tty *TTYSize `json:"tty,omitempty"`
 }
 
 // ExecResult defines model for ExecResult.
@@ -735,12 +754,14 @@ type OutputChunk struct {
 	Data *string `json:"data,omitempty"`
 
 	// DataBase64 The bytes, exactly, when they are not UTF-8.
-	DataBase64 *[]byte           `json:"dataBase64,omitempty"`
-	Seq        int64             `json:"seq"`
-	Stream     OutputChunkStream `json:"stream"`
+	DataBase64 *[]byte `json:"dataBase64,omitempty"`
+	Seq        int64   `json:"seq"`
+
+	// Stream pty is the one stream of a process on a terminal.
+	Stream OutputChunkStream `json:"stream"`
 }
 
-// OutputChunkStream defines model for OutputChunk.Stream.
+// OutputChunkStream pty is the one stream of a process on a terminal.
 type OutputChunkStream string
 
 // PrewarmRequest defines model for PrewarmRequest.
@@ -814,6 +835,13 @@ type Process struct {
 	Status      ProcessStatus   `json:"status"`
 	StderrBytes int64           `json:"stderrBytes"`
 	StdoutBytes int64           `json:"stdoutBytes"`
+
+	// Tty Run the process on a new pseudo-terminal of this size. The child leads a new session
+	// with the terminal as its controlling terminal, in the foreground. Its output is the
+	// one stream pty (for /exec it comes back as stdout, and stderr is empty); its stdin
+	// is always open, and a byte 0x03 interrupts its foreground job. The signal endpoint
+	// reaches the terminal's foreground process group.
+	Tty *TTYSize `json:"tty,omitempty"`
 }
 
 // ProcessStatus defines model for Process.Status.
@@ -1111,6 +1139,8 @@ type StandbyStats struct {
 
 // StartProcessRequest defines model for StartProcessRequest.
 type StartProcessRequest struct {
+	// Arg0 The argv[0] the program sees in place of argv[0], which still names the program to run.
+	Arg0 *Arg0              `json:"arg0,omitempty"`
 	Argv []string           `json:"argv"`
 	Cwd  *string            `json:"cwd,omitempty"`
 	Env  *map[string]string `json:"env,omitempty"`
@@ -1147,6 +1177,13 @@ type StartProcessRequest struct {
 	// Stdin Written to the child first; with pipeStdin stdin then stays open for writes.
 	Stdin     *string `json:"stdin,omitempty"`
 	TimeoutMs *int64  `json:"timeoutMs,omitempty"`
+
+	// Tty Run the process on a new pseudo-terminal of this size. The child leads a new session
+	// with the terminal as its controlling terminal, in the foreground. Its output is the
+	// one stream pty (for /exec it comes back as stdout, and stderr is empty); its stdin
+	// is always open, and a byte 0x03 interrupts its foreground job. The signal endpoint
+	// reaches the terminal's foreground process group.
+	Tty *TTYSize `json:"tty,omitempty"`
 }
 
 // Stats defines model for Stats.
@@ -1186,6 +1223,19 @@ type StdinWrite struct {
 	// retry with the same writeId must carry the same data, of which only the bytes that
 	// earlier calls did not write are written.
 	WriteId *string `json:"writeId,omitempty"`
+}
+
+// TTYSize Run the process on a new pseudo-terminal of this size. The child leads a new session
+// with the terminal as its controlling terminal, in the foreground. Its output is the
+// one stream pty (for /exec it comes back as stdout, and stderr is empty); its stdin
+// is always open, and a byte 0x03 interrupts its foreground job. The signal endpoint
+// reaches the terminal's foreground process group.
+type TTYSize struct {
+	// Cols Columns.
+	Cols int `json:"cols"`
+
+	// Rows Rows.
+	Rows int `json:"rows"`
 }
 
 // TerminateResult defines model for TerminateResult.
@@ -1296,6 +1346,9 @@ type RemoveFileJSONRequestBody = RemoveRequest
 // StartProcessJSONRequestBody defines body for StartProcess for application/json ContentType.
 type StartProcessJSONRequestBody = StartProcessRequest
 
+// ResizeProcessJSONRequestBody defines body for ResizeProcess for application/json ContentType.
+type ResizeProcessJSONRequestBody = TTYSize
+
 // SignalProcessJSONRequestBody defines body for SignalProcess for application/json ContentType.
 type SignalProcessJSONRequestBody = SignalRequest
 
@@ -1352,6 +1405,9 @@ type ServerInterface interface {
 	// ReadProcessOutput Long-poll read of retained output chunks.
 	// (GET /processes/{processId}/output)
 	ReadProcessOutput(w http.ResponseWriter, r *http.Request, processId ProcessId, params ReadProcessOutputParams)
+	// ResizeProcess Resize the process's terminal.
+	// (POST /processes/{processId}/resize)
+	ResizeProcess(w http.ResponseWriter, r *http.Request, processId ProcessId)
 	// SignalProcess Send a signal to the whole process group.
 	// (POST /processes/{processId}/signal)
 	SignalProcess(w http.ResponseWriter, r *http.Request, processId ProcessId)
@@ -1469,6 +1525,12 @@ func (_ Unimplemented) GetProcess(w http.ResponseWriter, r *http.Request, proces
 // ReadProcessOutput Long-poll read of retained output chunks.
 // (GET /processes/{processId}/output)
 func (_ Unimplemented) ReadProcessOutput(w http.ResponseWriter, r *http.Request, processId ProcessId, params ReadProcessOutputParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ResizeProcess Resize the process's terminal.
+// (POST /processes/{processId}/resize)
+func (_ Unimplemented) ResizeProcess(w http.ResponseWriter, r *http.Request, processId ProcessId) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1939,6 +2001,32 @@ func (siw *ServerInterfaceWrapper) ReadProcessOutput(w http.ResponseWriter, r *h
 	handler.ServeHTTP(w, r)
 }
 
+// ResizeProcess operation middleware
+func (siw *ServerInterfaceWrapper) ResizeProcess(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "processId" -------------
+	var processId ProcessId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "processId", chi.URLParam(r, "processId"), &processId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "processId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ResizeProcess(w, r, processId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // SignalProcess operation middleware
 func (siw *ServerInterfaceWrapper) SignalProcess(w http.ResponseWriter, r *http.Request) {
 
@@ -2263,6 +2351,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/processes/{processId}/signal", wrapper.SignalProcess)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/processes/{processId}/resize", wrapper.ResizeProcess)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/snapshots", wrapper.ListSnapshots)
@@ -3791,6 +3882,104 @@ func (response ReadProcessOutputdefaultApplicationProblemPlusJSONResponse) Visit
 	return err
 }
 
+type ResizeProcessRequestObject struct {
+	ProcessId ProcessId `json:"processId"`
+	Body      *ResizeProcessJSONRequestBody
+}
+
+type ResizeProcessResponseObject interface {
+	VisitResizeProcessResponse(w http.ResponseWriter) error
+}
+
+type ResizeProcess200JSONResponse TTYSize
+
+func (response ResizeProcess200JSONResponse) VisitResizeProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResizeProcess400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ResizeProcess400ApplicationProblemPlusJSONResponse) VisitResizeProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResizeProcess401ApplicationProblemPlusJSONResponse Problem
+
+func (response ResizeProcess401ApplicationProblemPlusJSONResponse) VisitResizeProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResizeProcess404ApplicationProblemPlusJSONResponse Problem
+
+func (response ResizeProcess404ApplicationProblemPlusJSONResponse) VisitResizeProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResizeProcess409ApplicationProblemPlusJSONResponse Problem
+
+func (response ResizeProcess409ApplicationProblemPlusJSONResponse) VisitResizeProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResizeProcessdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ResizeProcessdefaultApplicationProblemPlusJSONResponse) VisitResizeProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SignalProcessRequestObject struct {
 	ProcessId ProcessId `json:"processId"`
 	Body      *SignalProcessJSONRequestBody
@@ -4441,6 +4630,9 @@ type StrictServerInterface interface {
 	// ReadProcessOutput Long-poll read of retained output chunks.
 	// (GET /processes/{processId}/output)
 	ReadProcessOutput(ctx context.Context, request ReadProcessOutputRequestObject) (ReadProcessOutputResponseObject, error)
+	// ResizeProcess Resize the process's terminal.
+	// (POST /processes/{processId}/resize)
+	ResizeProcess(ctx context.Context, request ResizeProcessRequestObject) (ResizeProcessResponseObject, error)
 	// SignalProcess Send a signal to the whole process group.
 	// (POST /processes/{processId}/signal)
 	SignalProcess(ctx context.Context, request SignalProcessRequestObject) (SignalProcessResponseObject, error)
@@ -4914,6 +5106,39 @@ func (sh *strictHandler) ReadProcessOutput(w http.ResponseWriter, r *http.Reques
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(ReadProcessOutputResponseObject); ok {
 		if err := validResponse.VisitReadProcessOutputResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ResizeProcess operation middleware
+func (sh *strictHandler) ResizeProcess(w http.ResponseWriter, r *http.Request, processId ProcessId) {
+	var request ResizeProcessRequestObject
+
+	request.ProcessId = processId
+
+	var body ResizeProcessJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ResizeProcess(ctx, request.(ResizeProcessRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ResizeProcess")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ResizeProcessResponseObject); ok {
+		if err := validResponse.VisitResizeProcessResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

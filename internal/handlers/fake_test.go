@@ -39,6 +39,7 @@ type fakeService struct {
 	WriteStdinFn      func(ctx context.Context, id string, in service.StdinInput) (service.StdinOutput, error)
 	SignalFn          func(id string, sig syscall.Signal) (bool, error)
 	TerminateFn       func(id string) (bool, error)
+	ResizeFn          func(id string, size exec.TTYSize) error
 	PrewarmFn         func(ctx context.Context, in service.PrewarmInput) (shellsnap.EntryInfo, error)
 	SnapshotsFn       func() []shellsnap.EntryInfo
 	ScopeSnapshotsFn  func(scopeID string) ([]shellsnap.EntryInfo, error)
@@ -115,6 +116,11 @@ func (f *fakeService) WriteStdin(ctx context.Context, id string, in service.Stdi
 func (f *fakeService) Signal(id string, sig syscall.Signal) (bool, error) {
 	f.record("Signal " + id)
 	return f.SignalFn(id, sig)
+}
+
+func (f *fakeService) Resize(id string, size exec.TTYSize) error {
+	f.record("Resize " + id)
+	return f.ResizeFn(id, size)
 }
 
 func (f *fakeService) Terminate(id string) (bool, error) {

@@ -95,7 +95,9 @@ func problemFor(err error) *problem {
 	case errors.Is(err, exec.ErrOutputLost):
 		return &problem{status: http.StatusGone, code: OutputLost, field: "afterSeq", detail: "the output asked for was evicted from the retained buffer", cause: err}
 	case errors.Is(err, exec.ErrProcessExited):
-		return &problem{status: http.StatusConflict, code: ProcessExited, detail: "the process has exited: there is no stdin to write to", cause: err}
+		return &problem{status: http.StatusConflict, code: ProcessExited, detail: "the process has exited: it has no stdin or terminal any more", cause: err}
+	case errors.Is(err, exec.ErrNotATTY):
+		return &problem{status: http.StatusConflict, code: NotATty, detail: "the process was started without tty: it has no terminal to resize", cause: err}
 	case errors.Is(err, exec.ErrStdinClosed):
 		return &problem{status: http.StatusConflict, code: StdinClosed, detail: "stdin is not open: start the process with pipeStdin, and do not close it before writing", cause: err}
 	case errors.Is(err, exec.ErrShuttingDown):

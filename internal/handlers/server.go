@@ -26,6 +26,7 @@ type Processes interface {
 	WriteStdin(ctx context.Context, id string, in service.StdinInput) (service.StdinOutput, error)
 	Signal(id string, sig syscall.Signal) (bool, error)
 	Terminate(id string) (bool, error)
+	Resize(id string, size exec.TTYSize) error
 }
 
 // Snapshots is the shell-snapshot registry.

@@ -36,6 +36,7 @@ type Service struct {
 
 	mu      sync.Mutex
 	records map[*exec.Process]record // of the processes in procs' table
+
 }
 
 // Options is what a Service is built from.

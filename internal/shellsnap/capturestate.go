@@ -93,7 +93,8 @@ func (c snapshotCapture) capture(ctx context.Context) (*Snapshot, []fileStamp, e
 }
 
 // keep writes snap's restore files from plan: the replay's and, for bash,
-// the standby's (bashStandbyRender), and the names recs define.
+// a login terminal's rc file (bashTerminalRC) and the standby's
+// (bashStandbyRender), and the names recs define.
 func (c snapshotCapture) keep(snap *Snapshot, plan *restorePlan, recs []record) error {
 	if c.shell == "zsh" {
 		zshenv, zlogin := zshRender(plan)
@@ -120,6 +121,10 @@ func (c snapshotCapture) keep(snap *Snapshot, plan *restorePlan, recs []record) 
 	}
 	snap.restore = path
 	c.files.own(snap, path)
+	if snap.terminal, err = c.files.write(bashTerminalRC(path)); err != nil {
+		return err
+	}
+	c.files.own(snap, snap.terminal)
 	if recs != nil {
 		snap.namesOnce.Do(func() { snap.definitions = bashDefinitions(recs) })
 	}

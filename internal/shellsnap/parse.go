@@ -38,6 +38,9 @@ type Snapshot struct {
 	// and goAhead the line its go-ahead runs before the command; standby is
 	// empty when no standby can serve the snapshot.
 	standby, goAhead string
+	// terminal is a bash snapshot's rc file of a login terminal
+	// (bashTerminalRC), which sources restore.
+	terminal string
 
 	snapshotNames // read on demand by StandbyScript
 }

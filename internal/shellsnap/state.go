@@ -36,6 +36,7 @@ func (s *Snapshot) WithState(state string) *Snapshot {
 		restore:       s.restore,
 		standby:       s.standby,
 		goAhead:       s.goAhead,
+		terminal:      s.terminal,
 	}
 }
 

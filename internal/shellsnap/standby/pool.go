@@ -122,7 +122,8 @@ const refillDelay = 100 * time.Millisecond
 // command for the CPU. in is nil when no snapshot was replayed: spec just
 // starts. It reports whether a standby ran the command.
 func (sb *Pool) Start(ctx context.Context, spec exec.Spec, in *shellsnap.ReplayInput) (*exec.Process, bool, error) {
-	if sb.opts.Max <= 0 || in == nil || len(spec.Stdin) > 0 || spec.PipeStdin || !serves(*in) {
+	// A standby shell runs on pipes, under its own argv[0].
+	if sb.opts.Max <= 0 || in == nil || len(spec.Stdin) > 0 || spec.PipeStdin || spec.TTY != nil || spec.Arg0 != "" || !serves(*in) {
 		p, err := sb.procs.Start(spec)
 		return p, false, err
 	}
