@@ -11,6 +11,7 @@ import (
 
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/session"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 	"github.com/snapexec/snapexec/internal/shellsnap/standby"
 )
@@ -23,6 +24,7 @@ type Service struct {
 	serverEnv map[string]string
 	limits    Limits
 	standbys  *standby.Pool
+	sessions  *session.Table
 	pm        *processMetrics
 	tracer    trace.Tracer
 	startedAt time.Time
@@ -49,6 +51,8 @@ type Options struct {
 	// Standby bounds the standby shells of warm snapshot commands; its
 	// Meter is Meter.
 	Standby standby.Options
+	// Sessions bounds the shell sessions.
+	Sessions session.Options
 	// Meter records the process metrics and Tracer the process spans; nil
 	// records nothing.
 	Meter  metric.Meter
@@ -67,6 +71,10 @@ func New(opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	sessions, err := session.New(opts.Sessions, opts.Meter)
+	if err != nil {
+		return nil, err
+	}
 	tracer := opts.Tracer
 	if tracer == nil {
 		tracer = nooptrace.NewTracerProvider().Tracer("")
@@ -74,7 +82,7 @@ func New(opts Options) (*Service, error) {
 	life, stop := context.WithCancelCause(context.Background())
 	s := &Service{
 		procs: opts.Procs, snapshots: opts.Snapshots, serverEnv: envpolicy.FromList(opts.ServerEnv), limits: opts.Limits,
-		standbys: sb, pm: pm, tracer: tracer, startedAt: time.Now(), life: life, stop: stop,
+		standbys: sb, sessions: sessions, pm: pm, tracer: tracer, startedAt: time.Now(), life: life, stop: stop,
 		records: make(map[*exec.Process]record),
 	}
 	opts.Procs.OnForget(s.forget)

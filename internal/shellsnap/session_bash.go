@@ -151,6 +151,11 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 		env[userBashEnvVar] = v
 	}
 	env["BASH_ENV"] = c.start
+	if l.State != nil {
+		// bash takes PWD when it names the directory it starts in: the
+		// logical path, symbolic links and all, as the state had it.
+		env["PWD"] = l.State.cwd
+	}
 	script := l.Script
 	if parses(script) {
 		// A whole script: a line after it cannot be read into a heredoc or
@@ -204,7 +209,10 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 	for _, r := range recs {
 		switch r.kind {
 		case "cwd":
+			// The next command starts there (its process's directory and
+			// PWD), so that no cd of the restore changes OLDPWD.
 			s.cwd = r.payload
+			continue
 		case "limits0":
 			s.limits = r.payload
 		case "traps":
