@@ -190,6 +190,7 @@ type Lease struct {
 	snap  *shellsnap.Snapshot
 	cmd   *shellsnap.SessionCommand
 	start time.Time
+	first bool // the session's first command, which takes its first state
 }
 
 // Create adds a session under id, busy with its first command, which
@@ -215,7 +216,7 @@ func (t *Table) Create(id string, cfg Config, snap *shellsnap.Snapshot) (*Lease,
 	now := time.Now()
 	s := &session{id: id, cfg: cfg, busy: true, created: now, used: now}
 	t.sessions[id] = s
-	return &Lease{t: t, s: s, snap: snap, start: now}, nil
+	return &Lease{t: t, s: s, snap: snap, start: now, first: true}, nil
 }
 
 // Begin takes session id for one command: ErrNotFound, or ErrBusy while
@@ -313,6 +314,9 @@ func (l *Lease) End(script, processID string, r exec.Result) Outcome {
 		if t.sessions[s.id] == s {
 			delete(t.sessions, s.id)
 		}
+		return out
+	}
+	if l.first {
 		return out
 	}
 	s.commands++
