@@ -19,7 +19,10 @@ func TestSessionTranslation(t *testing.T) {
 	var gotFork string
 	info := session.Info{ID: "s1", Shell: shellsnap.Shell{Name: "bash", Path: "/bin/bash"}, Cwd: "/w"}
 	f := &fakeService{
-		CreateSessionFn: func(_ context.Context, in service.SessionInput) (session.Info, error) { gotCreate = in; return info, nil },
+		CreateSessionFn: func(_ context.Context, in service.SessionInput) (session.Info, error) {
+			gotCreate = in
+			return info, nil
+		},
 		SessionExecFn: func(_ context.Context, _ string, in service.SessionExecInput) (service.SessionExecOutput, error) {
 			gotExec = in
 			return service.SessionExecOutput{ExecOutput: service.ExecOutput{ProcessID: "p-1", Result: exec.Result{Status: exec.StatusExited}}}, nil
