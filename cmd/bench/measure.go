@@ -125,7 +125,7 @@ func (b *bench) measure(ctx context.Context, o options, tmp string, log io.Write
 	if res.Memory.IdleRSSMiB, _, err = b.srv.memory(); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(log, "latency: %d interleaved rounds of 10 modes\n", o.rounds)
+	fmt.Fprintf(log, "latency: %d interleaved rounds of 11 modes\n", o.rounds)
 	if res.Latency, err = b.latency(ctx, o.rounds); err != nil {
 		return nil, err
 	}
@@ -149,7 +149,7 @@ func (b *bench) measure(ctx context.Context, o options, tmp string, log io.Write
 	return res, nil
 }
 
-// latency times the ten modes of two short commands, interleaved.
+// latency times the eleven modes of two short commands, interleaved.
 //
 // Every warm scope serves its commands from a standby shell once its first
 // command has run, except "fresh": each of its requests sends an env of its
@@ -183,7 +183,12 @@ func (b *bench) latency(ctx context.Context, rounds int) ([]summary, error) {
 		}
 		return b.exec(ctx, burstBody, want{"hi\n", "used", "cache_hit", ""})
 	}}
+	session, err := b.sessionMode(ctx)
+	if err != nil {
+		return nil, err
+	}
 	modes := []mode{
+		session,
 		b.execMode("warm", "/exec bash -lc, warm snapshot", echoHi, "bench-warm", want{"hi\n", "used", "cache_hit", "yes"}),
 		b.execMode("warmcat", "/exec bash -lc 'cat /dev/null', warm", catNull, "bench-warm", want{"", "used", "cache_hit", "yes"}),
 		b.execMode("prewarmed", "/exec bash -lc, prewarmed snapshot", echoHi, "bench-prewarm", want{"hi\n", "used", "prewarm_ready", ""}),
@@ -433,6 +438,36 @@ func (b *bench) execBody(argv []string, scope, home string) []byte {
 	}
 	body, _ := json.Marshal(req) // cannot fail: strings only
 	return body
+}
+
+// sessionMode is a mode running a command in a session that starts from
+// the warm scope's snapshot (the heavy profile's functions in its state):
+// each command changes the state (a variable and the directory), so the
+// next restores the state the last one dumped, never the cached snapshot.
+func (b *bench) sessionMode(ctx context.Context) (mode, error) {
+	body, _ := json.Marshal(map[string]any{ // strings only
+		"sessionId": "bench-session", "shell": bashShell, "cwd": b.home, "env": envFor(b.home),
+		"shellSnapshot": map[string]string{"scopeId": "bench-warm"},
+	})
+	if code, data, err := b.srv.call(ctx, http.MethodPost, "/sessions", body); err != nil || code != http.StatusCreated {
+		return mode{}, fmt.Errorf("POST /sessions = %d %.300s %v", code, data, err)
+	}
+	script, _ := json.Marshal(map[string]string{"script": `echo hi; BENCH_N=$(( ${BENCH_N:-0} + 1 )); if (( BENCH_N % 2 )); then cd /tmp; else cd; fi`})
+	return mode{key: "session", label: "/sessions/{id}/exec after a state change", run: func(ctx context.Context) (sample, error) {
+		start := time.Now()
+		code, data, err := b.srv.call(ctx, http.MethodPost, "/sessions/bench-session/exec", script)
+		wall := time.Since(start)
+		var r struct {
+			execResult
+			Session struct {
+				StateKept bool `json:"stateKept"`
+			} `json:"session"`
+		}
+		if err != nil || code != http.StatusOK || json.Unmarshal(data, &r) != nil || r.Status != "exited" || r.Stdout != "hi\n" || r.Stderr != "" || !r.Session.StateKept {
+			return sample{}, fmt.Errorf("POST /sessions/bench-session/exec = %d %.300s %v; want hi, the state kept", code, data, err)
+		}
+		return sample{wallMs: ms(wall), durationMs: float64(r.DurationMs)}, nil
+	}}, nil
 }
 
 // execMode is a mode running argv through /exec.

@@ -62,6 +62,9 @@ type SessionState struct {
 	once    sync.Once
 	restore string
 	err     error
+
+	namesOnce sync.Once
+	named     sessionNames
 }
 
 // Cwd is the state's working directory.
@@ -220,6 +223,9 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 		}
 		s.recs = append(s.recs, r)
 	}
+	// The next command needs the restore file: write it now, off the
+	// answer's path, rather than on the next command's.
+	go s.restoreFile(c.files)
 	return s, nil
 }
 
@@ -317,7 +323,13 @@ type sessionNames struct {
 	vars, fns, aliases map[string]string
 }
 
+// names returns s's names, read once.
 func (s *SessionState) names() sessionNames {
+	s.namesOnce.Do(func() { s.named = s.readNames() })
+	return s.named
+}
+
+func (s *SessionState) readNames() sessionNames {
 	n := sessionNames{vars: map[string]string{}, fns: map[string]string{}, aliases: map[string]string{}}
 	byKind := map[string][]record{}
 	for _, r := range s.recs {
