@@ -192,3 +192,27 @@ func TestSessionBounds(t *testing.T) {
 		t.Fatalf("a deleted session: %v, want ErrNotFound", err)
 	}
 }
+
+func TestSessionClientGoneKeepsEarlierState(t *testing.T) {
+	s := newSessionService(t, session.Options{})
+	id := bashSession(t, s, "gone").ID
+	runIn(t, s, id, "G=before", time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	p, result, err := s.StartSessionExec(ctx, id, SessionExecInput{Script: "G=after; sleep 600", Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The client goes away: the handler terminates the process.
+	cancel()
+	if _, err := s.Terminate(p.ID); err != nil {
+		t.Fatal(err)
+	}
+	end, err := result(context.Background())
+	if err != nil || end.Session.StateKept || end.Result.Status != exec.StatusTerminated {
+		t.Fatalf("a command whose client went away: %v, status %s, stateKept %v", err, end.Result.Status, end.Session.StateKept)
+	}
+	out := runIn(t, s, id, `echo "$G"`, time.Minute)
+	if got := string(out.Result.Stdout.Data); got != "before\n" {
+		t.Errorf("after a command whose client went away: %q, want before", got)
+	}
+}

@@ -143,17 +143,17 @@ func New(opts Options, m metric.Meter) (*Table, error) {
 	if t.m, err = newMetrics(m, t); err != nil {
 		return nil, err
 	}
-	go t.sweep()
+	if opts.IdleTimeout > 0 {
+		go t.sweep()
+	} else {
+		close(t.done)
+	}
 	return t, nil
 }
 
 // sweep ends idle sessions until Close.
 func (t *Table) sweep() {
 	defer close(t.done)
-	if t.opts.IdleTimeout <= 0 {
-		<-t.stop
-		return
-	}
 	tick := time.NewTicker(max(t.opts.IdleTimeout/4, 10*time.Millisecond))
 	defer tick.Stop()
 	for {
