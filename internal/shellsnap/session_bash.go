@@ -103,6 +103,7 @@ type SessionCommand struct {
 	base     map[string]string
 	start    string // the BASH_ENV file
 	end, out string
+	pre      string // the DEBUG and RETURN traps at the end
 }
 
 // Command builds l's command and writes its files.
@@ -132,8 +133,16 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 		c.Close()
 		return nil, err
 	}
-	// The comment tells the session's own EXIT trap from the user's.
-	dump := `{ \builtin . ` + quote(c.end) + `; } >|` + quote(c.out) + ` 2>/dev/null # __snapexec_end`
+	if c.pre, err = f.files.write(""); err != nil {
+		c.Close()
+		return nil, err
+	}
+	// bash hides the DEBUG and RETURN traps from a sourced file (without
+	// functrace): they are listed before it, into a file of their own, and
+	// the DEBUG trap goes, so that it cannot act on the dump. The comment
+	// tells the session's own EXIT trap from the user's.
+	dump := `{ __snapexec_status=$?; \builtin trap -p DEBUG RETURN >|` + quote(c.pre) + `; \builtin trap - DEBUG; \builtin . ` + quote(c.end) +
+		`; } >|` + quote(c.out) + ` 2>/dev/null # __snapexec_end`
 	var start strings.Builder
 	if restore == "" {
 		start.WriteString(bashPrelude)
@@ -178,7 +187,7 @@ func parses(script string) bool {
 // Close removes the command's files; its state, once Finish made it, has
 // its own.
 func (c *SessionCommand) Close() {
-	for _, p := range []string{c.start, c.end, c.out} {
+	for _, p := range []string{c.start, c.end, c.out, c.pre} {
 		if p != "" {
 			os.Remove(p)
 		}
@@ -220,6 +229,7 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 			s.limits = r.payload
 		case "traps":
 			r.payload, s.exitTrap = splitExitTrap(r.payload, s.exitTrap)
+			r.payload = withHiddenTraps(r.payload, c.pre)
 		}
 		s.recs = append(s.recs, r)
 	}
@@ -249,6 +259,25 @@ func splitExitTrap(traps, was string) (rest, user string) {
 	return strings.Join(kept, "\n"), user
 }
 
+// withHiddenTraps adds the DEBUG and RETURN traps listed in the file pre
+// to a dump's trap list, in place of any the list has.
+func withHiddenTraps(traps, pre string) string {
+	b, err := os.ReadFile(pre)
+	if err != nil {
+		return traps
+	}
+	hidden := func(stmt string) bool {
+		return strings.HasSuffix(stmt, " DEBUG") || strings.HasSuffix(stmt, " RETURN")
+	}
+	kept := slices.DeleteFunc(statements(traps), hidden)
+	for _, stmt := range statements(string(b)) {
+		if hidden(stmt) {
+			kept = append(kept, stmt)
+		}
+	}
+	return strings.Join(kept, "\n")
+}
+
 // restoreFile writes s's restore file on first use.
 func (s *SessionState) restoreFile(f *SessionFiles) (string, error) {
 	s.once.Do(func() {
@@ -264,8 +293,9 @@ func (s *SessionState) restoreFile(f *SessionFiles) (string, error) {
 	return s.restore, s.err
 }
 
-// bashSessionEnd is the end script of a session command: it sets what
-// bashDump expects, as a session's end has it (no watch of sourced files;
+// bashSessionEnd is the end script of a session command, sourced with
+// __snapexec_status set to the status the shell is leaving with: it sets
+// what bashDump expects, as a session's end has it (no watch of sourced files;
 // the cwd and parameters always recorded), runs it and returns the status
 // the shell ended with, so that the script's line after the user's ends
 // the shell with the user's status.
@@ -274,8 +304,7 @@ func bashSessionEnd(nonce, limits string) string {
 	if limits != "" {
 		limitsNow = quote(limits)
 	}
-	return `__snapexec_status=$?
-__snapexec_n=` + nonce + `
+	return `__snapexec_n=` + nonce + `
 __snapexec_pwd=
 __snapexec_args=()
 __snapexec_zero=$0

@@ -73,3 +73,23 @@ func TestSessionCarriesState(t *testing.T) {
 		st = next
 	}
 }
+
+// TestSessionCarriesEveryTrap: the dump runs in a sourced file, where bash
+// hides DEBUG and RETURN traps (without functrace); they carry all the same.
+func TestSessionCarriesEveryTrap(t *testing.T) {
+	home := t.TempDir()
+	f := &SessionFiles{}
+	defer f.Close()
+	_, errOut, _, st, err := sessionRun(t, f, home, nil, `trap 'echo dbg >&2' DEBUG; trap 'echo ret >&2' RETURN; trap 'echo err >&2' ERR; trap 'echo int' INT; X=1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, _, _, err := sessionRun(t, f, home, st, `trap -p DEBUG RETURN ERR INT`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "trap -- 'echo dbg >&2' DEBUG\ntrap -- 'echo ret >&2' RETURN\ntrap -- 'echo err >&2' ERR\ntrap -- 'echo int' SIGINT\n"
+	if out != want {
+		t.Errorf("traps after a command that set them:\n%s\nwant\n%s(its stderr %q)", out, want, errOut)
+	}
+}
