@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -56,16 +57,19 @@ func (in SessionInput) Validate(l Limits) error {
 	if in.Shell.Name != "bash" {
 		return shellsnap.ErrSessionShell
 	}
-	if err := l.checkArgv([]string{in.Shell.Path}); err != nil {
-		return &FieldError{Field: "shell.path", Reason: err.(*FieldError).Reason}
+	if in.Shell.Path == "" || strings.IndexByte(in.Shell.Path, 0) >= 0 {
+		return fieldErrorf("shell.path", "shell.path must be a path without NUL bytes")
 	}
 	return l.checkLaunch(in.Cwd, in.Env, in.EnvPolicy)
 }
 
 // Validate reports the first field of in that l refuses.
 func (in SessionExecInput) Validate(l Limits) error {
-	if err := l.checkArgv([]string{"bash", "-lc", in.Script}); err != nil {
-		return &FieldError{Field: "script", Reason: err.(*FieldError).Reason}
+	if strings.IndexByte(in.Script, 0) >= 0 {
+		return fieldErrorf("script", "script contains a NUL byte, which no shell can receive")
+	}
+	if l.MaxArgBytes > 0 && len(in.Script) > l.MaxArgBytes {
+		return fieldErrorf("script", "script is %d bytes; the limit is %d", len(in.Script), l.MaxArgBytes)
 	}
 	if err := l.checkStdin("stdin", len(in.Stdin)); err != nil {
 		return err

@@ -216,3 +216,49 @@ func TestSessionClientGoneKeepsEarlierState(t *testing.T) {
 		t.Errorf("after a command whose client went away: %q, want before", got)
 	}
 }
+
+// TestSessionCommandsThatLeaveNoState: the documented cases where the
+// session keeps the state before a command that ended by itself
+// (docs/design/sessions.md#failure).
+func TestSessionCommandsThatLeaveNoState(t *testing.T) {
+	s := newSessionService(t, session.Options{})
+	id := bashSession(t, s, "nostate").ID
+	for _, script := range []string{
+		"L=1; exec true",                           // no shell is left to dump
+		"L=2; trap 'echo bye' EXIT; exit 5",        // the user's trap runs in the session's place
+		"L=3; trap 'echo bye' EXIT; set -e; false", // likewise by errexit
+	} {
+		out := runIn(t, s, id, script, time.Minute)
+		if out.Session.StateKept || out.Result.Status != exec.StatusExited {
+			t.Errorf("%q: status %s, stateKept %v; want exited, the state before it", script, out.Result.Status, out.Session.StateKept)
+		}
+	}
+	out := runIn(t, s, id, `echo "${L-unset}"`, time.Minute)
+	if got := string(out.Result.Stdout.Data); got != "unset\n" {
+		t.Errorf("after commands that left no state: %q", got)
+	}
+}
+
+func TestSessionInputsAreValidated(t *testing.T) {
+	l := Limits{MaxArgBytes: 8, MaxTimeout: time.Minute}
+	for _, tt := range []struct {
+		in    SessionExecInput
+		field string
+	}{
+		{SessionExecInput{Script: "a\x00b"}, "script"},
+		{SessionExecInput{Script: "echo 123456789"}, "script"},
+		{SessionExecInput{Script: "true", Timeout: time.Hour}, "timeoutMs"},
+	} {
+		var fe *FieldError
+		if err := tt.in.Validate(l); !errors.As(err, &fe) || fe.Field != tt.field {
+			t.Errorf("Validate(%+v) = %v, want a field error on %s", tt.in, err, tt.field)
+		}
+	}
+	if err := (SessionInput{Shell: shellsnap.Shell{Name: "zsh", Path: "/bin/zsh"}}).Validate(l); !errors.Is(err, shellsnap.ErrSessionShell) {
+		t.Errorf("a zsh session: %v, want ErrSessionShell", err)
+	}
+	var fe *FieldError
+	if err := (SessionInput{Shell: shellsnap.Shell{Name: "bash"}}).Validate(l); !errors.As(err, &fe) || fe.Field != "shell.path" {
+		t.Errorf("no shell path: %v", err)
+	}
+}
