@@ -101,11 +101,11 @@ func TestSessionCommandsAreOrderedAndForksRunAlongside(t *testing.T) {
 	id := bashSession(t, s, "parent").ID
 	runIn(t, s, id, "P=parent; cd /usr", time.Minute)
 	ctx := context.Background()
-	p, result, err := s.StartSessionExec(ctx, id, SessionExecInput{Script: "read -r line; P=changed", Timeout: time.Minute})
+	// The parent's command runs until it is ended.
+	p, result, err := s.StartSessionExec(ctx, id, SessionExecInput{Script: "P=changed; sleep 600", Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = p
 	if _, err := s.SessionExec(ctx, id, SessionExecInput{Script: "true"}); !errors.Is(err, session.ErrBusy) {
 		t.Fatalf("second command while one runs: %v, want ErrBusy", err)
 	}
@@ -114,18 +114,25 @@ func TestSessionCommandsAreOrderedAndForksRunAlongside(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := runIn(t, s, fork.ID, `echo "$P $PWD"; P=child`, time.Minute)
-	if got := string(out.Result.Stdout.Data); got != "parent /usr\n" {
-		t.Errorf("fork printed %q, want the parent's state before its running command", got)
+	if got := string(out.Result.Stdout.Data); got != "parent /usr\n" || !out.Session.StateKept {
+		t.Errorf("fork printed %q (stateKept %v), want the parent's state before its running command", got, out.Session.StateKept)
 	}
-	// The parent's command runs on meanwhile; its stdin is /dev/null, so
-	// read fails at once and it ends by itself.
-	end, err := result(ctx)
-	if err != nil || !end.Session.StateKept {
-		t.Fatalf("parent's command: %v, %+v", err, end.Session)
+	if info, err := s.Session(id); err != nil || !info.Busy {
+		t.Fatalf("the parent's command ended before its fork's: %+v, %v", info, err)
+	}
+	if _, err := s.Terminate(p.ID); err != nil {
+		t.Fatal(err)
+	}
+	if end, err := result(ctx); err != nil || end.Session.StateKept {
+		t.Fatalf("parent's ended command: %v, %+v", err, end.Session)
 	}
 	out = runIn(t, s, id, `echo "$P"`, time.Minute)
-	if got := string(out.Result.Stdout.Data); got != "changed\n" {
-		t.Errorf("parent printed %q, want changed (the fork's change stays in the fork)", got)
+	if got := string(out.Result.Stdout.Data); got != "parent\n" {
+		t.Errorf("parent printed %q, want parent (its command was ended; the fork's change stays in the fork)", got)
+	}
+	out = runIn(t, s, fork.ID, `echo "$P"`, time.Minute)
+	if got := string(out.Result.Stdout.Data); got != "child\n" {
+		t.Errorf("fork printed %q, want child", got)
 	}
 }
 
