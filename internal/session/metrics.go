@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 )
 
-// metrics are the sessions' instruments, in the server's exec_server
+// metrics are the sessions' instruments, in the server's snapexec
 // namespace; labels come from bounded sets only.
 type metrics struct {
 	commands metric.Int64Counter
@@ -21,7 +21,7 @@ func newMetrics(m metric.Meter, t *Table) (*metrics, error) {
 	}
 	out := &metrics{}
 	var err error
-	if _, err = m.Int64ObservableGauge("exec_server.sessions.active",
+	if _, err = m.Int64ObservableGauge("snapexec.sessions.active", metric.WithUnit("{session}"),
 		metric.WithDescription("Shell sessions held now."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(int64(t.Stats().Active))
@@ -29,11 +29,11 @@ func newMetrics(m metric.Meter, t *Table) (*metrics, error) {
 		})); err != nil {
 		return nil, err
 	}
-	if out.commands, err = m.Int64Counter("exec_server.sessions.commands",
+	if out.commands, err = m.Int64Counter("snapexec.sessions.commands", metric.WithUnit("{command}"),
 		metric.WithDescription("Session commands that ended, by whether their end state became the session's (state_kept).")); err != nil {
 		return nil, err
 	}
-	if out.endings, err = m.Int64Counter("exec_server.sessions.ended",
+	if out.endings, err = m.Int64Counter("snapexec.sessions.ended", metric.WithUnit("{session}"),
 		metric.WithDescription("Sessions that ended, by reason: deleted, idle or shutdown.")); err != nil {
 		return nil, err
 	}
