@@ -55,6 +55,8 @@ func TestSessionCarriesState(t *testing.T) {
 		{`echo y=$y`, "y=2\n", 0},
 		{`trap 'echo bye' EXIT; z=1`, "", 0},
 		{`echo z=$z; trap -p EXIT | grep -c bye`, "z=1\n0\n", 1},
+		{`set -- a 'b c'; ulimit -S -n 1000`, "", 0},
+		{`echo "$# $2"; ulimit -S -n`, "2 b c\n1000\n", 0},
 	}
 	for i, s := range steps {
 		out, errOut, code, next, err := sessionRun(t, f, home, st, s.script)
