@@ -49,7 +49,7 @@ func (f *fakeCapturer) capture(ctx context.Context, argv []string, cwd string, e
 	if fail != nil {
 		return nil, fail
 	}
-	return []byte("# Snapshot file\nfake_fn() { :; }\n\x00FROM_PROFILE=1\x00"), nil
+	return captureOutput(captureNonce(argv), "bash", "", nil, append(envPairs(env), "FROM_PROFILE=1")...), nil
 }
 
 func (f *fakeCapturer) count(cwd string) int {
@@ -517,7 +517,7 @@ func TestMaxConcurrentCaptures(t *testing.T) {
 			}
 		}
 		<-release
-		return []byte("# Snapshot file\n\x00"), nil
+		return captureOutput(captureNonce(argv), "bash", "", nil), nil
 	}
 	c := newTestCache(t, Options{Capture: capture, MaxConcurrentCaptures: 2, SlotWait: time.Minute})
 	var wg sync.WaitGroup
