@@ -72,8 +72,6 @@ func (s *Service) prepareSnapshot(ctx context.Context, in ExecInput, l shellsnap
 			Command:    l.Argv,
 			ShellStart: 0,
 			Env:        l.Env,
-			RequestEnv: in.Env,
-			CaptureEnv: p.CaptureEnv,
 		}
 		out.argv, out.env = shellsnap.Replay(*out.replay)
 		span.End()

@@ -10,8 +10,8 @@ import (
 // carries free text.
 type Reason string
 
-// The failure reasons. Parse reports the last four of the reference's list; the
-// capture reports the others.
+// The failure reasons. The parse of a capture's output reports
+// missing_environment and missing_state; the capture reports the others.
 const (
 	ReasonUnsupportedShell   Reason = "unsupported_shell"
 	ReasonMissingCommand     Reason = "missing_command"
@@ -24,7 +24,6 @@ const (
 	ReasonTimeout            Reason = "timeout"
 	ReasonMissingEnvironment Reason = "missing_environment"
 	ReasonMissingState       Reason = "missing_state"
-	ReasonInvalidUTF8        Reason = "invalid_utf8"
 	ReasonStateTooLarge      Reason = "state_too_large"
 )
 
