@@ -6,6 +6,7 @@ import (
 	"errors"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -82,7 +83,7 @@ func (c snapshotCapture) capture(ctx context.Context) (*Snapshot, []fileStamp, e
 		return snap, stamps, nil
 	}
 	if recs != nil {
-		snap.Unrestored = c.validate(ctx, plan)
+		snap.Unrestored = append(plan.unrestored, c.validate(ctx, plan)...)
 		snap.FunctionCount, snap.AliasCount, snap.OptionCount = plan.counts()
 		stamps = append(stamps, sourcedStamps(recs, stamps, started)...)
 	}
@@ -244,6 +245,9 @@ func sourcedStamps(recs []record, have []fileStamp, started time.Time) []fileSta
 	}
 	var out []fileStamp
 	add := func(path string) {
+		if path != "" {
+			path = filepath.Clean(path)
+		}
 		if path == "" || seen[path] {
 			return
 		}

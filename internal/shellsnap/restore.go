@@ -61,6 +61,9 @@ type restorePlan struct {
 	finally []step
 	// options counts the options the plan sets, on or off.
 	options int
+	// unrestored are pieces the plan knows it cannot restore (a sh function
+	// whose text is not known), which no validation needs to find.
+	unrestored []Piece
 }
 
 // drop removes the steps whose indices failed from plan, and returns them

@@ -34,8 +34,10 @@ var (
 // shPlan builds the restore of a sh capture's records (see bashPlan): the
 // working directory, the profile's changes to the environment (diffEnv)
 // around the request's own, the shell variables and which are read-only,
-// the aliases, the umask, the limits, the traps, and the options last, so
-// that errexit, nounset and xtrace act on the user's command only.
+// the aliases, the umask, the limits, the traps, the functions
+// (functions_sh.go), and the options last, so that errexit, nounset and
+// xtrace act on the user's command only. The alias "." is the capture's
+// own (shCapture).
 func shPlan(recs []record, captureEnv, final, kept map[string]string) *restorePlan {
 	p := &restorePlan{shell: "sh"}
 	byKind := map[string]string{}
@@ -96,7 +98,7 @@ func shPlan(recs []record, captureEnv, final, kept map[string]string) *restorePl
 		}
 	}
 	for _, stmt := range shStatements(byKind["aliases"]) {
-		if name, _, ok := strings.Cut(stmt, "="); ok {
+		if name, _, ok := strings.Cut(stmt, "="); ok && name != "." {
 			p.steps = append(p.steps, step{kind: "alias", name: name, code: `alias ` + stmt})
 		}
 	}
@@ -120,6 +122,12 @@ func shPlan(recs []record, captureEnv, final, kept map[string]string) *restorePl
 		// Only another background job sets $! again.
 		add(`: & wait "$!"`)
 	}
+	// The functions come after every regular builtin the restore calls
+	// (alias, umask, ulimit, wait, cd), which a function of the profile
+	// could stand for.
+	fns, unrestored := shFunctionSteps(recs)
+	p.steps = append(p.steps, fns...)
+	p.unrestored = unrestored
 	var last []string
 	for line := range strings.SplitSeq(byKind["setopts"], "\n") {
 		m := shOption.FindStringSubmatch(line)

@@ -1,0 +1,172 @@
+package shellsnap
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// dash cannot print a function, so a sh capture names the functions its
+// shell has (command -V, shCapture's "functions" record) and lists the files
+// the login sourced ("file" records); their text comes from those files.
+// A name is restored only when every definition of it in those files reads
+// the same: which of two different ones ran, dash cannot tell, and a
+// function none of them defines (one an eval made, or one of a file sourced
+// with \.) has no text. Either is named as unrestored, never guessed.
+
+// shFunctionSteps returns the steps that define the functions of a sh
+// capture's records, sorted by name, and the functions it cannot restore.
+func shFunctionSteps(recs []record) (steps []step, unrestored []Piece) {
+	var files []string
+	names, scanned := map[string]bool{}, false
+	for _, r := range recs {
+		switch r.kind {
+		case "file":
+			files = append(files, r.payload)
+		case "functions":
+			scanned = true
+			for line := range strings.SplitSeq(r.payload, "\n") {
+				if name, ok := strings.CutSuffix(line, " is a shell function"); ok && !strings.HasPrefix(name, "__snapexec_") {
+					names[name] = true
+				}
+			}
+		}
+	}
+	defs := shFileFunctions(files)
+	if !scanned {
+		// The capture could not ask its shell (no grep): every function the
+		// files define may be there.
+		for name := range defs {
+			names[name] = !strings.HasPrefix(name, "__snapexec_")
+		}
+	}
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for name, ok := range names {
+			if ok && !yield(name) {
+				return
+			}
+		}
+	}) {
+		d := defs[name]
+		if !scanned || len(d) != 1 {
+			unrestored = append(unrestored, Piece{Kind: "function", Name: name})
+			continue
+		}
+		for _, def := range d {
+			steps = append(steps, step{kind: "function", name: name, code: `eval "` + shLinePad(def.line) + `"` + quote(def.code)})
+		}
+	}
+	if len(steps) == 0 {
+		return nil, unrestored
+	}
+	var set, unset strings.Builder
+	for i := range shPadBits {
+		if i == 0 {
+			set.WriteString(`__snapexec_l0='` + "\n" + `'`)
+		} else {
+			fmt.Fprintf(&set, "; __snapexec_l%d=$__snapexec_l%d$__snapexec_l%d", i, i-1, i-1)
+		}
+		fmt.Fprintf(&unset, " __snapexec_l%d", i)
+	}
+	steps = append([]step{{code: set.String(), check: true}}, steps...)
+	return append(steps, step{code: "unset" + unset.String()}), unrestored
+}
+
+// shPadBits bounds the line a function's definition starts on: a line
+// beyond 2^shPadBits is given as that.
+const shPadBits = 16
+
+// shLinePad returns the expansion of line-1 newlines, from the variables
+// __snapexec_l0 (one newline) to __snapexec_l15 (2^15): dash's eval numbers
+// the lines of its text from 1, so a function defined after them reports
+// the lines of an error in it as the file it came from does.
+func shLinePad(line int) string {
+	var b strings.Builder
+	n := min(max(line-1, 0), 1<<shPadBits-1)
+	for i := shPadBits - 1; i >= 0; i-- {
+		if n&(1<<i) != 0 {
+			fmt.Fprintf(&b, "${__snapexec_l%d}", i)
+		}
+	}
+	return b.String()
+}
+
+// shDefinition is one definition of a function in a file: the text that
+// defines it (the file's own text when it reads back the same) and the line
+// it starts on.
+type shDefinition struct {
+	code string
+	line int
+}
+
+// shFileFunctions parses files as POSIX shell and returns, by name, the
+// distinct definitions of every function they define at any depth, by their
+// printed form (the last one of each form). A file that does not parse
+// defines nothing.
+func shFileFunctions(files []string) map[string]map[string]shDefinition {
+	out := map[string]map[string]shDefinition{}
+	seen := map[string]bool{}
+	parser := syntax.NewParser(syntax.Variant(syntax.LangPOSIX))
+	for _, path := range files {
+		path = filepath.Clean(path)
+		if seen[path] {
+			continue
+		}
+		seen[path] = true
+		text, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		f, err := parser.Parse(bytes.NewReader(utf8Safe(text)), "")
+		if err != nil {
+			continue
+		}
+		syntax.Walk(f, func(n syntax.Node) bool {
+			fn, ok := n.(*syntax.FuncDecl)
+			if !ok {
+				return true
+			}
+			printed := printNode(fn)
+			code := string(text[fn.Pos().Offset():fn.End().Offset()])
+			if g, err := parser.Parse(strings.NewReader(string(utf8Safe([]byte(code)))), ""); err != nil ||
+				len(g.Stmts) != 1 || printNode(g.Stmts[0].Cmd) != printed {
+				code = printed
+			}
+			if out[fn.Name.Value] == nil {
+				out[fn.Name.Value] = map[string]shDefinition{}
+			}
+			out[fn.Name.Value][printed] = shDefinition{code: code, line: int(fn.Pos().Line())}
+			return true
+		})
+	}
+	return out
+}
+
+// printNode prints n as the syntax package does.
+func printNode(n syntax.Node) string {
+	var b strings.Builder
+	if err := syntax.NewPrinter().Print(&b, n); err != nil {
+		return ""
+	}
+	return b.String()
+}
+
+// utf8Safe returns text with every byte that is not UTF-8 made '?', at the
+// same offsets: the parser reads UTF-8 only.
+func utf8Safe(text []byte) []byte {
+	out := bytes.Clone(text)
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRune(text[i:])
+		if r == utf8.RuneError && size == 1 {
+			out[i] = '?'
+		}
+		i += size
+	}
+	return out
+}

@@ -1,0 +1,176 @@
+package shellsnap
+
+import (
+	"context"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snapexec/snapexec/internal/envpolicy"
+)
+
+// shLoginProbe runs [/bin/sh -lc probe args...] as the login shell it is, in
+// home with env, and returns its stdout and stderr together.
+func shLoginProbe(t *testing.T, home string, env map[string]string, probe string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/bin/sh", append([]string{"-lc", probe}, args...)...)
+	cmd.Dir, cmd.Env = home, envpolicy.List(env)
+	out, _ := cmd.CombinedOutput()
+	return string(out)
+}
+
+// shPrepare captures (or finds) the snapshot of the sh launch [probe args...]
+// and returns its receipt and the replayed command's stdout and stderr.
+func shPrepare(t *testing.T, c *Cache, home string, env map[string]string, probe string, args ...string) (Receipt, string) {
+	t.Helper()
+	req := &Request{ScopeID: "sh", Shell: Shell{Name: "sh", Path: "/bin/sh"}}
+	l := Launch{Argv: append([]string{"/bin/sh", "-lc", probe}, args...), Cwd: home, Env: maps.Clone(env)}
+	p, err := c.Prepare(context.Background(), req, l)
+	if err != nil {
+		t.Fatalf("Prepare() error %v", err)
+	}
+	if p.Snapshot == nil {
+		t.Fatalf("Prepare() = %+v, want a snapshot", p.Receipt)
+	}
+	argv, replayEnv := replayOf(req, l, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = home, envpolicy.List(replayEnv)
+	out, _ := cmd.CombinedOutput()
+	return p.Receipt, string(out)
+}
+
+// TestShFunctionsAndSources compares a replayed sh (dash) command with the
+// login shell, sh -lc, for profiles that define functions in every way a
+// capture must tell apart, source files from files (whose "." the capture
+// wraps: $?, positional parameters, return, errexit, a lookup in PATH, a
+// file sourced from a function), and source $ENV themselves.
+func TestShFunctionsAndSources(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		probe string
+		// unrestored are the functions the capture must name as such; the
+		// probe must not tell them apart.
+		unrestored []string
+	}{
+		{
+			name:  "plain",
+			files: map[string]string{".profile": "greet() { echo \"hello $1\"; }\n"},
+			probe: "command -V greet; greet you",
+		},
+		{
+			name: "conditional",
+			files: map[string]string{".profile": "if [ -n \"${NOPE:-}\" ]; then\n  maybe() { echo yes; }\nfi\nif true; then sure() { echo sure; }; fi\n" +
+				"case x in y) never() { :; } ;; *) always() { echo always; } ;; esac\n"},
+			probe: "command -V maybe sure never always 2>&1; sure; always",
+		},
+		{
+			name:  "twice the same, in two files",
+			files: map[string]string{".profile": "same() { echo same; }\n. \"$HOME/.extra\"\n", ".extra": "same() { echo same; }\n"},
+			probe: "command -V same; same",
+		},
+		{
+			name:       "twice, differently",
+			files:      map[string]string{".profile": "twice() { echo one; }\ntwice() { echo two; }\nother() { echo other; }\n"},
+			probe:      "command -V other; other",
+			unrestored: []string{"twice"},
+		},
+		{
+			name:       "from an eval",
+			files:      map[string]string{".profile": "eval 'made() { echo made; }'\nkept() { echo kept; }\n"},
+			probe:      "kept",
+			unrestored: []string{"made"},
+		},
+		{
+			name: "in a sourced file, with its line numbers",
+			files: map[string]string{".profile": "export PATH=\"$HOME/lib:$PATH\"\n. extra.sh\n",
+				"lib/extra.sh": "\n\nfails() {\n  echo in fails\n  no_such_command_in_fails\n}\nheredoc() {\n  cat <<EOF\nfake() { :; }\nEOF\n}\nloud() { echo to-stderr; } >&2\n"},
+			probe: "fails; heredoc; loud; command -V fake 2>&1",
+		},
+		{
+			name: "the wrapped dot is the dot",
+			files: map[string]string{
+				".profile": "false\n. \"$HOME/inner\"\nRC=$?\nset -e\nsrc() { . \"$HOME/fnfile\"; }\nsrc fn-arg\nfor f in \"$HOME/loop1\" \"$HOME/loop2\"; do . \"$f\"; done\n. ./inner2 || :\nset +e\nSTATUS=\"$RC $INNER_ST $INNER_ARGS $FN_ARGS $LOOPS $INNER2\"\n",
+				"inner":    "INNER_ST=$?\nINNER_ARGS=\"$#:$*\"\nreturn 3\nINNER_AFTER=1\n",
+				"fnfile":   "FN_ARGS=\"$#:$*\"\nfrom_fnfile() { echo fnfile; }\n",
+				"loop1":    "LOOPS=\"${LOOPS:-}1\"\n",
+				"loop2":    "LOOPS=\"${LOOPS:-}2\"\n",
+				"inner2":   "INNER2=ran\n",
+			},
+			probe: "printf '%s|%s|%s\\n' \"$STATUS\" \"${INNER_AFTER-unset}\" \"$*\"; from_fnfile",
+		},
+		{
+			name: "$ENV sourced by the profile runs once",
+			files: map[string]string{".profile": "export ENV=\"$HOME/.shrc\"\n. \"$ENV\"\n",
+				".shrc": "export PATH=\"$HOME/rc-bin:$PATH\"\nRC_RUNS=\"${RC_RUNS:-}x\"\nrc_fn() { echo rc; }\n"},
+			probe: "printf '%s %s\\n' \"$PATH\" \"$RC_RUNS\"; rc_fn",
+		},
+		{
+			name:  "named like a builtin the restore calls",
+			files: map[string]string{".profile": "CALLS=\numask() { CALLS=\"${CALLS}u\"; command umask \"$@\"; }\nalias() { CALLS=\"${CALLS}a\"; command alias \"$@\"; }\nalias ll='ls -l'\numask 027\n"},
+			probe: "printf '%s\\n' \"$CALLS\"; command -V umask alias",
+		},
+	}
+	c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			writeHomeFiles(t, home, tt.files)
+			env := loginEnv(home)
+			args := []string{"zero", "one", "two words"}
+			want := shLoginProbe(t, home, env, tt.probe, args...)
+			r, got := shPrepare(t, c, home, env, tt.probe, args...)
+			if got != want {
+				t.Errorf("replay differs from sh -lc:\nlogin:\n%s\nreplay:\n%s", want, got)
+			}
+			var names []string
+			for _, p := range r.Unrestored {
+				if p.Kind != "function" {
+					t.Errorf("unrestored %+v, want functions only", p)
+				}
+				names = append(names, p.Name)
+			}
+			slices.Sort(names)
+			if !slices.Equal(names, tt.unrestored) {
+				t.Errorf("unrestored functions %q, want %q", names, tt.unrestored)
+			}
+			wantOutcome := OutcomeUsed
+			if len(tt.unrestored) > 0 {
+				wantOutcome = OutcomePartial
+			}
+			if r.Outcome != wantOutcome {
+				t.Errorf("outcome %q, want %q", r.Outcome, wantOutcome)
+			}
+		})
+	}
+}
+
+// TestShSourcedFileStamped: a file the profile sources is stamped, so an
+// edit to it is captured afresh.
+func TestShSourcedFileStamped(t *testing.T) {
+	home := t.TempDir()
+	writeHomeFiles(t, home, map[string]string{".profile": ". \"$HOME/.extra\"\n", ".extra": "export EXTRA=1\nextra_fn() { echo one; }\n"})
+	c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
+	env := loginEnv(home)
+	probe := `printf '%s ' "$EXTRA"; extra_fn`
+	if r, got := shPrepare(t, c, home, env, probe); r.State != StateOnDemand || got != "1 one\n" {
+		t.Fatalf("first command: %q, %q; want on_demand, \"1 one\"", r.State, got)
+	}
+	time.Sleep(2 * time.Millisecond) // a distinct mtime even on coarse clocks
+	if err := os.WriteFile(filepath.Join(home, ".extra"), []byte("export EXTRA=2\nextra_fn() { echo two, longer; }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, got := shPrepare(t, c, home, env, probe)
+	if want := shLoginProbe(t, home, env, probe); r.State != StateOnDemand || got != want || !strings.HasPrefix(got, "2 two") {
+		t.Errorf("after ~/.extra changed: %q, %q; want on_demand and the login's %q", r.State, got, want)
+	}
+}
