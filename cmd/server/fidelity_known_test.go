@@ -155,10 +155,8 @@ var knownDifferences = []knownDifference{
 	// environment's changes).
 	{item: "design: /proc cmdline", shells: sh, profiles: replayed("sh"), keys: []string{"shell cmdline"},
 		why: "/proc/PID/cmdline shows sh -c '. FILE; script': the restore's source precedes the script on its first line"},
-	{item: "M11", shells: sh, profiles: []string{"nvm-like"}, keys: []string{"fn *", "nvm current"},
-		why: "the profile sources nvm.sh with \\., which no alias replaces: the capture does not see that file, and dash cannot list the functions it defined"},
 	{item: "M11", shells: sh, profiles: []string{"conda-like"}, keys: []string{"fn *"},
-		why: "the functions come from an eval of a program's output, not from a file: dash cannot print them, so they are named as unrestored (partial)"},
+		why: "the functions come from an eval of a program's output, which no file holds, and dash cannot print a function: the receipt says partial, its unrestored function \"*\""},
 
 	// Causes issue 16 does not list.
 	{item: "design: /proc environ", shells: bash, profiles: replayed("bash"), keys: []string{"shell environ"},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -17,8 +18,13 @@ import (
 // the login sourced ("file" records); their text comes from those files.
 // A name is restored only when every definition of it in those files reads
 // the same: which of two different ones ran, dash cannot tell, and a
-// function none of them defines (one an eval made, or one of a file sourced
-// with \.) has no text. Either is named as unrestored, never guessed.
+// function none of them defines (one an eval made) has no text. Either is
+// named as unrestored, never guessed. A function whose name no file holds
+// (one that an eval of a program's output defined, or one of a file sourced
+// with \. by a name the capture cannot work out) is not even known by name:
+// when a file that ran has such an eval or source outside its functions,
+// the snapshot names the function "*" as unrestored, so that its receipt
+// says partial.
 
 // shFunctionSteps returns the steps that define the functions of a sh
 // capture's records, sorted by name, and the functions it cannot restore.
@@ -38,7 +44,7 @@ func shFunctionSteps(recs []record) (steps []step, unrestored []Piece) {
 			}
 		}
 	}
-	defs := shFileFunctions(files)
+	defs, hidden := shFileFunctions(files)
 	if !scanned {
 		// The capture could not ask its shell (no grep): every function the
 		// files define may be there.
@@ -61,6 +67,9 @@ func shFunctionSteps(recs []record) (steps []step, unrestored []Piece) {
 		for _, def := range d {
 			steps = append(steps, step{kind: "function", name: name, code: `eval "` + shLinePad(def.line) + `"` + quote(def.code)})
 		}
+	}
+	if hidden {
+		unrestored = append(unrestored, Piece{Kind: "function", Name: "*"})
 	}
 	if len(steps) == 0 {
 		return nil, unrestored
@@ -107,9 +116,10 @@ type shDefinition struct {
 
 // shFileFunctions parses files as POSIX shell and returns, by name, the
 // distinct definitions of every function they define at any depth, by their
-// printed form (the last one of each form). A file that does not parse
+// printed form (the last one of each form), and whether one of them may
+// define functions it does not show (shHides). A file that does not parse
 // defines nothing.
-func shFileFunctions(files []string) map[string]map[string]shDefinition {
+func shFileFunctions(files []string) (defs map[string]map[string]shDefinition, hidden bool) {
 	out := map[string]map[string]shDefinition{}
 	seen := map[string]bool{}
 	parser := syntax.NewParser(syntax.Variant(syntax.LangPOSIX))
@@ -128,6 +138,16 @@ func shFileFunctions(files []string) map[string]map[string]shDefinition {
 			continue
 		}
 		syntax.Walk(f, func(n syntax.Node) bool {
+			switch n := n.(type) {
+			case *syntax.FuncDecl:
+				// A body runs only when called.
+				return false
+			case *syntax.CallExpr:
+				hidden = hidden || shHides(n)
+			}
+			return true
+		})
+		syntax.Walk(f, func(n syntax.Node) bool {
 			fn, ok := n.(*syntax.FuncDecl)
 			if !ok {
 				return true
@@ -145,7 +165,57 @@ func shFileFunctions(files []string) map[string]map[string]shDefinition {
 			return true
 		})
 	}
-	return out
+	return out, hidden
+}
+
+// shPlain reports whether w is plain text: no expansion of any kind.
+func shPlain(w *syntax.Word) bool {
+	for _, part := range w.Parts {
+		switch part := part.(type) {
+		case *syntax.Lit, *syntax.SglQuoted:
+		case *syntax.DblQuoted:
+			for _, in := range part.Parts {
+				if _, ok := in.(*syntax.Lit); !ok {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// shDotWord matches the name of a file sourced with \. or command . that the
+// capture works out (shCapture's __snapexec_unseen): plain text and
+// parameter expansions, nothing that runs a command or assigns.
+var shDotWord = regexp.MustCompile(`^[A-Za-z0-9_/.~"${}-]+$`)
+
+// shHides reports whether call may define functions that no file shows: an
+// eval of anything but plain text, or a source the capture's alias of "."
+// does not see (\., '.', command .) by a name it cannot work out.
+func shHides(call *syntax.CallExpr) bool {
+	args := call.Args
+	if len(args) > 1 && printNode(args[0]) == "command" {
+		args = args[1:]
+	}
+	if len(args) < 2 {
+		return false
+	}
+	switch printNode(args[0]) {
+	case "eval", `\eval`:
+		for _, w := range args[1:] {
+			if !shPlain(w) {
+				return true
+			}
+		}
+	case ".", `\.`, `'.'`, `"."`:
+		if len(args) == len(call.Args) && printNode(args[0]) == "." {
+			return false // the capture's alias of "." sees it
+		}
+		return !shDotWord.MatchString(printNode(args[1]))
+	}
+	return false
 }
 
 // printNode prints n as the syntax package does.

@@ -91,6 +91,24 @@ func TestShFunctionsAndSources(t *testing.T) {
 			unrestored: []string{"made"},
 		},
 		{
+			name:       "from an eval of generated text",
+			files:      map[string]string{".profile": "eval \"$(printf 'gen() { echo gen; }')\"\nkept() { echo kept; }\n"},
+			probe:      "kept",
+			unrestored: []string{"*", "gen"}, // gen( is in the file's text
+		},
+		{
+			name: "from files sourced with \\. and command .",
+			files: map[string]string{".profile": "export NVM_DIR=\"$HOME/.nvm\"\n[ -s \"$NVM_DIR/nvm.sh\" ] && \\. \"$NVM_DIR/nvm.sh\"\ncommand . \"${HOME}/.more\"\n",
+				".nvm/nvm.sh": "nvm() { echo nvm; nvm_inner; }\n\\. \"$NVM_DIR/inner.sh\"\n", ".nvm/inner.sh": "nvm_inner() { echo inner; }\n", ".more": "more_fn() { echo more; }\n"},
+			probe: "nvm; more_fn",
+		},
+		{
+			name:       "from a file sourced with \\. by a name the capture cannot work out",
+			files:      map[string]string{".profile": "\\. \"$(printf %s \"$HOME/.hidden\")\"\nkept() { echo kept; }\n", ".hidden": "hidden_fn() { echo hidden; }\n"},
+			probe:      "kept",
+			unrestored: []string{"*"},
+		},
+		{
 			name: "in a sourced file, with its line numbers",
 			files: map[string]string{".profile": "export PATH=\"$HOME/lib:$PATH\"\n. extra.sh\n",
 				"lib/extra.sh": "\n\nfails() {\n  echo in fails\n  no_such_command_in_fails\n}\nheredoc() {\n  cat <<EOF\nfake() { :; }\nEOF\n}\nloud() { echo to-stderr; } >&2\n"},
@@ -113,6 +131,12 @@ func TestShFunctionsAndSources(t *testing.T) {
 			files: map[string]string{".profile": "export ENV=\"$HOME/.shrc\"\n. \"$ENV\"\n",
 				".shrc": "export PATH=\"$HOME/rc-bin:$PATH\"\nRC_RUNS=\"${RC_RUNS:-}x\"\nrc_fn() { echo rc; }\n"},
 			probe: "printf '%s %s\\n' \"$PATH\" \"$RC_RUNS\"; rc_fn",
+		},
+		{
+			name: "$ENV sourced by the profile with \\. runs once",
+			files: map[string]string{".profile": "export ENV=\"$HOME/.shrc\"\n\\. \"$ENV\"\n",
+				".shrc": "export PATH=\"$HOME/rc-bin:$PATH\"\nRC_RUNS=\"${RC_RUNS:-}x\"\n"},
+			probe: "printf '%s %s\\n' \"$PATH\" \"$RC_RUNS\"",
 		},
 		{
 			name:  "named like a builtin the restore calls",
@@ -154,11 +178,17 @@ func TestShFunctionsAndSources(t *testing.T) {
 	}
 }
 
-// TestShSourcedFileStamped: a file the profile sources is stamped, so an
-// edit to it is captured afresh.
+// TestShSourcedFileStamped: a file the profile sources, with . or \., is
+// stamped, so an edit to it is captured afresh.
 func TestShSourcedFileStamped(t *testing.T) {
+	for _, dot := range []string{".", `\.`} {
+		t.Run(dot, func(t *testing.T) { testShSourcedFileStamped(t, dot) })
+	}
+}
+
+func testShSourcedFileStamped(t *testing.T, dot string) {
 	home := t.TempDir()
-	writeHomeFiles(t, home, map[string]string{".profile": ". \"$HOME/.extra\"\n", ".extra": "export EXTRA=1\nextra_fn() { echo one; }\n"})
+	writeHomeFiles(t, home, map[string]string{".profile": dot + " \"$HOME/.extra\"\n", ".extra": "export EXTRA=1\nextra_fn() { echo one; }\n"})
 	c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
 	env := loginEnv(home)
 	probe := `printf '%s ' "$EXTRA"; extra_fn`
