@@ -204,3 +204,22 @@ func testShSourcedFileStamped(t *testing.T, dot string) {
 		t.Errorf("after ~/.extra changed: %q, %q; want on_demand and the login's %q", r.State, got, want)
 	}
 }
+
+// TestShPositionalChangeFallsBack: a file sourced by the profile's files
+// that changes their positional parameters (set --, shift) would do so only
+// in the capture's function around ".": the capture fails instead, and the
+// command runs as its login shell, exactly.
+func TestShPositionalChangeFallsBack(t *testing.T) {
+	home := t.TempDir()
+	writeHomeFiles(t, home, map[string]string{".profile": ". \"$HOME/.args\"\nexport SEEN=\"$*\"\n", ".args": "set -- from the file\n"})
+	c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
+	req := &Request{ScopeID: "sh", Shell: Shell{Name: "sh", Path: "/bin/sh"}}
+	l := Launch{Argv: []string{"/bin/sh", "-lc", `printf '%s|%s\n' "$SEEN" "$*"`, "zero", "one"}, Cwd: home, Env: loginEnv(home)}
+	p, err := c.Prepare(context.Background(), req, l)
+	if err != nil || p.Receipt.Outcome != OutcomeFallback || !strings.Contains(p.Receipt.Reason, "exit status: 125") {
+		t.Fatalf("Prepare() = %+v, %v; want a fallback, the capture exiting 125", p.Receipt, err)
+	}
+	if got := shLoginProbe(t, home, loginEnv(home), l.Argv[2], l.Argv[3:]...); got != "from the file|from the file\n" {
+		t.Errorf("login = %q: the profile's set -- reaches the command", got)
+	}
+}

@@ -19,8 +19,9 @@ package shellsnap
 // in PATH) and sources it with ".", from a function: with the caller's $?
 // and positional parameters, under the caller's errexit (dash numbers the
 // lines of a file by the file, wherever its "." runs). What a function
-// cannot give back is the file's own set --, shift or break, which end with
-// the function (FIDELITY.md). The script's own files are sourced with \.,
+// cannot give back is the file's own set -- or shift, which end with the
+// function: the capture then fails (the command runs its login shell), and
+// a break or continue for the caller's loop (FIDELITY.md). The script's own files are sourced with \.,
 // which no alias replaces. A profile's \. or command . is not seen either:
 // after the profile, __snapexec_unseen finds them in the files sourced
 // (grep) and works out the names made of plain text and parameter
@@ -33,16 +34,23 @@ package shellsnap
 // subshell without aliases (an alias would hide a function of its name). Go
 // reads their text from the files (functions_sh.go).
 const shCapture = `__snapexec_ret() { return "$1"; }
-__snapexec_note() {
-  case $1 in /*) __snapexec_p=$1 ;; *) __snapexec_p=$PWD/$1 ;; esac
-  __snapexec_q=
+__snapexec_quote() {
+  __snapexec_s=$1 __snapexec_q=
   while :; do
-    case $__snapexec_p in
-    *\'*) __snapexec_q=$__snapexec_q${__snapexec_p%%\'*}"'\\''"; __snapexec_p=${__snapexec_p#*\'} ;;
+    case $__snapexec_s in
+    *\'*) __snapexec_q=$__snapexec_q${__snapexec_s%%\'*}"'\\''"; __snapexec_s=${__snapexec_s#*\'} ;;
     *) break ;;
     esac
   done
-  __snapexec_srcs="$__snapexec_srcs '$__snapexec_q$__snapexec_p'"
+  __snapexec_q="'$__snapexec_q$__snapexec_s'"
+}
+__snapexec_note() {
+  case $1 in /*) __snapexec_quote "$1" ;; *) __snapexec_quote "$PWD/$1" ;; esac
+  __snapexec_srcs="$__snapexec_srcs $__snapexec_q"
+}
+__snapexec_args() {
+  __snapexec_l=$#
+  for __snapexec_x; do __snapexec_quote "$__snapexec_x"; __snapexec_l="$__snapexec_l $__snapexec_q"; done
 }
 __snapexec_find() {
   __snapexec_p=$1
@@ -69,7 +77,16 @@ __snapexec_dot() {
     return
   fi
   if __snapexec_find "$__snapexec_file"; then __snapexec_note "$__snapexec_p"; fi
+  __snapexec_args "$@"
+  local __snapexec_was="$__snapexec_l" __snapexec_it="$__snapexec_file"
   if [ "$__snapexec_st" = 0 ]; then . "$__snapexec_file"; else __snapexec_ret "$__snapexec_st" || . "$__snapexec_file"; fi
+  __snapexec_st=$?
+  __snapexec_args "$@"
+  if [ "$__snapexec_l" != "$__snapexec_was" ]; then
+    command printf '%s\n' "snapexec: $__snapexec_it changed the positional parameters of the file that sourced it, which a capture cannot give back: no snapshot" >&2
+    exit 125
+  fi
+  return "$__snapexec_st"
 }
 __snapexec_ran() {
   __snapexec_t=$1
