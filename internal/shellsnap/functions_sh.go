@@ -22,19 +22,22 @@ import (
 // named as unrestored, never guessed. A function whose name no file holds
 // (one that an eval of a program's output defined, or one of a file sourced
 // with \. by a name the capture cannot work out) is not even known by name:
-// when a file that ran has such an eval or source outside its functions,
-// the snapshot names the function "*" as unrestored, so that its receipt
-// says partial.
+// when a file that ran has such an eval or source outside its functions, or
+// the profile removed the capture's alias of "." (the files it sourced
+// after that are not known), the snapshot names the function "*" as
+// unrestored, so that its receipt says partial.
 
 // shFunctionSteps returns the steps that define the functions of a sh
 // capture's records, sorted by name, and the functions it cannot restore.
 func shFunctionSteps(recs []record) (steps []step, unrestored []Piece) {
 	var files []string
-	names, scanned := map[string]bool{}, false
+	names, scanned, unwatched := map[string]bool{}, false, false
 	for _, r := range recs {
 		switch r.kind {
 		case "file":
 			files = append(files, r.payload)
+		case "unwatched":
+			unwatched = true
 		case "functions":
 			scanned = true
 			for line := range strings.SplitSeq(r.payload, "\n") {
@@ -68,7 +71,7 @@ func shFunctionSteps(recs []record) (steps []step, unrestored []Piece) {
 			steps = append(steps, step{kind: "function", name: name, code: `eval "` + shLinePad(def.line) + `"` + quote(def.code)})
 		}
 	}
-	if hidden {
+	if hidden || unwatched {
 		unrestored = append(unrestored, Piece{Kind: "function", Name: "*"})
 	}
 	if len(steps) == 0 {

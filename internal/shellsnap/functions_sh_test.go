@@ -109,6 +109,13 @@ func TestShFunctionsAndSources(t *testing.T) {
 			unrestored: []string{"*"},
 		},
 		{
+			name: "after unalias -a, which ends the watch of \".\"",
+			files: map[string]string{".profile": "alias ll='ls -l'\nunalias -a\n. \"$HOME/.late\"\nexport ENV=\"$HOME/.late\"\n",
+				".late": "RUNS=\"${RUNS:-}x\"\nlate_fn() { echo late; }\n"},
+			probe:      "printf '%s\\n' \"$RUNS\"; command -V ll 2>&1",
+			unrestored: []string{"*"},
+		},
+		{
 			name: "in a sourced file, with its line numbers",
 			files: map[string]string{".profile": "export PATH=\"$HOME/lib:$PATH\"\n. extra.sh\n",
 				"lib/extra.sh": "\n\nfails() {\n  echo in fails\n  no_such_command_in_fails\n}\nheredoc() {\n  cat <<EOF\nfake() { :; }\nEOF\n}\nloud() { echo to-stderr; } >&2\n"},

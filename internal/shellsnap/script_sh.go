@@ -28,6 +28,9 @@ package shellsnap
 // expansions, with the variables as the profile left them, in a subshell;
 // those files count as sourced (functions_sh.go names what it cannot work
 // out). $ENV is not sourced when it is one of them: sh -lc never reads it.
+// A profile that removes the alias (unalias -a) ends the watch: the files
+// it sources after that are not seen, so $ENV is not sourced and the
+// capture says so (an "unwatched" record).
 //
 // The functions are found by name: the candidates are the words before a
 // "(" in the files sourced, and command -V says which are functions, in a
@@ -129,9 +132,11 @@ __snapexec_argv=$*
 __snapexec_limits=$(command ulimit -a; command printf -- '--\n'; command ulimit -H -a)
 if [ -r /etc/profile ]; then __snapexec_note /etc/profile; \. /etc/profile; fi
 if [ -r "${HOME:-}/.profile" ]; then __snapexec_note "${HOME:-}/.profile"; \. "${HOME:-}/.profile"; fi
+__snapexec_watched=
+case $(command alias . 2>/dev/null) in *__snapexec_dot*) __snapexec_watched=1 ;; esac
 __snapexec_maybe=
 if command -v grep >/dev/null 2>&1; then __snapexec_maybe=$(__snapexec_unseen); fi
-if [ -n "${ENV:-}" ] && [ -r "$ENV" ] && ! __snapexec_ran "$ENV" "$__snapexec_srcs $__snapexec_maybe"; then __snapexec_note "$ENV"; \. "$ENV"; fi
+if [ -n "$__snapexec_watched" ] && [ -n "${ENV:-}" ] && [ -r "$ENV" ] && ! __snapexec_ran "$ENV" "$__snapexec_srcs $__snapexec_maybe"; then __snapexec_note "$ENV"; \. "$ENV"; fi
 __snapexec_bg=${!:-}
 command printf '%s\n%s begin sh\n\n' '# Snapshot file' "$__snapexec_n"
 command printf '%s traps\n' "$__snapexec_n"; trap; command printf '\n'
@@ -152,6 +157,7 @@ if [ "$#" != "$__snapexec_argc" ] || [ "$*" != "$__snapexec_argv" ]; then
 fi
 if [ -n "$__snapexec_bg" ]; then command printf '%s background\n\n' "$__snapexec_n"; fi
 eval "__snapexec_files $__snapexec_srcs $__snapexec_maybe"
+if [ -z "$__snapexec_watched" ]; then command printf '%s unwatched\n\n' "$__snapexec_n"; fi
 if command -v grep >/dev/null 2>&1; then
   command printf '%s functions\n' "$__snapexec_n"; (command unalias -a; eval "__snapexec_scan $__snapexec_srcs $__snapexec_maybe"); command printf '\n'
 fi
