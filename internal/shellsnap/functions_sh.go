@@ -55,39 +55,73 @@ func shFunctionSteps(recs []record) (steps []step, unrestored []Piece) {
 			names[name] = !strings.HasPrefix(name, "__snapexec_")
 		}
 	}
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for name, ok := range names {
-			if ok && !yield(name) {
-				return
-			}
+	var chosen []shDefinition
+	for name, ok := range names {
+		if !ok {
+			continue
 		}
-	}) {
 		d := defs[name]
 		if !scanned || len(d) != 1 {
 			unrestored = append(unrestored, Piece{Kind: "function", Name: name})
 			continue
 		}
 		for _, def := range d {
-			steps = append(steps, step{kind: "function", name: name, code: `eval "` + shLinePad(def.line) + `"` + quote(def.code)})
+			chosen = append(chosen, def)
 		}
 	}
+	slices.SortFunc(unrestored, func(a, b Piece) int { return strings.Compare(a.Name, b.Name) })
 	if hidden || unwatched {
 		unrestored = append(unrestored, Piece{Kind: "function", Name: "*"})
 	}
-	if len(steps) == 0 {
+	if len(chosen) == 0 {
 		return nil, unrestored
 	}
+	// In the order of the files, so that shRender defines those of one file
+	// in one eval.
+	slices.SortFunc(chosen, func(a, b shDefinition) int { return a.order - b.order })
 	var set, unset strings.Builder
 	for i := range shPadBits {
 		if i == 0 {
-			set.WriteString(`__snapexec_l0='` + "\n" + `'`)
+			set.WriteString("__snapexec_l0=" + quote("\n"))
 		} else {
 			fmt.Fprintf(&set, "; __snapexec_l%d=$__snapexec_l%d$__snapexec_l%d", i, i-1, i-1)
 		}
 		fmt.Fprintf(&unset, " __snapexec_l%d", i)
 	}
-	steps = append([]step{{code: set.String(), check: true}}, steps...)
+	steps = []step{{code: set.String()}}
+	for _, def := range chosen {
+		steps = append(steps, step{kind: "function", name: def.name, code: def.code, line: def.line})
+	}
 	return append(steps, step{code: "unset" + unset.String()}), unrestored
+}
+
+// shRenderFunctions writes the function steps of steps, which start a
+// plan's functions, as evals: dash's eval numbers the lines of its text from
+// 1, so each function is preceded by the newlines that put it on the line
+// it starts on in its file, and an error in it names the user's line. The
+// functions of one file follow each other in one eval, newlines between
+// them, so that a file's functions cost its length once. It returns the
+// steps after the functions.
+func shRenderFunctions(b *strings.Builder, steps []step) []step {
+	at := 0 // the line the current eval has reached; 0: no eval open
+	for len(steps) > 0 && steps[0].line > 0 {
+		s := steps[0]
+		steps = steps[1:]
+		if at > 0 && s.line <= at {
+			b.WriteString("\n")
+			at = 0
+		}
+		if at == 0 {
+			b.WriteString("eval ")
+			at = 1
+		}
+		b.WriteString(`"` + shLinePad(s.line-at+1) + `"` + quote(s.code))
+		at = s.line + strings.Count(s.code, "\n")
+	}
+	if at > 0 {
+		b.WriteString("\n")
+	}
+	return steps
 }
 
 // shPadBits bounds the line a function's definition starts on: a line
@@ -113,8 +147,10 @@ func shLinePad(line int) string {
 // defines it (the file's own text when it reads back the same) and the line
 // it starts on.
 type shDefinition struct {
-	code string
-	line int
+	name, code string
+	line       int
+	// order is the definition's place in the files, in their order.
+	order int
 }
 
 // shFileFunctions parses files as POSIX shell and returns, by name, the
@@ -164,7 +200,7 @@ func shFileFunctions(files []string) (defs map[string]map[string]shDefinition, h
 			if out[fn.Name.Value] == nil {
 				out[fn.Name.Value] = map[string]shDefinition{}
 			}
-			out[fn.Name.Value][printed] = shDefinition{code: code, line: int(fn.Pos().Line())}
+			out[fn.Name.Value][printed] = shDefinition{name: fn.Name.Value, code: code, line: int(fn.Pos().Line()), order: len(seen)<<32 | int(fn.Pos().Offset())}
 			return true
 		})
 	}

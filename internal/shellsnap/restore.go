@@ -28,6 +28,8 @@ type step struct {
 	tail bool
 	// check steps run in a validation too, before the pieces after them.
 	check bool
+	// line is the line a sh function starts on in its file (shRender).
+	line int
 	// late steps would act on a standby shell's wait for its command (a
 	// DEBUG trap would run before each of its commands, a disabled builtin
 	// would stop it): a standby runs them with the go-ahead instead.

@@ -193,10 +193,15 @@ func shValidation(p *restorePlan) string {
 // shRender writes the restore file of a sh plan.
 func shRender(p *restorePlan) string {
 	var b strings.Builder
-	for _, s := range p.steps {
-		if s.code != "" {
-			b.WriteString(s.code + "\n")
+	for steps := p.steps; len(steps) > 0; {
+		if steps[0].line > 0 {
+			steps = shRenderFunctions(&b, steps)
+			continue
 		}
+		if steps[0].code != "" {
+			b.WriteString(steps[0].code + "\n")
+		}
+		steps = steps[1:]
 	}
 	return b.String()
 }

@@ -33,7 +33,7 @@ package shellsnap
 // capture says so (an "unwatched" record).
 //
 // The functions are found by name: the candidates are the words before a
-// "(" in the files sourced, and command -V says which are functions, in a
+// "(" in the files sourced, and type says which are functions, in a
 // subshell without aliases (an alias would hide a function of its name). Go
 // reads their text from the files (functions_sh.go).
 const shCapture = `__snapexec_ret() { return "$1"; }
@@ -122,7 +122,13 @@ __snapexec_unseen() {
   done
   command printf '%s' "$__snapexec_new"
 }
-__snapexec_scan() { command grep -o -h -E '[A-Za-z_][A-Za-z0-9_]*[[:space:]]*[(]' -- "$@" 2>/dev/null | { __snapexec_seen=' '; while IFS= read -r __snapexec_w; do __snapexec_w=${__snapexec_w%%[!A-Za-z0-9_]*}; case $__snapexec_seen in *" $__snapexec_w "*) continue ;; esac; __snapexec_seen="$__snapexec_seen$__snapexec_w "; command -V "$__snapexec_w" 2>/dev/null; done; }; }
+__snapexec_scan() {
+  set -f
+  IFS='
+'
+  set -- $(command grep -o -h -E '[A-Za-z_][A-Za-z0-9_]*[[:space:]]*[(]' -- "$@" 2>/dev/null | command grep -o -E '^[A-Za-z_][A-Za-z0-9_]*' | command sort -u)
+  if [ "$#" -gt 0 ]; then command type "$@" 2>/dev/null | command grep -e ' is a shell function$'; fi
+}
 alias .='__snapexec_dot "$?" "$#" "$@"'
 __snapexec_n=@NONCE@
 __snapexec_srcs=
