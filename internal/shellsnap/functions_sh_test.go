@@ -68,6 +68,11 @@ func TestShFunctionsAndSources(t *testing.T) {
 			probe: "command -V greet; greet you",
 		},
 		{
+			name:  "two on one line, one on the next",
+			files: map[string]string{".profile": "one() { echo 1; }; two() { echo 2; no_such_in_two; }\nthree() { no_such_in_three; }\n"},
+			probe: "one; two; three",
+		},
+		{
 			name: "conditional",
 			files: map[string]string{".profile": "if [ -n \"${NOPE:-}\" ]; then\n  maybe() { echo yes; }\nfi\nif true; then sure() { echo sure; }; fi\n" +
 				"case x in y) never() { :; } ;; *) always() { echo always; } ;; esac\n"},
