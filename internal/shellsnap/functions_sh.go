@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -264,18 +263,4 @@ func printNode(n syntax.Node) string {
 		return ""
 	}
 	return b.String()
-}
-
-// utf8Safe returns text with every byte that is not UTF-8 made '?', at the
-// same offsets: the parser reads UTF-8 only.
-func utf8Safe(text []byte) []byte {
-	out := bytes.Clone(text)
-	for i := 0; i < len(text); {
-		r, size := utf8.DecodeRune(text[i:])
-		if r == utf8.RuneError && size == 1 {
-			out[i] = '?'
-		}
-		i += size
-	}
-	return out
 }

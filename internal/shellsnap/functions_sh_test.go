@@ -73,6 +73,12 @@ func TestShFunctionsAndSources(t *testing.T) {
 			probe: "one; two; three",
 		},
 		{
+			name: "from files with odd names, under set -eu, noglob and an odd IFS",
+			files: map[string]string{".profile": "set -euf\nIFS=':'\n. \"$HOME/it's extra\"\nPATH=\"$HOME/d*r:$PATH\"\n. in-path.sh\nset +euf\n",
+				"it's extra": "odd_fn() { echo odd; }\n", "d*r/in-path.sh": "path_fn() { echo path; }\n"},
+			probe: "odd_fn; path_fn",
+		},
+		{
 			name: "conditional",
 			files: map[string]string{".profile": "if [ -n \"${NOPE:-}\" ]; then\n  maybe() { echo yes; }\nfi\nif true; then sure() { echo sure; }; fi\n" +
 				"case x in y) never() { :; } ;; *) always() { echo always; } ;; esac\n"},

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // A replay restores a snapshot's state from a restore file: shell code that
@@ -142,4 +143,18 @@ func (p *restorePlan) hasPieces() bool {
 		}
 	}
 	return false
+}
+
+// utf8Safe returns text with every byte that is not UTF-8 made '?', at the
+// same offsets: the parser reads UTF-8 only.
+func utf8Safe(text []byte) []byte {
+	out := bytes.Clone(text)
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRune(text[i:])
+		if r == utf8.RuneError && size == 1 {
+			out[i] = '?'
+		}
+		i += size
+	}
+	return out
 }

@@ -58,7 +58,7 @@ __snapexec_args() {
 __snapexec_find() {
   __snapexec_p=$1
   case $1 in */*) return 0 ;; esac
-  __snapexec_r=$PATH:
+  __snapexec_r=${PATH-}:
   while [ -n "$__snapexec_r" ]; do
     __snapexec_p=${__snapexec_r%%:*}; __snapexec_r=${__snapexec_r#*:}
     __snapexec_p=${__snapexec_p:-.}/$1
