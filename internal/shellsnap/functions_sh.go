@@ -2,12 +2,15 @@ package shellsnap
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -167,7 +170,7 @@ func shFileFunctions(files []string) (defs map[string]map[string]shDefinition, h
 			continue
 		}
 		seen[path] = true
-		text, err := os.ReadFile(path)
+		text, err := shReadSource(path)
 		if err != nil {
 			continue
 		}
@@ -254,6 +257,28 @@ func shHides(call *syntax.CallExpr) bool {
 		return !shDotWord.MatchString(printNode(args[1]))
 	}
 	return false
+}
+
+// shMaxSource bounds the size of a file read for its functions.
+const shMaxSource = 8 << 20
+
+// shReadSource reads path if it is a regular file of at most shMaxSource
+// bytes: a profile may source /dev/stdin or a FIFO, which the server must
+// not wait on.
+func shReadSource(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > shMaxSource {
+		return nil, errors.New("not a regular file of at most 8 MiB")
+	}
+	return io.ReadAll(io.LimitReader(f, shMaxSource))
 }
 
 // printNode prints n as the syntax package does.

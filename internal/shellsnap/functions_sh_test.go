@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -239,5 +240,31 @@ func TestShPositionalChangeFallsBack(t *testing.T) {
 	}
 	if got := shLoginProbe(t, home, loginEnv(home), l.Argv[2], l.Argv[3:]...); got != "from the file|from the file\n" {
 		t.Errorf("login = %q: the profile's set -- reaches the command", got)
+	}
+}
+
+// TestShReadSourceSkipsSpecialFiles: a profile may source a FIFO or
+// /dev/stdin; the server reads only regular files for their functions, and
+// never waits on one.
+func TestShReadSourceSkipsSpecialFiles(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := shReadSource(fifo)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Errorf("shReadSource(FIFO) read it, want an error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("shReadSource(FIFO) is waiting for a writer")
+	}
+	if _, err := shReadSource("/dev/null"); err == nil {
+		t.Errorf("shReadSource(/dev/null) read it, want an error")
 	}
 }

@@ -183,10 +183,12 @@ func shLimitSteps(p *restorePlan, before, after string) {
 func shStatements(text string) []string { return statements(text) }
 
 // shValidation is the script a sh runs (sh FILE) to check a plan's pieces:
-// command keeps a syntax error in one from ending dash.
+// command keeps a syntax error in one from ending dash, and printf is
+// called through it, quoted, so that no function or alias a piece defined
+// stands for it.
 func shValidation(p *restorePlan) string {
 	return p.validation("", func(i int, code string) string {
-		return `command eval ` + quote(code) + ` >/dev/null 2>&1 || printf 'F %d\n' ` + strconv.Itoa(i)
+		return `\command eval ` + quote(code) + ` >/dev/null 2>&1 || \command printf 'F %d\n' ` + strconv.Itoa(i)
 	})
 }
 
