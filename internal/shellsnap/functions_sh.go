@@ -94,7 +94,7 @@ func shFunctionSteps(recs []record) (steps []step, unrestored []Piece) {
 	for _, def := range chosen {
 		steps = append(steps, step{kind: "function", name: def.name, code: def.code, line: def.line})
 	}
-	return append(steps, step{code: "unset" + unset.String()}), unrestored
+	return append(steps, step{code: `\unset` + unset.String()}), unrestored
 }
 
 // shRenderFunctions writes the function steps of steps, which start a
@@ -102,8 +102,9 @@ func shFunctionSteps(recs []record) (steps []step, unrestored []Piece) {
 // 1, so each function is preceded by the newlines that put it on the line
 // it starts on in its file, and an error in it names the user's line. The
 // functions of one file follow each other in one eval, newlines between
-// them, so that a file's functions cost its length once. It returns the
-// steps after the functions.
+// them, so that a file's functions cost its length once. eval is quoted:
+// the aliases are restored before the functions. It returns the steps after
+// the functions.
 func shRenderFunctions(b *strings.Builder, steps []step) []step {
 	at := 0 // the line the current eval has reached; 0: no eval open
 	for len(steps) > 0 && steps[0].line > 0 {
@@ -114,7 +115,7 @@ func shRenderFunctions(b *strings.Builder, steps []step) []step {
 			at = 0
 		}
 		if at == 0 {
-			b.WriteString("eval ")
+			b.WriteString(`\eval `)
 			at = 1
 		}
 		b.WriteString(`"` + shLinePad(s.line-at+1) + `"` + quote(s.code))

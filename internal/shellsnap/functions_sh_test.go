@@ -80,6 +80,11 @@ func TestShFunctionsAndSources(t *testing.T) {
 			probe: "odd_fn; path_fn",
 		},
 		{
+			name:  "with aliases of the words the capture uses after the profile",
+			files: map[string]string{".profile": "greet() { echo hi; }\nalias eval='echo no' type='echo no' grep='echo no' sort='echo no' unset='echo no'\n"},
+			probe: "greet; command -V greet",
+		},
+		{
 			name: "conditional",
 			files: map[string]string{".profile": "if [ -n \"${NOPE:-}\" ]; then\n  maybe() { echo yes; }\nfi\nif true; then sure() { echo sure; }; fi\n" +
 				"case x in y) never() { :; } ;; *) always() { echo always; } ;; esac\n"},

@@ -162,10 +162,10 @@ if [ "$#" != "$__snapexec_argc" ] || [ "$*" != "$__snapexec_argv" ]; then
   for __snapexec_f in "$@"; do command printf '%s arg\n%s\n' "$__snapexec_n" "$__snapexec_f"; done
 fi
 if [ -n "$__snapexec_bg" ]; then command printf '%s background\n\n' "$__snapexec_n"; fi
-eval "__snapexec_files $__snapexec_srcs $__snapexec_maybe"
+command eval "__snapexec_files $__snapexec_srcs $__snapexec_maybe"
 if [ -z "$__snapexec_watched" ]; then command printf '%s unwatched\n\n' "$__snapexec_n"; fi
 if command -v grep >/dev/null 2>&1 && command -v sort >/dev/null 2>&1; then
-  command printf '%s functions\n' "$__snapexec_n"; (command unalias -a; eval "__snapexec_scan $__snapexec_srcs $__snapexec_maybe"); command printf '\n'
+  command printf '%s functions\n' "$__snapexec_n"; (command unalias -a; command eval "__snapexec_scan $__snapexec_srcs $__snapexec_maybe"); command printf '\n'
 fi
 command printf '%s end\n\n\0' "$__snapexec_n"
 /usr/bin/env -0
