@@ -80,9 +80,10 @@ func TestShFunctionsAndSources(t *testing.T) {
 			probe: "odd_fn; path_fn",
 		},
 		{
-			name:  "with aliases of the words the capture uses after the profile",
-			files: map[string]string{".profile": "greet() { echo hi; }\nalias eval='echo no' type='echo no' grep='echo no' sort='echo no' unset='echo no'\n"},
-			probe: "greet; command -V greet",
+			name: "with aliases of the words the capture and the restore use after the profile",
+			files: map[string]string{".profile": "greet() { echo hi; }\nset -- a b\ntrap 'echo bye' EXIT\nulimit -S -n 256\numask 027\n( : ) & wait\nset -o noclobber\n" +
+				"alias eval='echo no' type='echo no' grep='echo no' sort='echo no' unset='echo no' set='echo no' trap='echo no' ulimit='echo no' umask='echo no' wait='echo no' :='echo no'\n"},
+			probe: "greet; command -V greet; printf '%s|%s|%s|%s|%s\\n' \"$*\" \"$(\\ulimit -S -n)\" \"$(\\umask)\" \"$-\" \"${!:+set}\"",
 		},
 		{
 			name: "conditional",

@@ -37,7 +37,8 @@ var (
 // the aliases, the umask, the limits, the traps, the functions
 // (functions_sh.go), and the options last, so that errexit, nounset and
 // xtrace act on the user's command only. The alias "." is the capture's
-// own (shCapture).
+// own (shCapture). The steps after the aliases quote their first word, so
+// that no alias of the profile stands for it.
 func shPlan(recs []record, captureEnv, final, kept map[string]string) *restorePlan {
 	p := &restorePlan{shell: "sh"}
 	byKind := map[string]string{}
@@ -103,14 +104,14 @@ func shPlan(recs []record, captureEnv, final, kept map[string]string) *restorePl
 		}
 	}
 	if m := strings.TrimSpace(byKind["umask"]); m != "" {
-		add(`umask ` + quote(m))
+		add(`\umask ` + quote(m))
 	}
 	shLimitSteps(p, byKind["limits0"], byKind["limits"])
 	for _, stmt := range shStatements(byKind["traps"]) {
-		add(stmt)
+		add(`\` + stmt)
 	}
 	if _, ok := byKind["args"]; ok {
-		code := `set --`
+		code := `\set --`
 		for _, r := range recs {
 			if r.kind == "arg" {
 				code += " " + quote(r.payload)
@@ -120,7 +121,7 @@ func shPlan(recs []record, captureEnv, final, kept map[string]string) *restorePl
 	}
 	if _, ok := byKind["background"]; ok {
 		// Only another background job sets $! again.
-		add(`: & wait "$!"`)
+		add(`\: & \wait "$!"`)
 	}
 	// The functions come after every regular builtin the restore calls
 	// (alias, umask, ulimit, wait, cd), which a function of the profile
@@ -143,10 +144,10 @@ func shPlan(recs []record, captureEnv, final, kept map[string]string) *restorePl
 			}
 			continue
 		}
-		add(line)
+		add(`\` + line)
 	}
 	if len(last) > 0 {
-		add("set " + strings.Join(last, " "))
+		add(`\set ` + strings.Join(last, " "))
 	}
 	return p
 }
@@ -173,8 +174,8 @@ func shLimitSteps(p *restorePlan, before, after string) {
 		if old[flag] == l {
 			continue
 		}
-		soft := `ulimit -S -` + flag + " " + l[0] + " 2>/dev/null"
-		p.steps = append(p.steps, step{code: soft + `; ulimit -H -` + flag + " " + l[1] + " 2>/dev/null; " + soft})
+		soft := `\ulimit -S -` + flag + " " + l[0] + " 2>/dev/null"
+		p.steps = append(p.steps, step{code: soft + `; \ulimit -H -` + flag + " " + l[1] + " 2>/dev/null; " + soft})
 	}
 }
 

@@ -10,8 +10,9 @@ package shellsnap
 // read-only ones, the aliases, the umask, the limits before and after the
 // profile, the working directory, the positional parameters the profile set,
 // whether it left $! set, every file sourced, and which names are functions.
-// @NONCE@ is the capture's token. The regular builtins are called through
-// command, which no function of the profile can stand for.
+// @NONCE@ is the capture's token. The lines after the profile are parsed
+// with its aliases: the regular builtins are called through command, which
+// no function of the profile can stand for, and the special ones quoted.
 //
 // dash can neither say which files ran nor list its functions. Its aliases
 // are expanded as a file is parsed, so the script makes "." an alias of
@@ -145,13 +146,13 @@ if command -v grep >/dev/null 2>&1; then __snapexec_maybe=$(__snapexec_unseen); 
 if [ -n "$__snapexec_watched" ] && [ -n "${ENV:-}" ] && [ -r "$ENV" ] && ! __snapexec_ran "$ENV" "$__snapexec_srcs $__snapexec_maybe"; then __snapexec_note "$ENV"; \. "$ENV"; fi
 __snapexec_bg=${!:-}
 command printf '%s\n%s begin sh\n\n' '# Snapshot file' "$__snapexec_n"
-command printf '%s traps\n' "$__snapexec_n"; trap; command printf '\n'
-command printf '%s setopts\n' "$__snapexec_n"; set +o; command printf '\n'
-set +e +u +x +v
-trap - EXIT
-command printf '%s vars\n' "$__snapexec_n"; set; command printf '\n'
-command printf '%s exports\n' "$__snapexec_n"; export -p; command printf '\n'
-command printf '%s readonly\n' "$__snapexec_n"; readonly -p; command printf '\n'
+command printf '%s traps\n' "$__snapexec_n"; \trap; command printf '\n'
+command printf '%s setopts\n' "$__snapexec_n"; \set +o; command printf '\n'
+\set +e +u +x +v
+\trap - EXIT
+command printf '%s vars\n' "$__snapexec_n"; \set; command printf '\n'
+command printf '%s exports\n' "$__snapexec_n"; \export -p; command printf '\n'
+command printf '%s readonly\n' "$__snapexec_n"; \readonly -p; command printf '\n'
 command printf '%s aliases\n' "$__snapexec_n"; command alias; command printf '\n'
 command printf '%s umask\n' "$__snapexec_n"; command umask; command printf '\n'
 command printf '%s limits0\n%s\n' "$__snapexec_n" "$__snapexec_limits"
