@@ -16,7 +16,7 @@ import (
 )
 
 // dash cannot print a function, so a sh capture names the functions its
-// shell has (command -V, shCapture's "functions" record) and lists the files
+// shell has (type, shCapture's "functions" record) and lists the files
 // the login sourced ("file" records); their text comes from those files.
 // A name is restored only when every definition of it in those files reads
 // the same: which of two different ones ran, dash cannot tell, and a
@@ -30,7 +30,8 @@ import (
 // unrestored, so that its receipt says partial.
 
 // shFunctionSteps returns the steps that define the functions of a sh
-// capture's records, sorted by name, and the functions it cannot restore.
+// capture's records, in the order of their files (shRenderFunctions), and
+// the functions it cannot restore, by name.
 func shFunctionSteps(recs []record) (steps []step, unrestored []Piece) {
 	var files []string
 	names, scanned, unwatched := map[string]bool{}, false, false
@@ -51,8 +52,8 @@ func shFunctionSteps(recs []record) (steps []step, unrestored []Piece) {
 	}
 	defs, hidden := shFileFunctions(files)
 	if !scanned {
-		// The capture could not ask its shell (no grep): every function the
-		// files define may be there.
+		// The capture could not ask its shell (no grep or sort): every
+		// function the files define may be there.
 		for name := range defs {
 			names[name] = !strings.HasPrefix(name, "__snapexec_")
 		}
