@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -72,7 +73,7 @@ func (c snapshotCapture) capture(ctx context.Context) (*Snapshot, []fileStamp, e
 		plan = shPlan
 	}
 	p := plan(recs, c.env, final, filterEnv(final, c.policy))
-	snap.Unrestored = c.validate(ctx, p)
+	snap.Unrestored = append(p.unrestored, c.validate(ctx, p)...)
 	snap.FunctionCount, snap.AliasCount, snap.OptionCount = p.counts()
 	stamps = append(stamps, sourcedStamps(recs, stamps, started)...)
 	if err := c.keep(snap, p, recs); err != nil {
@@ -211,6 +212,9 @@ func sourcedStamps(recs []record, have []fileStamp, started time.Time) []fileSta
 	}
 	var out []fileStamp
 	add := func(path string) {
+		if path != "" {
+			path = filepath.Clean(path)
+		}
 		if path == "" || seen[path] {
 			return
 		}
