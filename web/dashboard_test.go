@@ -296,6 +296,9 @@ func TestDashboard(t *testing.T) {
 	if esc := b.text(`[data-testid="sum-escaped"]`); !regexp.MustCompile(`^\d+ escaped$`).MatchString(esc) {
 		t.Errorf("the processes tile shows %q beside its counts, want the number escaped", esc)
 	}
+	if ss := b.text(`[data-testid="sum-sessions"]`); !regexp.MustCompile(`^\d+ / \d+$`).MatchString(ss) {
+		t.Errorf("the sessions tile shows %q, want held / running", ss)
+	}
 	for _, state := range []string{"cache_hit", "prewarm_ready", "on_demand", "capture_pending", "prewarm_pending", "unavailable"} {
 		b.do("outcome row "+state, 5*time.Second, chromedp.WaitVisible(chromedp.CSS(selector(`[data-testid="outcome-row"][data-state=%q]`, state))))
 	}

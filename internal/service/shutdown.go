@@ -24,7 +24,10 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	s.stop(exec.ErrShuttingDown)
 	// After the gate: a waiter whose capture Close ends sees the gate closed.
 	s.snapshots.Close()
-	return s.procs.Shutdown(ctx)
+	err := s.procs.Shutdown(ctx)
+	// After the processes: a session command's files outlive it.
+	s.sessions.Close()
+	return err
 }
 
 // ShuttingDown reports whether Shutdown has begun.

@@ -336,6 +336,9 @@ function renderStats(s) {
   const escaped = p.escaped ?? 0;
   setText($("sum-escaped"), `${escaped} escaped`);
   $("sum-escaped").classList.toggle("warn-text", escaped > 0);
+  const ss = s.sessions || {};
+  setText($("sum-sessions"), `${ss.active ?? 0} / ${ss.busy ?? 0}`);
+  setText($("sum-sessions-sub"), `held / running · ${ss.commands ?? 0} commands, ${ss.stateLost ?? 0} kept the state before them`);
   const h = s.http || {};
   setText($("sum-http"), `${h.requests ?? 0} / ${h.errors ?? 0}`);
   const q = sn.captureLatencyMs || {};
