@@ -50,8 +50,9 @@ type AttachOutput struct {
 // it was down waits for the new one.
 //
 // Read (or Next) must be called for the attachment to go on: it answers
-// the server's pings and reconnects. It is for one goroutine; Write and
-// Resize may be called from others, concurrently.
+// the server's pings and reconnects. It is for one goroutine, as are Seq,
+// Lost and Result; Write, Resize and Close may be called from others,
+// concurrently.
 type Attachment struct {
 	c         *Client
 	ctx       context.Context

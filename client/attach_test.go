@@ -87,6 +87,53 @@ func TestAttachResumesAfterCuts(t *testing.T) {
 	}
 }
 
+// TestAttachTypesAcrossCuts: keys typed around dropped connections reach
+// the terminal, and what it shows comes once.
+func TestAttachTypesAcrossCuts(t *testing.T) {
+	ctx := testContext(t)
+	direct := newClient(t, "")
+	p, err := direct.Start(ctx, client.StartProcessRequest{
+		Argv: []string{"/bin/sh", "-c", `stty -echo; echo ready; while read -r l; do echo "got $l"; done`},
+		Tty:  &client.TTYSize{Cols: 80, Rows: 24},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 50 bytes are "ready" and its seq message (33 bytes), or a line's
+	// answer and its (38), then the next line's answer (14) and the start
+	// of its seq message: each of the first three connections breaks after
+	// the answer to a line typed on it, before its seq, and the answer
+	// comes again, to be shown once.
+	var cuts atomic.Int32
+	proxy := testserver.CutStreams(t, os.Getenv("SNAPEXEC_URL"), testserver.Cut{Streams: 3, After: 50, Before: func() { cuts.Add(1) }})
+	a, err := newClient(t, proxy).Attach(ctx, p.ProcessId, client.AttachOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	s := &screen{t: t, a: a}
+	var want strings.Builder
+	want.WriteString("ready\r\n")
+	s.until(want.String())
+	for i := range 6 {
+		if _, err := fmt.Fprintf(a, "line %d\r", i); err != nil {
+			t.Fatalf("typing line %d: %v", i, err)
+		}
+		fmt.Fprintf(&want, "got line %d\r\n", i)
+		s.until(want.String())
+	}
+	if s.out.String() != want.String() || cuts.Load() != 3 {
+		t.Errorf("through %d cuts the terminal shows %q, want %q (3 cuts)", cuts.Load(), s.out.String(), want.String())
+	}
+	if _, err := direct.TerminateProcessWithResponse(ctx, p.ProcessId); err != nil {
+		t.Fatal(err)
+	}
+	s.rest()
+	if r := a.Result(); r == nil || r.Status != client.ExitStatusTerminated {
+		t.Errorf("Result() after DELETE = %+v, want terminated", r)
+	}
+}
+
 // TestAttachTerminal types into a terminal, resizes it both ways, and ends
 // it with Ctrl-D.
 func TestAttachTerminal(t *testing.T) {

@@ -27,8 +27,8 @@ func (a *app) attachCommand() *cobra.Command {
 		Use:   "attach ID",
 		Short: "Attach this terminal to a process's terminal (or its output and stdin)",
 		Long: `Attach to a process: its output from what the server still holds on, then live;
-what is typed here goes to its stdin. When stdin is a terminal it is put in raw
-mode (restored at the end, and on SIGINT, SIGTERM and SIGHUP), so every key,
+what is typed here goes to its stdin. When stdin is a terminal and so is the
+process's, this one is put in raw mode (restored at the end, and on SIGINT, SIGTERM and SIGHUP), so every key,
 Ctrl-C included, goes to the process, and the process's terminal follows this
 one's size. A dropped connection is resumed without losing or repeating output.
 snapexec exits with the process's status as exec does; the process runs on when
@@ -119,12 +119,18 @@ func (a *app) attach(ctx context.Context, c *client.Client, id string) error {
 	// sends SIGHUP. Each must leave the terminal as it was.
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGHUP)
 	defer stop()
+	p, err := client.Result(c.GetProcessWithResponse(ctx, id))
+	if err != nil {
+		return err
+	}
 	at, err := c.Attach(ctx, id, client.AttachOptions{})
 	if err != nil {
 		return err
 	}
 	defer at.Close()
-	if fd, ok := a.stdinTerminal(); ok && !a.json {
+	// Raw mode is for a process on a terminal, whose own terminal echoes
+	// and edits lines; one reading a pipe gets this terminal's lines.
+	if fd, ok := a.stdinTerminal(); ok && p.Tty != nil && !a.json {
 		state, err := term.MakeRaw(fd)
 		if err != nil {
 			return err

@@ -25,6 +25,8 @@ type terminal struct {
 	ptmx *os.File
 	tty  *os.File
 	cmd  *exec.Cmd
+	// before is the terminal's mode before snapexec started.
+	before string
 
 	mu   sync.Mutex
 	out  bytes.Buffer
@@ -49,7 +51,7 @@ func onTerminal(t *testing.T, ctx context.Context, args ...string) *terminal {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
 	term := &terminal{t: t, ctx: ctx, ptmx: ptmx, tty: tty, cmd: cmd, more: make(chan struct{}, 1)}
-	term.mode() // before it starts
+	term.before = term.mode()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +137,7 @@ func TestAttachUnderAPTY(t *testing.T) {
 	t.Cleanup(func() { _, _ = c.TerminateProcessWithResponse(context.Background(), p.ProcessId) })
 
 	term := onTerminal(t, ctx, "attach", p.ProcessId)
-	before := term.mode()
+	before := term.before
 	at := term.until(0, "prompt$ ")
 	if raw := term.mode(); raw == before {
 		t.Errorf("attached, the terminal's mode is still %s; want it raw", raw)
@@ -180,7 +182,7 @@ func TestAttachRestoresOnSignal(t *testing.T) {
 	t.Cleanup(func() { _, _ = c.TerminateProcessWithResponse(context.Background(), p.ProcessId) })
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP} {
 		term := onTerminal(t, ctx, "attach", p.ProcessId)
-		before := term.mode()
+		before := term.before
 		term.until(0, "up\r\n")
 		// Raw mode comes before the output: the output is read only then.
 		if err := term.cmd.Process.Signal(sig); err != nil {
@@ -263,5 +265,32 @@ func TestTerminal(t *testing.T) {
 	term.typed("exit 5\r")
 	if err := term.cmd.Wait(); term.cmd.ProcessState.ExitCode() != 5 {
 		t.Errorf("terminal: %v (exit %d), want exit 5; the terminal shows %q", err, term.cmd.ProcessState.ExitCode(), term.output(0))
+	}
+}
+
+// TestAttachPipeOnATerminal: a process that reads a pipe gets this
+// terminal's lines, edited and echoed here: no raw mode.
+func TestAttachPipeOnATerminal(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := client.New(os.Getenv("SNAPEXEC_URL"), client.WithToken(os.Getenv("SNAPEXEC_TOKEN")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe := true
+	p, err := c.Start(ctx, client.StartProcessRequest{Argv: []string{"/bin/sh", "-c", `echo ready; read -r x; echo "got $x"`}, PipeStdin: &pipe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	term := onTerminal(t, ctx, "attach", p.ProcessId)
+	before := term.before
+	term.until(0, "ready\r\n") // the terminal, cooked, ends the line
+	if mode := term.mode(); mode != before {
+		t.Errorf("attached to a pipe, the terminal's mode = %s, want it as it was, %s", mode, before)
+	}
+	term.typed("abd\x7fc\r") // a typo, erased here: the line discipline's
+	term.until(0, "got abc\r\n")
+	if err := term.cmd.Wait(); term.cmd.ProcessState.ExitCode() != 0 {
+		t.Errorf("attach: %v (exit %d); the terminal shows %q", err, term.cmd.ProcessState.ExitCode(), term.output(0))
 	}
 }
