@@ -154,8 +154,10 @@ func (a *app) attach(ctx context.Context, c *client.Client, id string) error {
 // every SIGWINCH, until ctx ends.
 func (a *app) followSize(ctx context.Context, at *client.Attachment, fd int) {
 	winch := make(chan os.Signal, 1)
-	signal.Notify(winch, syscall.SIGWINCH)
-	winch <- syscall.SIGWINCH
+	if sigs := resizeSignals(); len(sigs) > 0 {
+		signal.Notify(winch, sigs...) // none would be every signal
+	}
+	winch <- nil // the size now
 	go func() {
 		defer signal.Stop(winch)
 		for {
