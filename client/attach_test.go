@@ -99,11 +99,12 @@ func TestAttachTypesAcrossCuts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 50 bytes are "ready" and its seq message (33 bytes), or a line's
-	// answer and its (38), then the next line's answer (14) and the start
-	// of its seq message: each of the first three connections breaks after
-	// the answer to a line typed on it, before its seq, and the answer
-	// comes again, to be shown once.
+	// Each of the first three connections breaks at its 50th byte. The
+	// first has "ready" and its seq message (33 bytes), then the answer to
+	// line 0 (14) and the start of that answer's seq message: the answer
+	// came, unconfirmed, and comes again on the next connection, which is
+	// to show it once. The next two begin with the answer they had not
+	// confirmed and its seq (38 bytes), and break inside the next answer.
 	var cuts atomic.Int32
 	proxy := testserver.CutStreams(t, os.Getenv("SNAPEXEC_URL"), testserver.Cut{Streams: 3, After: 50, Before: func() { cuts.Add(1) }})
 	a, err := newClient(t, proxy).Attach(ctx, p.ProcessId, client.AttachOptions{})
