@@ -105,7 +105,8 @@ var readmeVolatile = []struct {
 	with string
 }{
 	{regexp.MustCompile(`"(durationMs|pid|waitMs)":[0-9.]+`), `"$1":0`},
-	{regexp.MustCompile(`"(startedAt|endedAt|requestId)":"[^"]*"`), `"$1":""`},
+	{regexp.MustCompile(`"(startedAt|endedAt|requestId|createdAt|lastUsedAt)":"[^"]*"`), `"$1":""`},
+	{regexp.MustCompile(`"stateBytes":[0-9]+`), `"stateBytes":0`},
 	{regexp.MustCompile(`\b(p|exec)-[0-9a-f]{16}\b`), `$1-ID`},
 }
 

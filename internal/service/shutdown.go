@@ -81,8 +81,6 @@ func (s *Service) prepareSnapshot(ctx context.Context, in ExecInput, l shellsnap
 			Command:    out.argv,
 			ShellStart: 0,
 			Env:        l.Env,
-			RequestEnv: in.Env,
-			CaptureEnv: p.CaptureEnv,
 		}
 		if terminal {
 			// No standby serves a terminal: replay stays nil. A snapshot

@@ -1,7 +1,6 @@
 package shellsnap
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"maps"
@@ -42,11 +41,10 @@ type snapshotCapture struct {
 	sandbox sandbox.Policy
 }
 
-// capture runs the capture and parses its output. A capture of this
-// server's format is then validated (a second shell evaluates every piece
-// and names those it cannot read back: they are dropped, and the snapshot
-// says so) and its restore file written. It also returns the stamps of every
-// file the login shell read.
+// capture runs the capture, parses its output and validates it: a second
+// shell evaluates every piece and names those it cannot read back, which
+// are dropped, and the snapshot says so. It writes the restore files and
+// returns the stamps of every file the login shell read.
 func (c snapshotCapture) capture(ctx context.Context) (*Snapshot, []fileStamp, error) {
 	nonce := randomToken()
 	argv, env, err := c.command(nonce)
@@ -65,28 +63,19 @@ func (c snapshotCapture) capture(ctx context.Context) (*Snapshot, []fileStamp, e
 	if err != nil {
 		return nil, nil, err
 	}
-	var plan *restorePlan
 	final := exportsOf(out)
-	switch {
-	case recs != nil && c.shell == "bash":
-		plan = bashPlan(recs, c.env, final, filterEnv(final, c.policy))
-	case recs != nil && c.shell == "zsh":
-		plan = zshPlan(recs, c.env, final, filterEnv(final, c.policy))
-	case recs != nil && c.shell == "sh":
-		plan = shPlan(recs, c.env, final, filterEnv(final, c.policy))
-	case c.shell == "bash":
-		// A state of the reference's format (a test's fake capture) is
-		// restored as it is.
-		plan = &restorePlan{shell: "bash", steps: []step{{code: snap.State}}}
-	default:
-		return snap, stamps, nil
+	plan := bashPlan
+	switch c.shell {
+	case "zsh":
+		plan = zshPlan
+	case "sh":
+		plan = shPlan
 	}
-	if recs != nil {
-		snap.Unrestored = c.validate(ctx, plan)
-		snap.FunctionCount, snap.AliasCount, snap.OptionCount = plan.counts()
-		stamps = append(stamps, sourcedStamps(recs, stamps, started)...)
-	}
-	if err := c.keep(snap, plan, recs); err != nil {
+	p := plan(recs, c.env, final, filterEnv(final, c.policy))
+	snap.Unrestored = c.validate(ctx, p)
+	snap.FunctionCount, snap.AliasCount, snap.OptionCount = p.counts()
+	stamps = append(stamps, sourcedStamps(recs, stamps, started)...)
+	if err := c.keep(snap, p, recs); err != nil {
 		return nil, nil, &CaptureError{Reason: ReasonReadFailed, Message: "cannot keep the shell snapshot: " + err.Error()}
 	}
 	return snap, stamps, nil
@@ -125,11 +114,9 @@ func (c snapshotCapture) keep(snap *Snapshot, plan *restorePlan, recs []record) 
 		return err
 	}
 	c.files.own(snap, snap.terminal)
-	if recs != nil {
-		snap.namesOnce.Do(func() { snap.definitions = bashDefinitions(recs) })
-	}
+	snap.definitions = bashDefinitions(recs)
 	file, goAhead, ok := bashStandbyRender(plan)
-	if !ok || recs == nil && referenceTraced(snap.State) {
+	if !ok {
 		return nil
 	}
 	snap.standby, snap.goAhead = path, goAhead
@@ -211,31 +198,6 @@ func (c snapshotCapture) command(nonce string) ([]string, map[string]string, err
 		return append(argv, c.argv[3:]...), env, nil
 	}
 	return nil, nil, errors.New("no capture script for shell " + c.shell)
-}
-
-// parseCapture parses a capture's output: Parse's state and environment,
-// and the records of a capture of this server's format (nil for another,
-// such as the reference's). The state of this format may hold any bytes: it
-// is restored from a file, never an environment string.
-func parseCapture(out []byte, policy *envpolicy.Policy, nonce string) (*Snapshot, []record, error) {
-	nul := bytes.IndexByte(out, 0)
-	begin := []byte(StateMarker + "\n" + nonce + " begin ")
-	if nul < 0 || !bytes.Contains(out[:nul], begin) {
-		snap, err := Parse(out, policy)
-		return snap, nil, err
-	}
-	start := bytes.Index(out[:nul], begin)
-	recs, ok := splitRecords(out[start+len(StateMarker)+1:nul], nonce)
-	if !ok {
-		return nil, nil, &CaptureError{Reason: ReasonMissingState, Message: "shell snapshot state is incomplete"}
-	}
-	// Parse sees a state that is all UTF-8; the real one is kept.
-	snap, err := Parse(append([]byte(StateMarker+"\n\x00"), out[nul+1:]...), policy)
-	if err != nil {
-		return nil, nil, err
-	}
-	snap.State = string(out[start:nul])
-	return snap, recs, nil
 }
 
 // sourcedStamps stamps the files the capture's records name, those it

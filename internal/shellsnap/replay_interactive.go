@@ -59,8 +59,7 @@ func ReplayInteractive(in ReplayInput) (command []string, env map[string]string,
 	}
 	switch in.Shell {
 	case "zsh":
-		_, env = replayFromFile(in)
-		return command, env, true
+		return command, restoreEnv(in, "ZDOTDIR", userZdotdirVar), true
 	default: // bash
 		env = maps.Clone(in.Env)
 		maps.DeleteFunc(env, func(name, _ string) bool {
@@ -79,7 +78,7 @@ func ReplayInteractive(in ReplayInput) (command []string, env map[string]string,
 // profile that turns one of them off is not seen by a capture, where it
 // is off already: the terminal has it on, as a new interactive shell has.
 func bashTerminalRC(restore string) string {
-	return `. ` + shellQuote(restore) + `
+	return `. ` + quote(restore) + `
 { \builtin set -o history -o histexpand -o monitor; \builtin shopt -s expand_aliases; [[ -o vi ]] || \builtin set -o emacs; } 2>/dev/null
 `
 }

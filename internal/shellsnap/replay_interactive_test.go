@@ -133,7 +133,7 @@ func TestReplayInteractiveMatchesALoginTerminal(t *testing.T) {
 				t.Fatalf("Prepare() = %+v, %v; want a snapshot", p.Receipt, err)
 			}
 			argv, renv, ok := ReplayInteractive(ReplayInput{Snapshot: p.Snapshot, Shell: name, Command: []string{sh.path, "-il"},
-				Env: env, RequestEnv: env, CaptureEnv: p.CaptureEnv})
+				Env: env})
 			if !ok {
 				t.Fatalf("ReplayInteractive(%s -il) did not replay", sh.path)
 			}

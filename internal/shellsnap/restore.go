@@ -100,15 +100,6 @@ func quote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// displayName shows a name that may hold any bytes as readable text.
-func displayName(s string) string {
-	q := strconv.Quote(s)
-	if q[1:len(q)-1] == s {
-		return s
-	}
-	return q
-}
-
 // validation renders the script that checks plan's pieces in a shell of its
 // own: the check steps run as they would in the restore, and each piece runs
 // through eval (the shell's check), which prints "F i" when piece i fails.
@@ -137,4 +128,14 @@ func (p *restorePlan) hasPieces() bool {
 		}
 	}
 	return false
+}
+
+// displayName is s as a piece's name shows it: as is, or Go-quoted when it
+// holds bytes a reader could not see.
+func displayName(s string) string {
+	q := strconv.Quote(s)
+	if q[1:len(q)-1] == s {
+		return s
+	}
+	return q
 }

@@ -1,44 +1,7 @@
 package shellsnap
 
-import (
-	"regexp"
-	"strings"
-	"sync"
-)
-
 // What a standby shell (package standby) reads of a snapshot: the names its
 // state defines, its standby restore file and go-ahead line.
-
-// optionsHeader starts the last section of a bash state of the
-// reference's format, its set -o options.
-const optionsHeader = "\n# setopts "
-
-// referenceTraced reports whether a bash state of the reference's format
-// turns xtrace or verbose on in its options section: its restore would
-// trace a standby's wait.
-func referenceTraced(state string) bool {
-	i := strings.LastIndex(state, optionsHeader)
-	return i >= 0 && (strings.Contains(state[i:], "xtrace") || strings.Contains(state[i:], "verbose"))
-}
-
-// WithState returns a copy of s that carries state in place of s.State:
-// Replay of the copy restores that state with everything else of s (its
-// environment and restore files above all) unchanged.
-func (s *Snapshot) WithState(state string) *Snapshot {
-	return &Snapshot{
-		State:         state,
-		Env:           s.Env,
-		Captured:      s.Captured,
-		FunctionCount: s.FunctionCount,
-		AliasCount:    s.AliasCount,
-		OptionCount:   s.OptionCount,
-		Unrestored:    s.Unrestored,
-		restore:       s.restore,
-		standby:       s.standby,
-		goAhead:       s.goAhead,
-		terminal:      s.terminal,
-	}
-}
 
 // StandbyReady reports whether a standby shell can serve s: its state is
 // restored from a file, and sets no option that would act on the standby's
@@ -50,11 +13,9 @@ func (s *Snapshot) StandbyReady() bool { return s.standby != "" }
 // traps, disabled builtins and $_ to GoAhead's line. It defines the same
 // names as s.
 func (s *Snapshot) ForStandby() *Snapshot {
-	c := s.WithState(s.State)
+	c := *s
 	c.restore = s.standby
-	d := s.Definitions()
-	c.namesOnce.Do(func() { c.definitions = d })
-	return c
+	return &c
 }
 
 // GoAhead is the line a standby shell of s runs, with its go-ahead, right
@@ -79,29 +40,7 @@ type Definitions struct {
 	Traps bool
 }
 
-var functionHeader = regexp.MustCompile(`(?m)^([^\s()]+) \(\) $`)
-var aliasLine = regexp.MustCompile(`(?m)^alias ([^=\s]+)=`)
-
-// Definitions returns the names s's bash state defines, read once. Heredoc
-// lines that look like definitions count too: a reader that refuses what it
-// cannot be sure of only refuses more.
-func (s *Snapshot) Definitions() *Definitions {
-	s.namesOnce.Do(func() {
-		d := &Definitions{Functions: map[string]bool{}, Aliases: map[string]bool{}}
-		for _, m := range functionHeader.FindAllStringSubmatch(s.State, -1) {
-			d.Functions[m[1]] = true
-		}
-		for _, m := range aliasLine.FindAllStringSubmatch(s.State, -1) {
-			d.Aliases[m[1]] = true
-		}
-		d.ExpandAliases = strings.Contains(s.State, "\nshopt -s expand_aliases\n")
-		s.definitions = d
-	})
-	return s.definitions
-}
-
-// snapshotNames is embedded in Snapshot for Definitions.
-type snapshotNames struct {
-	namesOnce   sync.Once
-	definitions *Definitions
-}
+// Definitions returns the names s's bash state defines, read from its
+// capture's records; nil for a snapshot of zsh or sh, which no standby
+// serves.
+func (s *Snapshot) Definitions() *Definitions { return s.definitions }

@@ -41,7 +41,8 @@ type Options struct {
 const maxSeenLaunches = 256
 
 // launchID identifies a launch: the SHA-256 of its argv[0], cwd, output
-// bound, sandbox and environment but the state chunks, so that no two
+// bound, sandbox and environment but BASH_ENV (the snapshot's restore
+// file), so that no two
 // launches share one (a standby must never run a command with another's
 // environment, nor under another's sandbox: a standby is held under its
 // launch's sandbox, exec.Manager.Hold, which its command inherits).
@@ -216,10 +217,10 @@ func keyOf(snap *shellsnap.Snapshot, spec exec.Spec) launchKey {
 	field(strconv.Itoa(spec.MaxOutputBytes))
 	field(spec.Sandbox.Key())
 	for _, kv := range spec.Env {
-		// The state chunks, and BASH_ENV where it names the snapshot's
-		// restore file, are the snapshot, which the key holds: a launch
-		// stays the same launch when its snapshot is captured again.
-		if !strings.HasPrefix(kv, shellsnap.StateEnvPrefix) && !(snap.RestoreFile() && strings.HasPrefix(kv, "BASH_ENV=")) {
+		// BASH_ENV names the snapshot's restore file: it is the snapshot,
+		// which the key holds, so a launch stays the same launch when its
+		// snapshot is captured again.
+		if !strings.HasPrefix(kv, "BASH_ENV=") {
 			field(kv)
 		}
 	}
