@@ -116,7 +116,8 @@ func normaliseOutput(s string) string {
 	}
 	var lines []string
 	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
-		lines = append(lines, strings.TrimRight(l, " \t"))
+		// A terminal ends its lines with \r\n.
+		lines = append(lines, strings.TrimRight(l, " \t\r"))
 	}
 	return strings.Join(lines, "\n")
 }

@@ -16,17 +16,20 @@ import (
 // same name, which stays reachable as ClientInterface.Exec).
 type Client struct {
 	*ClientWithResponses
+	// api is the generated caller underneath: Attach dials with its HTTP
+	// client and request editors.
+	api *APIClient
 }
 
 // New returns a client of the server at baseURL (such as
 // http://127.0.0.1:8080). The options are the generated ones
 // ([WithHTTPClient], [WithRequestEditorFn], [WithBaseURL]) and [WithToken].
 func New(baseURL string, opts ...ClientOption) (*Client, error) {
-	api, err := NewClientWithResponses(baseURL, opts...)
+	api, err := NewClient(baseURL, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &Client{ClientWithResponses: api}, nil
+	return &Client{ClientWithResponses: &ClientWithResponses{ClientInterface: api}, api: api}, nil
 }
 
 // WithToken sends token as "Authorization: Bearer <token>" on every
