@@ -107,13 +107,43 @@ func (c *Client) Start(ctx context.Context, req StartProcessRequest) (*Process, 
 	if err != nil {
 		return nil, err
 	}
-	if r.StatusCode() != http.StatusCreated {
-		return nil, errorFrom(r.StatusCode(), r.Body)
+	return created(r.StatusCode(), r.Body, r.JSON201)
+}
+
+// NewSession creates a shell session and returns it.
+func (c *Client) NewSession(ctx context.Context, req SessionCreateRequest) (*Session, error) {
+	r, err := c.CreateSessionWithResponse(ctx, req)
+	if err != nil {
+		return nil, err
 	}
-	if r.JSON201 == nil {
-		return nil, fmt.Errorf("snapexec: the 201 answer is not JSON: %q", snippet(r.Body))
+	return created(r.StatusCode(), r.Body, r.JSON201)
+}
+
+// ForkSession creates a session that starts from the state session id has
+// now, and returns it.
+func (c *Client) ForkSession(ctx context.Context, id string, req SessionForkRequest) (*Session, error) {
+	r, err := c.ForkSessionWithResponse(ctx, id, req)
+	if err != nil {
+		return nil, err
 	}
-	return r.JSON201, nil
+	return created(r.StatusCode(), r.Body, r.JSON201)
+}
+
+// SessionExec runs script in session id's state and returns its ending, as
+// Exec does, with the session's state after it.
+func (c *Client) SessionExec(ctx context.Context, id string, req SessionExecRequest) (*SessionExecResult, error) {
+	return Result(c.SessionExecWithResponse(ctx, id, req, accept("application/json")))
+}
+
+// created is the value of a 201 answer, or the *Error of any other.
+func created[T any](status int, body []byte, v *T) (*T, error) {
+	if status != http.StatusCreated {
+		return nil, errorFrom(status, body)
+	}
+	if v == nil {
+		return nil, fmt.Errorf("snapexec: the 201 answer is not JSON: %q", snippet(body))
+	}
+	return v, nil
 }
 
 // newProcessID names a streamed command that the caller did not name, so

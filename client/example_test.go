@@ -236,3 +236,28 @@ func ExampleClient_Attach() {
 	// "name? hello, snapexec\r\n"
 	// exited 3
 }
+
+func ExampleClient_SessionExec() {
+	ctx := context.Background()
+	c, err := client.New(os.Getenv("SNAPEXEC_URL"), client.WithToken(os.Getenv("SNAPEXEC_TOKEN")))
+	if err != nil {
+		log.Fatal(err)
+	}
+	id, cwd := "example-session", "/tmp"
+	if _, err := c.NewSession(ctx, client.SessionCreateRequest{SessionId: &id, Shell: client.ShellInfo{Name: "bash", Path: "/bin/bash"}, Cwd: &cwd}); err != nil {
+		log.Fatal(err)
+	}
+	defer c.DeleteSessionWithResponse(ctx, id)
+	for _, script := range []string{"cd / && export GREETING=hello", `pwd; echo "$GREETING"`} {
+		res, err := c.SessionExec(ctx, id, client.SessionExecRequest{Script: script})
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%sadded %v, cwd %s\n", res.StdoutData(), res.Session.Variables.Added, res.Session.Cwd)
+	}
+	// Output:
+	// added [GREETING], cwd /
+	// /
+	// hello
+	// added [], cwd /
+}

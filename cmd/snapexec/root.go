@@ -82,6 +82,7 @@ Unix domain socket); its token is --token or $SNAPEXEC_TOKEN.`,
 		a.execCommand(), a.runCommand(),
 		a.psCommand(), a.logsCommand(), a.killCommand(), a.attachCommand(), a.terminalCommand(),
 		a.snapshotsCommand(), a.prewarmCommand(), a.forgetCommand(),
+		a.sessionsCommand(),
 	)
 	return root
 }
