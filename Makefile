@@ -1,10 +1,10 @@
 # snapexec: run `make test` for everything CI checks.
 GO ?= go
 
-.PHONY: test deps generate run check portable contract unit fuzz bench
+.PHONY: test deps generate run check portable contract web-vendor web-vendor-check unit fuzz bench
 
 ## test: install what the tests need, check generated code and formatting, check the contract, run every test with -race.
-test: deps check portable contract unit
+test: deps check portable contract web-vendor-check unit
 
 ## deps: what the tests need that a fresh machine may lack: zsh (snapshot
 ## tests) and Debian's chromium (dashboard browser tests). It waits for an
@@ -39,6 +39,21 @@ contract: $(CONTRACT_TOOLS)/node_modules/.installed
 $(CONTRACT_TOOLS)/node_modules/.installed: $(CONTRACT_TOOLS)/package.json $(CONTRACT_TOOLS)/package-lock.json
 	@command -v npm >/dev/null 2>&1 || { echo "the contract checks need Node.js 20.19+ and npm"; exit 1; }
 	cd $(CONTRACT_TOOLS) && npm ci
+	@touch $@
+
+## web-vendor: copy the pinned xterm.js files (tools/xterm/package-lock.json) into
+## web/static/vendor/, which is committed; web-vendor-check fails when they differ.
+WEB_VENDOR_TOOLS = tools/xterm
+web-vendor: $(WEB_VENDOR_TOOLS)/node_modules/.installed
+	cd $(WEB_VENDOR_TOOLS) && npm run --silent vendor
+
+web-vendor-check: web-vendor
+	@git diff --exit-code --stat -- web/static/vendor || { echo "web/static/vendor differs from tools/xterm's pinned packages: run make web-vendor and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- web/static/vendor)" || { echo "web/static/vendor has files not committed"; exit 1; }
+
+$(WEB_VENDOR_TOOLS)/node_modules/.installed: $(WEB_VENDOR_TOOLS)/package.json $(WEB_VENDOR_TOOLS)/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "web-vendor needs Node.js 20.19+ and npm"; exit 1; }
+	cd $(WEB_VENDOR_TOOLS) && npm ci --ignore-scripts
 	@touch $@
 
 unit:

@@ -105,7 +105,8 @@ var readmeVolatile = []struct {
 	with string
 }{
 	{regexp.MustCompile(`"(durationMs|pid|waitMs)":[0-9.]+`), `"$1":0`},
-	{regexp.MustCompile(`"(startedAt|endedAt|requestId)":"[^"]*"`), `"$1":""`},
+	{regexp.MustCompile(`"(startedAt|endedAt|requestId|createdAt|lastUsedAt)":"[^"]*"`), `"$1":""`},
+	{regexp.MustCompile(`"stateBytes":[0-9]+`), `"stateBytes":0`},
 	{regexp.MustCompile(`\b(p|exec)-[0-9a-f]{16}\b`), `$1-ID`},
 }
 
@@ -115,7 +116,8 @@ func normaliseOutput(s string) string {
 	}
 	var lines []string
 	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
-		lines = append(lines, strings.TrimRight(l, " \t"))
+		// A terminal ends its lines with \r\n.
+		lines = append(lines, strings.TrimRight(l, " \t\r"))
 	}
 	return strings.Join(lines, "\n")
 }

@@ -138,6 +138,7 @@ func (e HealthStatus) Valid() bool {
 
 // Defines values for OutputChunkStream.
 const (
+	OutputChunkStreamPty    OutputChunkStream = "pty"
 	OutputChunkStreamStderr OutputChunkStream = "stderr"
 	OutputChunkStreamStdout OutputChunkStream = "stdout"
 )
@@ -145,6 +146,8 @@ const (
 // Valid indicates whether the value is a known member of the OutputChunkStream enum.
 func (e OutputChunkStream) Valid() bool {
 	switch e {
+	case OutputChunkStreamPty:
+		return true
 	case OutputChunkStreamStderr:
 		return true
 	case OutputChunkStreamStdout:
@@ -174,6 +177,7 @@ const (
 	ProblemCodeMisdirectedHost      ProblemCode = "misdirected_host"
 	ProblemCodeNotADirectory        ProblemCode = "not_a_directory"
 	ProblemCodeNotARegularFile      ProblemCode = "not_a_regular_file"
+	ProblemCodeNotATty              ProblemCode = "not_a_tty"
 	ProblemCodeNotEmpty             ProblemCode = "not_empty"
 	ProblemCodeNotFound             ProblemCode = "not_found"
 	ProblemCodeOutputLost           ProblemCode = "output_lost"
@@ -183,10 +187,14 @@ const (
 	ProblemCodeProcessExited        ProblemCode = "process_exited"
 	ProblemCodeRangeNotSatisfiable  ProblemCode = "range_not_satisfiable"
 	ProblemCodeSandboxUnavailable   ProblemCode = "sandbox_unavailable"
+	ProblemCodeSessionBusy          ProblemCode = "session_busy"
+	ProblemCodeSessionExists        ProblemCode = "session_exists"
+	ProblemCodeSessionStartFailed   ProblemCode = "session_start_failed"
 	ProblemCodeShuttingDown         ProblemCode = "shutting_down"
 	ProblemCodeSpawnFailed          ProblemCode = "spawn_failed"
 	ProblemCodeStdinClosed          ProblemCode = "stdin_closed"
 	ProblemCodeTooManyProcesses     ProblemCode = "too_many_processes"
+	ProblemCodeTooManySessions      ProblemCode = "too_many_sessions"
 	ProblemCodeUnauthorized         ProblemCode = "unauthorized"
 	ProblemCodeUnsupportedMediaType ProblemCode = "unsupported_media_type"
 	ProblemCodeUnsupportedShell     ProblemCode = "unsupported_shell"
@@ -231,6 +239,8 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case ProblemCodeNotARegularFile:
 		return true
+	case ProblemCodeNotATty:
+		return true
 	case ProblemCodeNotEmpty:
 		return true
 	case ProblemCodeNotFound:
@@ -249,6 +259,12 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case ProblemCodeSandboxUnavailable:
 		return true
+	case ProblemCodeSessionBusy:
+		return true
+	case ProblemCodeSessionExists:
+		return true
+	case ProblemCodeSessionStartFailed:
+		return true
 	case ProblemCodeShuttingDown:
 		return true
 	case ProblemCodeSpawnFailed:
@@ -256,6 +272,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeStdinClosed:
 		return true
 	case ProblemCodeTooManyProcesses:
+		return true
+	case ProblemCodeTooManySessions:
 		return true
 	case ProblemCodeUnauthorized:
 		return true
@@ -505,6 +523,9 @@ func (e UnrestoredPieceKind) Valid() bool {
 	}
 }
 
+// Arg0 The argv[0] the program sees in place of argv[0], which still names the program to run.
+type Arg0 = string
+
 // CaptureCounts defines model for CaptureCounts.
 type CaptureCounts struct {
 	Failure int64 `json:"failure"`
@@ -541,6 +562,9 @@ type EnvPolicyInherit string
 
 // ExecRequest defines model for ExecRequest.
 type ExecRequest struct {
+	// Arg0 The argv[0] the program sees in place of argv[0], which still names the program to run.
+	Arg0 *Arg0 `json:"arg0,omitempty"`
+
 	// Argv The program and its arguments; no shell unless argv names one.
 	Argv []string `json:"argv"`
 
@@ -594,6 +618,13 @@ type ExecRequest struct {
 	// (status timed_out, snapshot.outcome not_run). Without it, the server's
 	// --default-timeout applies the same way.
 	TimeoutMs *int64 `json:"timeoutMs,omitempty"`
+
+	// Tty Run the process on a new pseudo-terminal of this size. The child leads a new session
+	// with the terminal as its controlling terminal, in the foreground. Its output is the
+	// one stream pty (for /exec it comes back as stdout, and stderr is empty); its stdin
+	// is always open, and a byte 0x03 interrupts its foreground job. The signal endpoint
+	// reaches the terminal's foreground process group.
+	Tty *TTYSize `json:"tty,omitempty"`
 }
 
 // ExecResult defines model for ExecResult.
@@ -725,6 +756,13 @@ type Health struct {
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
 
+// NameChanges defines model for NameChanges.
+type NameChanges struct {
+	Added   []string `json:"added"`
+	Changed []string `json:"changed"`
+	Removed []string `json:"removed"`
+}
+
 // OutcomeCounts defines model for OutcomeCounts.
 type OutcomeCounts struct {
 	Fallback int64 `json:"fallback"`
@@ -737,12 +775,14 @@ type OutputChunk struct {
 	Data *string `json:"data,omitempty"`
 
 	// DataBase64 The bytes, exactly, when they are not UTF-8.
-	DataBase64 *[]byte           `json:"dataBase64,omitempty"`
-	Seq        int64             `json:"seq"`
-	Stream     OutputChunkStream `json:"stream"`
+	DataBase64 *[]byte `json:"dataBase64,omitempty"`
+	Seq        int64   `json:"seq"`
+
+	// Stream pty is the one stream of a process on a terminal.
+	Stream OutputChunkStream `json:"stream"`
 }
 
-// OutputChunkStream defines model for OutputChunk.Stream.
+// OutputChunkStream pty is the one stream of a process on a terminal.
 type OutputChunkStream string
 
 // PrewarmRequest defines model for PrewarmRequest.
@@ -816,6 +856,13 @@ type Process struct {
 	Status      ProcessStatus   `json:"status"`
 	StderrBytes int64           `json:"stderrBytes"`
 	StdoutBytes int64           `json:"stdoutBytes"`
+
+	// Tty Run the process on a new pseudo-terminal of this size. The child leads a new session
+	// with the terminal as its controlling terminal, in the foreground. Its output is the
+	// one stream pty (for /exec it comes back as stdout, and stderr is empty); its stdin
+	// is always open, and a byte 0x03 interrupts its foreground job. The signal endpoint
+	// reaches the terminal's foreground process group.
+	Tty *TTYSize `json:"tty,omitempty"`
 }
 
 // ProcessStatus defines model for Process.Status.
@@ -902,6 +949,181 @@ type SandboxReport struct {
 
 // SandboxReportType landlock, as its sandbox asked; none, unconfined.
 type SandboxReportType string
+
+// Session defines model for Session.
+type Session struct {
+	Aliases []string `json:"aliases"`
+
+	// Busy A command runs now.
+	Busy bool `json:"busy"`
+
+	// Commands Commands run in the session.
+	Commands  int       `json:"commands"`
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Cwd The working directory the next command starts in.
+	Cwd string `json:"cwd"`
+
+	// ForkedFrom The session this one was forked from.
+	ForkedFrom *string  `json:"forkedFrom,omitempty"`
+	Functions  []string `json:"functions"`
+
+	// History The last commands (at most --session-history), oldest first.
+	History    []SessionCommand `json:"history"`
+	LastUsedAt time.Time        `json:"lastUsedAt"`
+	SessionId  string           `json:"sessionId"`
+	Shell      ShellInfo        `json:"shell"`
+
+	// StateBytes The size of the state's dump.
+	StateBytes int `json:"stateBytes"`
+
+	// Variables The state's shell variables (the shell's own volatile ones left out), names only.
+	Variables []string `json:"variables"`
+}
+
+// SessionAfter The session after a command. Names only, never values.
+type SessionAfter struct {
+	Aliases NameChanges `json:"aliases"`
+
+	// Cwd The working directory the next command starts in.
+	Cwd       string      `json:"cwd"`
+	Functions NameChanges `json:"functions"`
+	Reason    *string     `json:"reason,omitempty"`
+	SessionId string      `json:"sessionId"`
+
+	// StateKept true when the command's end state is the session's now; false when the session kept
+	// the state it had before the command (reason says why: it was ended, it left no state).
+	StateKept bool        `json:"stateKept"`
+	Variables NameChanges `json:"variables"`
+}
+
+// SessionCommand defines model for SessionCommand.
+type SessionCommand struct {
+	DurationMs int64  `json:"durationMs"`
+	ExitCode   *int   `json:"exitCode"`
+	ProcessId  string `json:"processId"`
+
+	// Script The script's first 256 bytes.
+	Script    string    `json:"script"`
+	Signal    *string   `json:"signal"`
+	StartedAt time.Time `json:"startedAt"`
+	StateKept bool      `json:"stateKept"`
+
+	// Status How the process ended: exited on its own, signaled, timed out (timeoutMs),
+	// idle timeout (idleTimeoutMs), terminated by a client, or shut down with the server.
+	Status ExitStatus `json:"status"`
+}
+
+// SessionCreateRequest defines model for SessionCreateRequest.
+type SessionCreateRequest struct {
+	// Cwd Absolute directory of the first command; default the server's.
+	Cwd *string `json:"cwd,omitempty"`
+
+	// Env As /exec's env; every command of the session starts from it.
+	Env *map[string]string `json:"env,omitempty"`
+
+	// EnvPolicy Which of the server's own variables a child gets, applied in this order: inherit,
+	// the default excludes (*KEY*, *SECRET*, *TOKEN*) unless ignored, exclude, set,
+	// includeOnly. Patterns use * and ?, match the whole name, and ignore ASCII case.
+	// The server's own secrets never reach a child.
+	EnvPolicy *EnvPolicy `json:"envPolicy,omitempty"`
+
+	// SessionId Client key, unique among the sessions; generated when absent.
+	SessionId *string   `json:"sessionId,omitempty"`
+	Shell     ShellInfo `json:"shell"`
+
+	// ShellSnapshot Start from the scope's shell snapshot of the session's shell, cwd, env and envPolicy.
+	ShellSnapshot *SessionSnapshotRequest `json:"shellSnapshot,omitempty"`
+}
+
+// SessionExecRequest defines model for SessionExecRequest.
+type SessionExecRequest struct {
+	IdleTimeoutMs *int64 `json:"idleTimeoutMs,omitempty"`
+
+	// MaxOutputBytes As /exec's.
+	MaxOutputBytes *int `json:"maxOutputBytes,omitempty"`
+
+	// Script Run by bash at its top level, as bash -c runs its string.
+	Script string `json:"script"`
+
+	// Stdin Written to the command, then closed; without it stdin is /dev/null.
+	Stdin *string `json:"stdin,omitempty"`
+
+	// TimeoutMs As /exec's; a command that runs out of it leaves the session's state as it was.
+	TimeoutMs *int64 `json:"timeoutMs,omitempty"`
+}
+
+// SessionExecResult /exec's answer, and the session's state after the command.
+type SessionExecResult struct {
+	DurationMs int64 `json:"durationMs"`
+
+	// ExitCode The exit code, or null when the process was ended by a signal.
+	ExitCode *int `json:"exitCode"`
+
+	// Pid The process's pid, or null when no process was started (snapshot.outcome not_run).
+	Pid *int `json:"pid"`
+
+	// ProcessId The process's id, or null when no process was started (snapshot.outcome not_run):
+	// the table holds none under any id, not even the one the request gave.
+	ProcessId *string `json:"processId"`
+
+	// Sandbox How the process was confined.
+	Sandbox *SandboxReport `json:"sandbox,omitempty"`
+
+	// Session The session after a command. Names only, never values.
+	Session SessionAfter `json:"session"`
+
+	// Signal The ending signal's name as in signal(7), such as SIGKILL, or null.
+	Signal *string `json:"signal"`
+
+	// Snapshot What happened to the command's snapshot request.
+	Snapshot SnapshotReceipt `json:"snapshot"`
+
+	// Status How the process ended: exited on its own, signaled, timed out (timeoutMs),
+	// idle timeout (idleTimeoutMs), terminated by a client, or shut down with the server.
+	Status          ExitStatus `json:"status"`
+	Stderr          *string    `json:"stderr,omitempty"`
+	StderrBase64    *[]byte    `json:"stderrBase64,omitempty"`
+	StderrBytes     int64      `json:"stderrBytes"`
+	StderrTruncated bool       `json:"stderrTruncated"`
+
+	// Stdout Standard output, when it is UTF-8.
+	Stdout *string `json:"stdout,omitempty"`
+
+	// StdoutBase64 Standard output, exactly, when it is not UTF-8.
+	StdoutBase64 *[]byte `json:"stdoutBase64,omitempty"`
+
+	// StdoutBytes Bytes the program wrote to stdout.
+	StdoutBytes     int64 `json:"stdoutBytes"`
+	StdoutTruncated bool  `json:"stdoutTruncated"`
+}
+
+// SessionForkRequest defines model for SessionForkRequest.
+type SessionForkRequest struct {
+	// SessionId The fork's id; generated when absent.
+	SessionId *string `json:"sessionId,omitempty"`
+}
+
+// SessionList defines model for SessionList.
+type SessionList struct {
+	Sessions []Session `json:"sessions"`
+}
+
+// SessionSnapshotRequest Start from the scope's shell snapshot of the session's shell, cwd, env and envPolicy.
+type SessionSnapshotRequest struct {
+	ScopeId string `json:"scopeId"`
+}
+
+// SessionStats Sessions held now and running a command; commands run and those that left the session's
+// state as it was (stateLost); sessions ended by DELETE and by --session-idle-timeout.
+type SessionStats struct {
+	Active    int   `json:"active"`
+	Busy      int   `json:"busy"`
+	Commands  int64 `json:"commands"`
+	Deleted   int64 `json:"deleted"`
+	Idle      int64 `json:"idle"`
+	StateLost int64 `json:"stateLost"`
+}
 
 // ShellInfo defines model for ShellInfo.
 type ShellInfo struct {
@@ -1113,6 +1335,8 @@ type StandbyStats struct {
 
 // StartProcessRequest defines model for StartProcessRequest.
 type StartProcessRequest struct {
+	// Arg0 The argv[0] the program sees in place of argv[0], which still names the program to run.
+	Arg0 *Arg0              `json:"arg0,omitempty"`
 	Argv []string           `json:"argv"`
 	Cwd  *string            `json:"cwd,omitempty"`
 	Env  *map[string]string `json:"env,omitempty"`
@@ -1149,12 +1373,23 @@ type StartProcessRequest struct {
 	// Stdin Written to the child first; with pipeStdin stdin then stays open for writes.
 	Stdin     *string `json:"stdin,omitempty"`
 	TimeoutMs *int64  `json:"timeoutMs,omitempty"`
+
+	// Tty Run the process on a new pseudo-terminal of this size. The child leads a new session
+	// with the terminal as its controlling terminal, in the foreground. Its output is the
+	// one stream pty (for /exec it comes back as stdout, and stderr is empty); its stdin
+	// is always open, and a byte 0x03 interrupts its foreground job. The signal endpoint
+	// reaches the terminal's foreground process group.
+	Tty *TTYSize `json:"tty,omitempty"`
 }
 
 // Stats defines model for Stats.
 type Stats struct {
-	Http      HTTPStats     `json:"http"`
-	Processes ProcessStats  `json:"processes"`
+	Http      HTTPStats    `json:"http"`
+	Processes ProcessStats `json:"processes"`
+
+	// Sessions Sessions held now and running a command; commands run and those that left the session's
+	// state as it was (stateLost); sessions ended by DELETE and by --session-idle-timeout.
+	Sessions  SessionStats  `json:"sessions"`
 	Snapshots SnapshotStats `json:"snapshots"`
 	StartedAt time.Time     `json:"startedAt"`
 	UptimeMs  int64         `json:"uptimeMs"`
@@ -1188,6 +1423,19 @@ type StdinWrite struct {
 	// retry with the same writeId must carry the same data, of which only the bytes that
 	// earlier calls did not write are written.
 	WriteId *string `json:"writeId,omitempty"`
+}
+
+// TTYSize Run the process on a new pseudo-terminal of this size. The child leads a new session
+// with the terminal as its controlling terminal, in the foreground. Its output is the
+// one stream pty (for /exec it comes back as stdout, and stderr is empty); its stdin
+// is always open, and a byte 0x03 interrupts its foreground job. The signal endpoint
+// reaches the terminal's foreground process group.
+type TTYSize struct {
+	// Cols Columns.
+	Cols int `json:"cols"`
+
+	// Rows Rows.
+	Rows int `json:"rows"`
 }
 
 // TerminateResult defines model for TerminateResult.
@@ -1228,6 +1476,9 @@ type ProcessId = string
 
 // ScopeId defines model for ScopeId.
 type ScopeId = string
+
+// SessionId defines model for SessionId.
+type SessionId = string
 
 // ReadFileParams defines parameters for ReadFile.
 type ReadFileParams struct {
@@ -1283,6 +1534,16 @@ type WalkDirectoryParams struct {
 	MaxDepth *int `form:"maxDepth,omitempty" json:"maxDepth,omitempty"`
 }
 
+// AttachProcessParams defines parameters for AttachProcess.
+type AttachProcessParams struct {
+	// AfterSeq Send the output after this seq; absent or 0 from the oldest retained.
+	AfterSeq *int64 `form:"afterSeq,omitempty" json:"afterSeq,omitempty"`
+
+	// Seqs When true, a text message {"type":"seq","seq":N} follows each batch of output: N is
+	// the seq of its last byte, the afterSeq that resumes after it on a new connection.
+	Seqs *bool `form:"seqs,omitempty" json:"seqs,omitempty"`
+}
+
 // StreamProcessEventsParams defines parameters for StreamProcessEvents.
 type StreamProcessEventsParams struct {
 	// LastEventID The last seq the client has; the stream resumes after it.
@@ -1325,11 +1586,23 @@ type RemoveFileJSONRequestBody = RemoveRequest
 // StartProcessJSONRequestBody defines body for StartProcess for application/json ContentType.
 type StartProcessJSONRequestBody = StartProcessRequest
 
+// ResizeProcessJSONRequestBody defines body for ResizeProcess for application/json ContentType.
+type ResizeProcessJSONRequestBody = TTYSize
+
 // SignalProcessJSONRequestBody defines body for SignalProcess for application/json ContentType.
 type SignalProcessJSONRequestBody = SignalRequest
 
 // WriteProcessStdinJSONRequestBody defines body for WriteProcessStdin for application/json ContentType.
 type WriteProcessStdinJSONRequestBody = StdinWrite
+
+// CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
+type CreateSessionJSONRequestBody = SessionCreateRequest
+
+// SessionExecJSONRequestBody defines body for SessionExec for application/json ContentType.
+type SessionExecJSONRequestBody = SessionExecRequest
+
+// ForkSessionJSONRequestBody defines body for ForkSession for application/json ContentType.
+type ForkSessionJSONRequestBody = SessionForkRequest
 
 // PrewarmSnapshotJSONRequestBody defines body for PrewarmSnapshot for application/json ContentType.
 type PrewarmSnapshotJSONRequestBody = PrewarmRequest
@@ -1622,9 +1895,31 @@ type ClientInterface interface {
 	// Corresponds with GET /processes/{processId} (the `GetProcess` operationId).
 	GetProcess(ctx context.Context, processId ProcessId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// AttachProcess Attach to the process over a WebSocket.
+	//
+	// A WebSocket (RFC 6455), subprotocol snapexec.v1. Server to client: binary messages
+	// carrying output bytes, from afterSeq if given, else from the start of what is
+	// retained (a late client sees the scrollback), then live; then one text message
+	// {"type":"exit","status":...,"exitCode":...,"signal":...} and a normal close (1000).
+	// Output that was evicted before it was sent is skipped, with a text message
+	// {"type":"lost","nextSeq":N}. Client to server: a binary message is stdin bytes,
+	// written in order and held back while the process does not read; a text message
+	// {"type":"resize","cols":C,"rows":R} resizes its terminal. Any number of clients may
+	// attach at once: all see all output, all may type. A process without a terminal
+	// gives its output, and takes stdin when started with pipeStdin. Closing every
+	// attachment does not end the process. The upgrade is held to every route's rules
+	// (token, Host, Origin); a browser, which cannot set Authorization on a WebSocket,
+	// offers the token as the subprotocol snapexec.bearer.<token> beside snapexec.v1, the
+	// token's bytes in unpadded base64url (a subprotocol is an HTTP token, which a base64
+	// token's '/' and '=' would break), and the server answers with snapexec.v1 alone.
+	//
+	// Corresponds with GET /processes/{processId}/attach (the `AttachProcess` operationId).
+	AttachProcess(ctx context.Context, processId ProcessId, params *AttachProcessParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// StreamProcessEvents Server-sent events of the output chunks, then one exit event.
 	//
-	// Events `stdout` and `stderr` (id = seq, data = an OutputChunk), then `exit`
+	// Events `stdout` and `stderr`, or `pty` for a process on a terminal (id = seq, data =
+	// an OutputChunk), then `exit`
 	// (data = the Process). Without Last-Event-ID the stream starts at the oldest
 	// retained chunk. A `lost` event (data = {"nextSeq": N}) says that the chunks before
 	// seq N were evicted unsent: before the stream started, or while a slow reader fell
@@ -1643,6 +1938,26 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /processes/{processId}/output (the `ReadProcessOutput` operationId).
 	ReadProcessOutput(ctx context.Context, processId ProcessId, params *ReadProcessOutputParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResizeProcessWithBody Resize the process's terminal.
+	//
+	// The terminal's size changes and its foreground process group gets SIGWINCH. 409
+	// not_a_tty for a process started without tty; 409 process_exited once it has exited.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /processes/{processId}/resize (the `ResizeProcess` operationId).
+	ResizeProcessWithBody(ctx context.Context, processId ProcessId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResizeProcess Resize the process's terminal.
+	//
+	// The terminal's size changes and its foreground process group gets SIGWINCH. 409
+	// not_a_tty for a process started without tty; 409 process_exited once it has exited.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /processes/{processId}/resize (the `ResizeProcess` operationId).
+	ResizeProcess(ctx context.Context, processId ProcessId, body ResizeProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SignalProcessWithBody Send a signal to the whole process group.
 	//
@@ -1704,6 +2019,101 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSessions The sessions, oldest first.
+	//
+	// Corresponds with GET /sessions (the `ListSessions` operationId).
+	ListSessions(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateSessionWithBody Create a shell session.
+	//
+	// A session carries shell state from one command to the next (cwd, directory stack,
+	// variables and arrays, functions, aliases, set -o and shopt options, umask, traps) without
+	// a long-lived shell: each command is a fresh shell restored from the state the previous one
+	// ended with. The first state is the scope's shell snapshot (shellSnapshot; a capture failure
+	// falls back to a bare shell, as a command's does) or a bare shell's. bash only: any other
+	// shell is 422 unsupported_shell. 409 session_exists for an id in use, 429
+	// too_many_sessions beyond the server's --max-sessions.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /sessions (the `CreateSession` operationId).
+	CreateSessionWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateSession Create a shell session.
+	//
+	// A session carries shell state from one command to the next (cwd, directory stack,
+	// variables and arrays, functions, aliases, set -o and shopt options, umask, traps) without
+	// a long-lived shell: each command is a fresh shell restored from the state the previous one
+	// ended with. The first state is the scope's shell snapshot (shellSnapshot; a capture failure
+	// falls back to a bare shell, as a command's does) or a bare shell's. bash only: any other
+	// shell is 422 unsupported_shell. 409 session_exists for an id in use, 429
+	// too_many_sessions beyond the server's --max-sessions.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /sessions (the `CreateSession` operationId).
+	CreateSession(ctx context.Context, body CreateSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteSession End a session; a command it runs goes on, and its end state is dropped.
+	//
+	// Corresponds with DELETE /sessions/{sessionId} (the `DeleteSession` operationId).
+	DeleteSession(ctx context.Context, sessionId SessionId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSession One session, its state's names and its last commands.
+	//
+	// Corresponds with GET /sessions/{sessionId} (the `GetSession` operationId).
+	GetSession(ctx context.Context, sessionId SessionId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SessionExecWithBody Run a command in the session's state.
+	//
+	// Runs script in a fresh bash restored from the session's state and answers what /exec
+	// answers, plus session: the state after it. A command that ends by itself, with any
+	// status (exit N and errexit included), hands its end state on; one that is ended
+	// (timeoutMs, idleTimeoutMs, a signal, its client gone) leaves the session as it was
+	// (stateKept false). Commands of one session are ordered: a second one while one runs is
+	// 409 session_busy; other sessions run in parallel. Accept: text/event-stream streams the
+	// output as /exec does; the exit event then carries session too.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /sessions/{sessionId}/exec (the `SessionExec` operationId).
+	SessionExecWithBody(ctx context.Context, sessionId SessionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SessionExec Run a command in the session's state.
+	//
+	// Runs script in a fresh bash restored from the session's state and answers what /exec
+	// answers, plus session: the state after it. A command that ends by itself, with any
+	// status (exit N and errexit included), hands its end state on; one that is ended
+	// (timeoutMs, idleTimeoutMs, a signal, its client gone) leaves the session as it was
+	// (stateKept false). Commands of one session are ordered: a second one while one runs is
+	// 409 session_busy; other sessions run in parallel. Accept: text/event-stream streams the
+	// output as /exec does; the exit event then carries session too.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /sessions/{sessionId}/exec (the `SessionExec` operationId).
+	SessionExec(ctx context.Context, sessionId SessionId, body SessionExecJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ForkSessionWithBody A new session starting from this one's current state.
+	//
+	// The fork shares the state, not the history, and runs alongside its parent. A session
+	// that runs a command forks from the state before it.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /sessions/{sessionId}/fork (the `ForkSession` operationId).
+	ForkSessionWithBody(ctx context.Context, sessionId SessionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ForkSession A new session starting from this one's current state.
+	//
+	// The fork shares the state, not the history, and runs alongside its parent. A session
+	// that runs a command forks from the state before it.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /sessions/{sessionId}/fork (the `ForkSession` operationId).
+	ForkSession(ctx context.Context, sessionId SessionId, body ForkSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListSnapshots The shell-snapshot cache, least recently used first.
 	//
@@ -2196,9 +2606,41 @@ func (c *APIClient) GetProcess(ctx context.Context, processId ProcessId, reqEdit
 	return c.Client.Do(req)
 }
 
+// AttachProcess Attach to the process over a WebSocket.
+//
+// A WebSocket (RFC 6455), subprotocol snapexec.v1. Server to client: binary messages
+// carrying output bytes, from afterSeq if given, else from the start of what is
+// retained (a late client sees the scrollback), then live; then one text message
+// {"type":"exit","status":...,"exitCode":...,"signal":...} and a normal close (1000).
+// Output that was evicted before it was sent is skipped, with a text message
+// {"type":"lost","nextSeq":N}. Client to server: a binary message is stdin bytes,
+// written in order and held back while the process does not read; a text message
+// {"type":"resize","cols":C,"rows":R} resizes its terminal. Any number of clients may
+// attach at once: all see all output, all may type. A process without a terminal
+// gives its output, and takes stdin when started with pipeStdin. Closing every
+// attachment does not end the process. The upgrade is held to every route's rules
+// (token, Host, Origin); a browser, which cannot set Authorization on a WebSocket,
+// offers the token as the subprotocol snapexec.bearer.<token> beside snapexec.v1, the
+// token's bytes in unpadded base64url (a subprotocol is an HTTP token, which a base64
+// token's '/' and '=' would break), and the server answers with snapexec.v1 alone.
+//
+// Corresponds with GET /processes/{processId}/attach (the `AttachProcess` operationId).
+func (c *APIClient) AttachProcess(ctx context.Context, processId ProcessId, params *AttachProcessParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAttachProcessRequest(c.Server, processId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // StreamProcessEvents Server-sent events of the output chunks, then one exit event.
 //
-// Events `stdout` and `stderr` (id = seq, data = an OutputChunk), then `exit`
+// Events `stdout` and `stderr`, or `pty` for a process on a terminal (id = seq, data =
+// an OutputChunk), then `exit`
 // (data = the Process). Without Last-Event-ID the stream starts at the oldest
 // retained chunk. A `lost` event (data = {"nextSeq": N}) says that the chunks before
 // seq N were evicted unsent: before the stream started, or while a slow reader fell
@@ -2228,6 +2670,46 @@ func (c *APIClient) StreamProcessEvents(ctx context.Context, processId ProcessId
 // Corresponds with GET /processes/{processId}/output (the `ReadProcessOutput` operationId).
 func (c *APIClient) ReadProcessOutput(ctx context.Context, processId ProcessId, params *ReadProcessOutputParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReadProcessOutputRequest(c.Server, processId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResizeProcessWithBody Resize the process's terminal.
+//
+// The terminal's size changes and its foreground process group gets SIGWINCH. 409
+// not_a_tty for a process started without tty; 409 process_exited once it has exited.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /processes/{processId}/resize (the `ResizeProcess` operationId).
+func (c *APIClient) ResizeProcessWithBody(ctx context.Context, processId ProcessId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResizeProcessRequestWithBody(c.Server, processId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResizeProcess Resize the process's terminal.
+//
+// The terminal's size changes and its foreground process group gets SIGWINCH. 409
+// not_a_tty for a process started without tty; 409 process_exited once it has exited.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /processes/{processId}/resize (the `ResizeProcess` operationId).
+func (c *APIClient) ResizeProcess(ctx context.Context, processId ProcessId, body ResizeProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResizeProcessRequest(c.Server, processId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2339,6 +2821,191 @@ func (c *APIClient) WriteProcessStdin(ctx context.Context, processId ProcessId, 
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *APIClient) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReadyzRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSessions The sessions, oldest first.
+//
+// Corresponds with GET /sessions (the `ListSessions` operationId).
+func (c *APIClient) ListSessions(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSessionsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateSessionWithBody Create a shell session.
+//
+// A session carries shell state from one command to the next (cwd, directory stack,
+// variables and arrays, functions, aliases, set -o and shopt options, umask, traps) without
+// a long-lived shell: each command is a fresh shell restored from the state the previous one
+// ended with. The first state is the scope's shell snapshot (shellSnapshot; a capture failure
+// falls back to a bare shell, as a command's does) or a bare shell's. bash only: any other
+// shell is 422 unsupported_shell. 409 session_exists for an id in use, 429
+// too_many_sessions beyond the server's --max-sessions.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /sessions (the `CreateSession` operationId).
+func (c *APIClient) CreateSessionWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSessionRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateSession Create a shell session.
+//
+// A session carries shell state from one command to the next (cwd, directory stack,
+// variables and arrays, functions, aliases, set -o and shopt options, umask, traps) without
+// a long-lived shell: each command is a fresh shell restored from the state the previous one
+// ended with. The first state is the scope's shell snapshot (shellSnapshot; a capture failure
+// falls back to a bare shell, as a command's does) or a bare shell's. bash only: any other
+// shell is 422 unsupported_shell. 409 session_exists for an id in use, 429
+// too_many_sessions beyond the server's --max-sessions.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /sessions (the `CreateSession` operationId).
+func (c *APIClient) CreateSession(ctx context.Context, body CreateSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSessionRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteSession End a session; a command it runs goes on, and its end state is dropped.
+//
+// Corresponds with DELETE /sessions/{sessionId} (the `DeleteSession` operationId).
+func (c *APIClient) DeleteSession(ctx context.Context, sessionId SessionId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteSessionRequest(c.Server, sessionId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSession One session, its state's names and its last commands.
+//
+// Corresponds with GET /sessions/{sessionId} (the `GetSession` operationId).
+func (c *APIClient) GetSession(ctx context.Context, sessionId SessionId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSessionRequest(c.Server, sessionId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SessionExecWithBody Run a command in the session's state.
+//
+// Runs script in a fresh bash restored from the session's state and answers what /exec
+// answers, plus session: the state after it. A command that ends by itself, with any
+// status (exit N and errexit included), hands its end state on; one that is ended
+// (timeoutMs, idleTimeoutMs, a signal, its client gone) leaves the session as it was
+// (stateKept false). Commands of one session are ordered: a second one while one runs is
+// 409 session_busy; other sessions run in parallel. Accept: text/event-stream streams the
+// output as /exec does; the exit event then carries session too.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /sessions/{sessionId}/exec (the `SessionExec` operationId).
+func (c *APIClient) SessionExecWithBody(ctx context.Context, sessionId SessionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSessionExecRequestWithBody(c.Server, sessionId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SessionExec Run a command in the session's state.
+//
+// Runs script in a fresh bash restored from the session's state and answers what /exec
+// answers, plus session: the state after it. A command that ends by itself, with any
+// status (exit N and errexit included), hands its end state on; one that is ended
+// (timeoutMs, idleTimeoutMs, a signal, its client gone) leaves the session as it was
+// (stateKept false). Commands of one session are ordered: a second one while one runs is
+// 409 session_busy; other sessions run in parallel. Accept: text/event-stream streams the
+// output as /exec does; the exit event then carries session too.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /sessions/{sessionId}/exec (the `SessionExec` operationId).
+func (c *APIClient) SessionExec(ctx context.Context, sessionId SessionId, body SessionExecJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSessionExecRequest(c.Server, sessionId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ForkSessionWithBody A new session starting from this one's current state.
+//
+// The fork shares the state, not the history, and runs alongside its parent. A session
+// that runs a command forks from the state before it.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /sessions/{sessionId}/fork (the `ForkSession` operationId).
+func (c *APIClient) ForkSessionWithBody(ctx context.Context, sessionId SessionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewForkSessionRequestWithBody(c.Server, sessionId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ForkSession A new session starting from this one's current state.
+//
+// The fork shares the state, not the history, and runs alongside its parent. A session
+// that runs a command forks from the state before it.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /sessions/{sessionId}/fork (the `ForkSession` operationId).
+func (c *APIClient) ForkSession(ctx context.Context, sessionId SessionId, body ForkSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewForkSessionRequest(c.Server, sessionId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3224,6 +3891,79 @@ func NewGetProcessRequest(server string, processId ProcessId) (*http.Request, er
 	return req, nil
 }
 
+// NewAttachProcessRequest constructs an http.Request for the AttachProcess method
+func NewAttachProcessRequest(server string, processId ProcessId, params *AttachProcessParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "processId", processId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/processes/%s/attach", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.AfterSeq != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "afterSeq", *params.AfterSeq, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Seqs != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "seqs", *params.Seqs, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewStreamProcessEventsRequest constructs an http.Request for the StreamProcessEvents method
 func NewStreamProcessEventsRequest(server string, processId ProcessId, params *StreamProcessEventsParams) (*http.Request, error) {
 	var err error
@@ -3358,6 +4098,53 @@ func NewReadProcessOutputRequest(server string, processId ProcessId, params *Rea
 	return req, nil
 }
 
+// NewResizeProcessRequest calls the generic ResizeProcess builder with application/json body
+func NewResizeProcessRequest(server string, processId ProcessId, body ResizeProcessJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewResizeProcessRequestWithBody(server, processId, "application/json", bodyReader)
+}
+
+// NewResizeProcessRequestWithBody constructs an http.Request for the ResizeProcess method, with any body, and a specified content type
+func NewResizeProcessRequestWithBody(server string, processId ProcessId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "processId", processId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/processes/%s/resize", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewSignalProcessRequest calls the generic SignalProcess builder with application/json body
 func NewSignalProcessRequest(server string, processId ProcessId, body SignalProcessJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -3475,6 +4262,235 @@ func NewReadyzRequest(server string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewListSessionsRequest constructs an http.Request for the ListSessions method
+func NewListSessionsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/sessions")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateSessionRequest calls the generic CreateSession builder with application/json body
+func NewCreateSessionRequest(server string, body CreateSessionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateSessionRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateSessionRequestWithBody constructs an http.Request for the CreateSession method, with any body, and a specified content type
+func NewCreateSessionRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/sessions")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteSessionRequest constructs an http.Request for the DeleteSession method
+func NewDeleteSessionRequest(server string, sessionId SessionId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "sessionId", sessionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/sessions/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetSessionRequest constructs an http.Request for the GetSession method
+func NewGetSessionRequest(server string, sessionId SessionId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "sessionId", sessionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/sessions/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSessionExecRequest calls the generic SessionExec builder with application/json body
+func NewSessionExecRequest(server string, sessionId SessionId, body SessionExecJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSessionExecRequestWithBody(server, sessionId, "application/json", bodyReader)
+}
+
+// NewSessionExecRequestWithBody constructs an http.Request for the SessionExec method, with any body, and a specified content type
+func NewSessionExecRequestWithBody(server string, sessionId SessionId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "sessionId", sessionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/sessions/%s/exec", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewForkSessionRequest calls the generic ForkSession builder with application/json body
+func NewForkSessionRequest(server string, sessionId SessionId, body ForkSessionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewForkSessionRequestWithBody(server, sessionId, "application/json", bodyReader)
+}
+
+// NewForkSessionRequestWithBody constructs an http.Request for the ForkSession method, with any body, and a specified content type
+func NewForkSessionRequestWithBody(server string, sessionId SessionId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "sessionId", sessionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/sessions/%s/fork", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -3953,9 +4969,33 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /processes/{processId} (the `GetProcess` operationId).
 	GetProcessWithResponse(ctx context.Context, processId ProcessId, reqEditors ...RequestEditorFn) (*GetProcessResponse, error)
 
+	// AttachProcessWithResponse Attach to the process over a WebSocket.
+	//
+	// A WebSocket (RFC 6455), subprotocol snapexec.v1. Server to client: binary messages
+	// carrying output bytes, from afterSeq if given, else from the start of what is
+	// retained (a late client sees the scrollback), then live; then one text message
+	// {"type":"exit","status":...,"exitCode":...,"signal":...} and a normal close (1000).
+	// Output that was evicted before it was sent is skipped, with a text message
+	// {"type":"lost","nextSeq":N}. Client to server: a binary message is stdin bytes,
+	// written in order and held back while the process does not read; a text message
+	// {"type":"resize","cols":C,"rows":R} resizes its terminal. Any number of clients may
+	// attach at once: all see all output, all may type. A process without a terminal
+	// gives its output, and takes stdin when started with pipeStdin. Closing every
+	// attachment does not end the process. The upgrade is held to every route's rules
+	// (token, Host, Origin); a browser, which cannot set Authorization on a WebSocket,
+	// offers the token as the subprotocol snapexec.bearer.<token> beside snapexec.v1, the
+	// token's bytes in unpadded base64url (a subprotocol is an HTTP token, which a base64
+	// token's '/' and '=' would break), and the server answers with snapexec.v1 alone.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /processes/{processId}/attach (the `AttachProcess` operationId).
+	AttachProcessWithResponse(ctx context.Context, processId ProcessId, params *AttachProcessParams, reqEditors ...RequestEditorFn) (*AttachProcessResponse, error)
+
 	// StreamProcessEventsWithResponse Server-sent events of the output chunks, then one exit event.
 	//
-	// Events `stdout` and `stderr` (id = seq, data = an OutputChunk), then `exit`
+	// Events `stdout` and `stderr`, or `pty` for a process on a terminal (id = seq, data =
+	// an OutputChunk), then `exit`
 	// (data = the Process). Without Last-Event-ID the stream starts at the oldest
 	// retained chunk. A `lost` event (data = {"nextSeq": N}) says that the chunks before
 	// seq N were evicted unsent: before the stream started, or while a slow reader fell
@@ -3978,6 +5018,26 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /processes/{processId}/output (the `ReadProcessOutput` operationId).
 	ReadProcessOutputWithResponse(ctx context.Context, processId ProcessId, params *ReadProcessOutputParams, reqEditors ...RequestEditorFn) (*ReadProcessOutputResponse, error)
+
+	// ResizeProcessWithBodyWithResponse Resize the process's terminal.
+	//
+	// The terminal's size changes and its foreground process group gets SIGWINCH. 409
+	// not_a_tty for a process started without tty; 409 process_exited once it has exited.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /processes/{processId}/resize (the `ResizeProcess` operationId).
+	ResizeProcessWithBodyWithResponse(ctx context.Context, processId ProcessId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResizeProcessResponse, error)
+
+	// ResizeProcessWithResponse Resize the process's terminal.
+	//
+	// The terminal's size changes and its foreground process group gets SIGWINCH. 409
+	// not_a_tty for a process started without tty; 409 process_exited once it has exited.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /processes/{processId}/resize (the `ResizeProcess` operationId).
+	ResizeProcessWithResponse(ctx context.Context, processId ProcessId, body ResizeProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*ResizeProcessResponse, error)
 
 	// SignalProcessWithBodyWithResponse Send a signal to the whole process group.
 	//
@@ -4041,6 +5101,107 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	ReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyzResponse, error)
+
+	// ListSessionsWithResponse The sessions, oldest first.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /sessions (the `ListSessions` operationId).
+	ListSessionsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListSessionsResponse, error)
+
+	// CreateSessionWithBodyWithResponse Create a shell session.
+	//
+	// A session carries shell state from one command to the next (cwd, directory stack,
+	// variables and arrays, functions, aliases, set -o and shopt options, umask, traps) without
+	// a long-lived shell: each command is a fresh shell restored from the state the previous one
+	// ended with. The first state is the scope's shell snapshot (shellSnapshot; a capture failure
+	// falls back to a bare shell, as a command's does) or a bare shell's. bash only: any other
+	// shell is 422 unsupported_shell. 409 session_exists for an id in use, 429
+	// too_many_sessions beyond the server's --max-sessions.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /sessions (the `CreateSession` operationId).
+	CreateSessionWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSessionResponse, error)
+
+	// CreateSessionWithResponse Create a shell session.
+	//
+	// A session carries shell state from one command to the next (cwd, directory stack,
+	// variables and arrays, functions, aliases, set -o and shopt options, umask, traps) without
+	// a long-lived shell: each command is a fresh shell restored from the state the previous one
+	// ended with. The first state is the scope's shell snapshot (shellSnapshot; a capture failure
+	// falls back to a bare shell, as a command's does) or a bare shell's. bash only: any other
+	// shell is 422 unsupported_shell. 409 session_exists for an id in use, 429
+	// too_many_sessions beyond the server's --max-sessions.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /sessions (the `CreateSession` operationId).
+	CreateSessionWithResponse(ctx context.Context, body CreateSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSessionResponse, error)
+
+	// DeleteSessionWithResponse End a session; a command it runs goes on, and its end state is dropped.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /sessions/{sessionId} (the `DeleteSession` operationId).
+	DeleteSessionWithResponse(ctx context.Context, sessionId SessionId, reqEditors ...RequestEditorFn) (*DeleteSessionResponse, error)
+
+	// GetSessionWithResponse One session, its state's names and its last commands.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /sessions/{sessionId} (the `GetSession` operationId).
+	GetSessionWithResponse(ctx context.Context, sessionId SessionId, reqEditors ...RequestEditorFn) (*GetSessionResponse, error)
+
+	// SessionExecWithBodyWithResponse Run a command in the session's state.
+	//
+	// Runs script in a fresh bash restored from the session's state and answers what /exec
+	// answers, plus session: the state after it. A command that ends by itself, with any
+	// status (exit N and errexit included), hands its end state on; one that is ended
+	// (timeoutMs, idleTimeoutMs, a signal, its client gone) leaves the session as it was
+	// (stateKept false). Commands of one session are ordered: a second one while one runs is
+	// 409 session_busy; other sessions run in parallel. Accept: text/event-stream streams the
+	// output as /exec does; the exit event then carries session too.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /sessions/{sessionId}/exec (the `SessionExec` operationId).
+	SessionExecWithBodyWithResponse(ctx context.Context, sessionId SessionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SessionExecResponse, error)
+
+	// SessionExecWithResponse Run a command in the session's state.
+	//
+	// Runs script in a fresh bash restored from the session's state and answers what /exec
+	// answers, plus session: the state after it. A command that ends by itself, with any
+	// status (exit N and errexit included), hands its end state on; one that is ended
+	// (timeoutMs, idleTimeoutMs, a signal, its client gone) leaves the session as it was
+	// (stateKept false). Commands of one session are ordered: a second one while one runs is
+	// 409 session_busy; other sessions run in parallel. Accept: text/event-stream streams the
+	// output as /exec does; the exit event then carries session too.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /sessions/{sessionId}/exec (the `SessionExec` operationId).
+	SessionExecWithResponse(ctx context.Context, sessionId SessionId, body SessionExecJSONRequestBody, reqEditors ...RequestEditorFn) (*SessionExecResponse, error)
+
+	// ForkSessionWithBodyWithResponse A new session starting from this one's current state.
+	//
+	// The fork shares the state, not the history, and runs alongside its parent. A session
+	// that runs a command forks from the state before it.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /sessions/{sessionId}/fork (the `ForkSession` operationId).
+	ForkSessionWithBodyWithResponse(ctx context.Context, sessionId SessionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ForkSessionResponse, error)
+
+	// ForkSessionWithResponse A new session starting from this one's current state.
+	//
+	// The fork shares the state, not the history, and runs alongside its parent. A session
+	// that runs a command forks from the state before it.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /sessions/{sessionId}/fork (the `ForkSession` operationId).
+	ForkSessionWithResponse(ctx context.Context, sessionId SessionId, body ForkSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*ForkSessionResponse, error)
 
 	// ListSnapshotsWithResponse The shell-snapshot cache, least recently used first.
 	//
@@ -5396,6 +6557,89 @@ func (r GetProcessResponse) ContentType() string {
 	return ""
 }
 
+type AttachProcessResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationproblemJSON410 *Problem
+	// ApplicationproblemJSON426 the response for an HTTP 426 `application/problem+json` response
+	ApplicationproblemJSON426 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AttachProcessResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AttachProcessResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r AttachProcessResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AttachProcessResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r AttachProcessResponse) GetApplicationproblemJSON410() *Problem {
+	return r.ApplicationproblemJSON410
+}
+
+// GetApplicationproblemJSON426 returns the response for an HTTP 426 `application/problem+json` response
+func (r AttachProcessResponse) GetApplicationproblemJSON426() *Problem {
+	return r.ApplicationproblemJSON426
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r AttachProcessResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r AttachProcessResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AttachProcessResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AttachProcessResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AttachProcessResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type StreamProcessEventsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5521,6 +6765,82 @@ func (r ReadProcessOutputResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ReadProcessOutputResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ResizeProcessResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TTYSize
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResizeProcessResponse) GetJSON200() *TTYSize {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ResizeProcessResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ResizeProcessResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ResizeProcessResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ResizeProcessResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ResizeProcessResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ResizeProcessResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResizeProcessResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResizeProcessResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResizeProcessResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -5728,6 +7048,462 @@ func (r ReadyzResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ReadyzResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListSessionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SessionList
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSessionsResponse) GetJSON200() *SessionList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListSessionsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListSessionsResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSessionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSessionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSessionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSessionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CreateSessionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Session
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON502 the response for an HTTP 502 `application/problem+json` response
+	ApplicationproblemJSON502 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateSessionResponse) GetJSON201() *Session {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateSessionResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateSessionResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateSessionResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateSessionResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateSessionResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON502 returns the response for an HTTP 502 `application/problem+json` response
+func (r CreateSessionResponse) GetApplicationproblemJSON502() *Problem {
+	return r.ApplicationproblemJSON502
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateSessionResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r CreateSessionResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateSessionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateSessionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateSessionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateSessionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteSessionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteSessionResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteSessionResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r DeleteSessionResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteSessionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteSessionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteSessionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteSessionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetSessionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Session
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSessionResponse) GetJSON200() *Session {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetSessionResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetSessionResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetSessionResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSessionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSessionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSessionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSessionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SessionExecResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SessionExecResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SessionExecResponse) GetJSON200() *SessionExecResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SessionExecResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SessionExecResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r SessionExecResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r SessionExecResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r SessionExecResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SessionExecResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SessionExecResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r SessionExecResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SessionExecResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SessionExecResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SessionExecResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SessionExecResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ForkSessionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Session
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r ForkSessionResponse) GetJSON201() *Session {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ForkSessionResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ForkSessionResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ForkSessionResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ForkSessionResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ForkSessionResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ForkSessionResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ForkSessionResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ForkSessionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ForkSessionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ForkSessionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ForkSessionResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6416,9 +8192,39 @@ func (c *ClientWithResponses) GetProcessWithResponse(ctx context.Context, proces
 	return ParseGetProcessResponse(rsp)
 }
 
+// AttachProcessWithResponse Attach to the process over a WebSocket.
+//
+// A WebSocket (RFC 6455), subprotocol snapexec.v1. Server to client: binary messages
+// carrying output bytes, from afterSeq if given, else from the start of what is
+// retained (a late client sees the scrollback), then live; then one text message
+// {"type":"exit","status":...,"exitCode":...,"signal":...} and a normal close (1000).
+// Output that was evicted before it was sent is skipped, with a text message
+// {"type":"lost","nextSeq":N}. Client to server: a binary message is stdin bytes,
+// written in order and held back while the process does not read; a text message
+// {"type":"resize","cols":C,"rows":R} resizes its terminal. Any number of clients may
+// attach at once: all see all output, all may type. A process without a terminal
+// gives its output, and takes stdin when started with pipeStdin. Closing every
+// attachment does not end the process. The upgrade is held to every route's rules
+// (token, Host, Origin); a browser, which cannot set Authorization on a WebSocket,
+// offers the token as the subprotocol snapexec.bearer.<token> beside snapexec.v1, the
+// token's bytes in unpadded base64url (a subprotocol is an HTTP token, which a base64
+// token's '/' and '=' would break), and the server answers with snapexec.v1 alone.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /processes/{processId}/attach (the `AttachProcess` operationId).
+func (c *ClientWithResponses) AttachProcessWithResponse(ctx context.Context, processId ProcessId, params *AttachProcessParams, reqEditors ...RequestEditorFn) (*AttachProcessResponse, error) {
+	rsp, err := c.AttachProcess(ctx, processId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAttachProcessResponse(rsp)
+}
+
 // StreamProcessEventsWithResponse Server-sent events of the output chunks, then one exit event.
 //
-// Events `stdout` and `stderr` (id = seq, data = an OutputChunk), then `exit`
+// Events `stdout` and `stderr`, or `pty` for a process on a terminal (id = seq, data =
+// an OutputChunk), then `exit`
 // (data = the Process). Without Last-Event-ID the stream starts at the oldest
 // retained chunk. A `lost` event (data = {"nextSeq": N}) says that the chunks before
 // seq N were evicted unsent: before the stream started, or while a slow reader fell
@@ -6452,6 +8258,38 @@ func (c *ClientWithResponses) ReadProcessOutputWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseReadProcessOutputResponse(rsp)
+}
+
+// ResizeProcessWithBodyWithResponse Resize the process's terminal.
+//
+// The terminal's size changes and its foreground process group gets SIGWINCH. 409
+// not_a_tty for a process started without tty; 409 process_exited once it has exited.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /processes/{processId}/resize (the `ResizeProcess` operationId).
+func (c *ClientWithResponses) ResizeProcessWithBodyWithResponse(ctx context.Context, processId ProcessId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResizeProcessResponse, error) {
+	rsp, err := c.ResizeProcessWithBody(ctx, processId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResizeProcessResponse(rsp)
+}
+
+// ResizeProcessWithResponse Resize the process's terminal.
+//
+// The terminal's size changes and its foreground process group gets SIGWINCH. 409
+// not_a_tty for a process started without tty; 409 process_exited once it has exited.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /processes/{processId}/resize (the `ResizeProcess` operationId).
+func (c *ClientWithResponses) ResizeProcessWithResponse(ctx context.Context, processId ProcessId, body ResizeProcessJSONRequestBody, reqEditors ...RequestEditorFn) (*ResizeProcessResponse, error) {
+	rsp, err := c.ResizeProcess(ctx, processId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResizeProcessResponse(rsp)
 }
 
 // SignalProcessWithBodyWithResponse Send a signal to the whole process group.
@@ -6545,6 +8383,161 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 		return nil, err
 	}
 	return ParseReadyzResponse(rsp)
+}
+
+// ListSessionsWithResponse The sessions, oldest first.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /sessions (the `ListSessions` operationId).
+func (c *ClientWithResponses) ListSessionsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListSessionsResponse, error) {
+	rsp, err := c.ListSessions(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSessionsResponse(rsp)
+}
+
+// CreateSessionWithBodyWithResponse Create a shell session.
+//
+// A session carries shell state from one command to the next (cwd, directory stack,
+// variables and arrays, functions, aliases, set -o and shopt options, umask, traps) without
+// a long-lived shell: each command is a fresh shell restored from the state the previous one
+// ended with. The first state is the scope's shell snapshot (shellSnapshot; a capture failure
+// falls back to a bare shell, as a command's does) or a bare shell's. bash only: any other
+// shell is 422 unsupported_shell. 409 session_exists for an id in use, 429
+// too_many_sessions beyond the server's --max-sessions.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /sessions (the `CreateSession` operationId).
+func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSessionResponse, error) {
+	rsp, err := c.CreateSessionWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateSessionResponse(rsp)
+}
+
+// CreateSessionWithResponse Create a shell session.
+//
+// A session carries shell state from one command to the next (cwd, directory stack,
+// variables and arrays, functions, aliases, set -o and shopt options, umask, traps) without
+// a long-lived shell: each command is a fresh shell restored from the state the previous one
+// ended with. The first state is the scope's shell snapshot (shellSnapshot; a capture failure
+// falls back to a bare shell, as a command's does) or a bare shell's. bash only: any other
+// shell is 422 unsupported_shell. 409 session_exists for an id in use, 429
+// too_many_sessions beyond the server's --max-sessions.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /sessions (the `CreateSession` operationId).
+func (c *ClientWithResponses) CreateSessionWithResponse(ctx context.Context, body CreateSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSessionResponse, error) {
+	rsp, err := c.CreateSession(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateSessionResponse(rsp)
+}
+
+// DeleteSessionWithResponse End a session; a command it runs goes on, and its end state is dropped.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /sessions/{sessionId} (the `DeleteSession` operationId).
+func (c *ClientWithResponses) DeleteSessionWithResponse(ctx context.Context, sessionId SessionId, reqEditors ...RequestEditorFn) (*DeleteSessionResponse, error) {
+	rsp, err := c.DeleteSession(ctx, sessionId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteSessionResponse(rsp)
+}
+
+// GetSessionWithResponse One session, its state's names and its last commands.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /sessions/{sessionId} (the `GetSession` operationId).
+func (c *ClientWithResponses) GetSessionWithResponse(ctx context.Context, sessionId SessionId, reqEditors ...RequestEditorFn) (*GetSessionResponse, error) {
+	rsp, err := c.GetSession(ctx, sessionId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSessionResponse(rsp)
+}
+
+// SessionExecWithBodyWithResponse Run a command in the session's state.
+//
+// Runs script in a fresh bash restored from the session's state and answers what /exec
+// answers, plus session: the state after it. A command that ends by itself, with any
+// status (exit N and errexit included), hands its end state on; one that is ended
+// (timeoutMs, idleTimeoutMs, a signal, its client gone) leaves the session as it was
+// (stateKept false). Commands of one session are ordered: a second one while one runs is
+// 409 session_busy; other sessions run in parallel. Accept: text/event-stream streams the
+// output as /exec does; the exit event then carries session too.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /sessions/{sessionId}/exec (the `SessionExec` operationId).
+func (c *ClientWithResponses) SessionExecWithBodyWithResponse(ctx context.Context, sessionId SessionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SessionExecResponse, error) {
+	rsp, err := c.SessionExecWithBody(ctx, sessionId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSessionExecResponse(rsp)
+}
+
+// SessionExecWithResponse Run a command in the session's state.
+//
+// Runs script in a fresh bash restored from the session's state and answers what /exec
+// answers, plus session: the state after it. A command that ends by itself, with any
+// status (exit N and errexit included), hands its end state on; one that is ended
+// (timeoutMs, idleTimeoutMs, a signal, its client gone) leaves the session as it was
+// (stateKept false). Commands of one session are ordered: a second one while one runs is
+// 409 session_busy; other sessions run in parallel. Accept: text/event-stream streams the
+// output as /exec does; the exit event then carries session too.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /sessions/{sessionId}/exec (the `SessionExec` operationId).
+func (c *ClientWithResponses) SessionExecWithResponse(ctx context.Context, sessionId SessionId, body SessionExecJSONRequestBody, reqEditors ...RequestEditorFn) (*SessionExecResponse, error) {
+	rsp, err := c.SessionExec(ctx, sessionId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSessionExecResponse(rsp)
+}
+
+// ForkSessionWithBodyWithResponse A new session starting from this one's current state.
+//
+// The fork shares the state, not the history, and runs alongside its parent. A session
+// that runs a command forks from the state before it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /sessions/{sessionId}/fork (the `ForkSession` operationId).
+func (c *ClientWithResponses) ForkSessionWithBodyWithResponse(ctx context.Context, sessionId SessionId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ForkSessionResponse, error) {
+	rsp, err := c.ForkSessionWithBody(ctx, sessionId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseForkSessionResponse(rsp)
+}
+
+// ForkSessionWithResponse A new session starting from this one's current state.
+//
+// The fork shares the state, not the history, and runs alongside its parent. A session
+// that runs a command forks from the state before it.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /sessions/{sessionId}/fork (the `ForkSession` operationId).
+func (c *ClientWithResponses) ForkSessionWithResponse(ctx context.Context, sessionId SessionId, body ForkSessionJSONRequestBody, reqEditors ...RequestEditorFn) (*ForkSessionResponse, error) {
+	rsp, err := c.ForkSession(ctx, sessionId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseForkSessionResponse(rsp)
 }
 
 // ListSnapshotsWithResponse The shell-snapshot cache, least recently used first.
@@ -7720,6 +9713,77 @@ func ParseGetProcessResponse(rsp *http.Response) (*GetProcessResponse, error) {
 	return response, nil
 }
 
+// ParseAttachProcessResponse parses an HTTP response from a AttachProcessWithResponse call
+func ParseAttachProcessResponse(rsp *http.Response) (*AttachProcessResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AttachProcessResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 101:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 426:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON426 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseStreamProcessEventsResponse parses an HTTP response from a StreamProcessEventsWithResponse call
 func ParseStreamProcessEventsResponse(rsp *http.Response) (*StreamProcessEventsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -7808,6 +9872,67 @@ func ParseReadProcessOutputResponse(rsp *http.Response) (*ReadProcessOutputRespo
 			return nil, err
 		}
 		response.ApplicationproblemJSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseResizeProcessResponse parses an HTTP response from a ResizeProcessWithResponse call
+func ParseResizeProcessResponse(rsp *http.Response) (*ResizeProcessResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResizeProcessResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TTYSize
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Problem
@@ -7963,6 +10088,378 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON421 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListSessionsResponse parses an HTTP response from a ListSessionsWithResponse call
+func ParseListSessionsResponse(rsp *http.Response) (*ListSessionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSessionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SessionList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateSessionResponse parses an HTTP response from a CreateSessionWithResponse call
+func ParseCreateSessionResponse(rsp *http.Response) (*CreateSessionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateSessionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Session
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON502 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteSessionResponse parses an HTTP response from a DeleteSessionWithResponse call
+func ParseDeleteSessionResponse(rsp *http.Response) (*DeleteSessionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteSessionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetSessionResponse parses an HTTP response from a GetSessionWithResponse call
+func ParseGetSessionResponse(rsp *http.Response) (*GetSessionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSessionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Session
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSessionExecResponse parses an HTTP response from a SessionExecWithResponse call
+func ParseSessionExecResponse(rsp *http.Response) (*SessionExecResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SessionExecResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SessionExecResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/event-stream) unsupported
+
+	}
+
+	return response, nil
+}
+
+// ParseForkSessionResponse parses an HTTP response from a ForkSessionWithResponse call
+func ParseForkSessionResponse(rsp *http.Response) (*ForkSessionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ForkSessionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Session
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Problem

@@ -16,17 +16,20 @@ import (
 // same name, which stays reachable as ClientInterface.Exec).
 type Client struct {
 	*ClientWithResponses
+	// api is the generated caller underneath: Attach dials with its HTTP
+	// client and request editors.
+	api *APIClient
 }
 
 // New returns a client of the server at baseURL (such as
 // http://127.0.0.1:8080). The options are the generated ones
 // ([WithHTTPClient], [WithRequestEditorFn], [WithBaseURL]) and [WithToken].
 func New(baseURL string, opts ...ClientOption) (*Client, error) {
-	api, err := NewClientWithResponses(baseURL, opts...)
+	api, err := NewClient(baseURL, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &Client{ClientWithResponses: api}, nil
+	return &Client{ClientWithResponses: &ClientWithResponses{ClientInterface: api}, api: api}, nil
 }
 
 // WithToken sends token as "Authorization: Bearer <token>" on every
@@ -104,13 +107,43 @@ func (c *Client) Start(ctx context.Context, req StartProcessRequest) (*Process, 
 	if err != nil {
 		return nil, err
 	}
-	if r.StatusCode() != http.StatusCreated {
-		return nil, errorFrom(r.StatusCode(), r.Body)
+	return created(r.StatusCode(), r.Body, r.JSON201)
+}
+
+// NewSession creates a shell session and returns it.
+func (c *Client) NewSession(ctx context.Context, req SessionCreateRequest) (*Session, error) {
+	r, err := c.CreateSessionWithResponse(ctx, req)
+	if err != nil {
+		return nil, err
 	}
-	if r.JSON201 == nil {
-		return nil, fmt.Errorf("snapexec: the 201 answer is not JSON: %q", snippet(r.Body))
+	return created(r.StatusCode(), r.Body, r.JSON201)
+}
+
+// ForkSession creates a session that starts from the state session id has
+// now, and returns it.
+func (c *Client) ForkSession(ctx context.Context, id string, req SessionForkRequest) (*Session, error) {
+	r, err := c.ForkSessionWithResponse(ctx, id, req)
+	if err != nil {
+		return nil, err
 	}
-	return r.JSON201, nil
+	return created(r.StatusCode(), r.Body, r.JSON201)
+}
+
+// SessionExec runs script in session id's state and returns its ending, as
+// Exec does, with the session's state after it.
+func (c *Client) SessionExec(ctx context.Context, id string, req SessionExecRequest) (*SessionExecResult, error) {
+	return Result(c.SessionExecWithResponse(ctx, id, req, accept("application/json")))
+}
+
+// created is the value of a 201 answer, or the *Error of any other.
+func created[T any](status int, body []byte, v *T) (*T, error) {
+	if status != http.StatusCreated {
+		return nil, errorFrom(status, body)
+	}
+	if v == nil {
+		return nil, fmt.Errorf("snapexec: the 201 answer is not JSON: %q", snippet(body))
+	}
+	return v, nil
 }
 
 // newProcessID names a streamed command that the caller did not name, so

@@ -7,7 +7,9 @@
 // answer without a value) turns such an answer into its value or an [*Error]. By hand, for what generation does not give:
 // [WithToken] (bearer auth), [Client.Exec] (the JSON answer),
 // [Client.ExecStream] and [Client.Events] (a process's output as it comes,
-// resumed by seq after a dropped connection), [Client.Start], the typed
+// resumed by seq after a dropped connection), [Client.Attach] (a terminal:
+// its output as an io.Reader, stdin as an io.Writer, resize, resumed
+// likewise), [Client.Resize], [Client.Start], the typed
 // [*Error] of every problem+json answer, and the output helpers
 // [ExecResult.StdoutData], [ExecResult.StderrData] and [OutputChunk.Bytes].
 //
@@ -25,5 +27,5 @@
 //		client.WithHTTPClient(&http.Client{Transport: &http.Transport{DialContext: dial}}))
 //
 // The same option carries any other transport: TLS settings, a proxy,
-// tracing.
+// tracing. Attach dials its WebSocket with that http.Client too.
 package client

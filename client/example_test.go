@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -191,4 +192,72 @@ func Example_shellSnapshot() {
 	// Output:
 	// used on_demand hello from the profile
 	// used cache_hit hello from the profile
+}
+
+// A program on a terminal, driven as a person at the keyboard would: wait
+// for its prompt, type an answer and Enter, read to the end. A terminal
+// ends its lines with \r\n.
+func ExampleClient_Attach() {
+	ctx := context.Background()
+	c, err := client.New(os.Getenv("SNAPEXEC_URL"), client.WithToken(os.Getenv("SNAPEXEC_TOKEN")))
+	if err != nil {
+		log.Fatal(err)
+	}
+	p, err := c.Start(ctx, client.StartProcessRequest{
+		Argv: []string{"/bin/sh", "-c", `stty -echo; printf 'name? '; read -r name; echo "hello, $name"; exit 3`},
+		Tty:  &client.TTYSize{Cols: 80, Rows: 24},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	a, err := c.Attach(ctx, p.ProcessId, client.AttachOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer a.Close()
+	var screen []byte
+	for !bytes.Contains(screen, []byte("name? ")) {
+		out, err := a.Next()
+		if err != nil {
+			log.Fatal(err)
+		}
+		screen = append(screen, out.Data...)
+	}
+	if _, err := a.Write([]byte("snapexec\r")); err != nil {
+		log.Fatal(err)
+	}
+	rest, err := io.ReadAll(a) // to the process's end
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%q\n", append(screen, rest...))
+	fmt.Println(a.Result().Status, *a.Result().ExitCode)
+	// Output:
+	// "name? hello, snapexec\r\n"
+	// exited 3
+}
+
+func ExampleClient_SessionExec() {
+	ctx := context.Background()
+	c, err := client.New(os.Getenv("SNAPEXEC_URL"), client.WithToken(os.Getenv("SNAPEXEC_TOKEN")))
+	if err != nil {
+		log.Fatal(err)
+	}
+	id, cwd := "example-session", "/tmp"
+	if _, err := c.NewSession(ctx, client.SessionCreateRequest{SessionId: &id, Shell: client.ShellInfo{Name: "bash", Path: "/bin/bash"}, Cwd: &cwd}); err != nil {
+		log.Fatal(err)
+	}
+	defer c.DeleteSessionWithResponse(ctx, id)
+	for _, script := range []string{"cd / && export GREETING=hello", `pwd; echo "$GREETING"`} {
+		res, err := c.SessionExec(ctx, id, client.SessionExecRequest{Script: script})
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%sadded %v, cwd %s\n", res.StdoutData(), res.Session.Variables.Added, res.Session.Cwd)
+	}
+	// Output:
+	// added [GREETING], cwd /
+	// /
+	// hello
+	// added [], cwd /
 }

@@ -22,3 +22,9 @@ func textOrBytes(text *string, b *[]byte) []byte {
 	}
 	return nil
 }
+
+// StdoutData returns the standard output the command kept, byte for byte.
+func (r *SessionExecResult) StdoutData() []byte { return textOrBytes(r.Stdout, r.StdoutBase64) }
+
+// StderrData returns the standard error the command kept, byte for byte.
+func (r *SessionExecResult) StderrData() []byte { return textOrBytes(r.Stderr, r.StderrBase64) }

@@ -296,6 +296,9 @@ func TestDashboard(t *testing.T) {
 	if esc := b.text(`[data-testid="sum-escaped"]`); !regexp.MustCompile(`^\d+ escaped$`).MatchString(esc) {
 		t.Errorf("the processes tile shows %q beside its counts, want the number escaped", esc)
 	}
+	if ss := b.text(`[data-testid="sum-sessions"]`); !regexp.MustCompile(`^\d+ / \d+$`).MatchString(ss) {
+		t.Errorf("the sessions tile shows %q, want held / running", ss)
+	}
 	for _, state := range []string{"cache_hit", "prewarm_ready", "on_demand", "capture_pending", "prewarm_pending", "unavailable"} {
 		b.do("outcome row "+state, 5*time.Second, chromedp.WaitVisible(chromedp.CSS(selector(`[data-testid="outcome-row"][data-state=%q]`, state))))
 	}
@@ -407,6 +410,10 @@ func TestDashboard(t *testing.T) {
 		t.Fatalf("POST /processes gave no processId: %v", got)
 	}
 	procRow := selector(`[data-testid="process-row"][data-process-id=%q]`, id)
+	b.do("the running process's row", 15*time.Second, chromedp.WaitVisible(chromedp.CSS(procRow+`[data-status="running"] [data-testid="attach-link"]`)))
+	if href := evaluate[string](b, `document.querySelector('`+procRow+` [data-testid="attach-link"]').getAttribute("href")`); href != "/ui/terminal.html#p="+id {
+		t.Errorf("the Attach link of a running process goes to %q, want its terminal view", href)
+	}
 	b.do("terminate through the page", 15*time.Second,
 		chromedp.WaitVisible(chromedp.CSS(procRow+`[data-status="running"] [data-testid="terminate-button"]`)),
 		chromedp.Click(chromedp.CSS(procRow+` [data-testid="terminate-button"]`)),
@@ -421,6 +428,9 @@ func TestDashboard(t *testing.T) {
 	}
 	if n := evaluate[int](b, `document.querySelectorAll('`+procRow+` [data-testid="terminate-button"]').length`); n != 0 {
 		t.Errorf("a terminated process still has a Terminate button")
+	}
+	if n := evaluate[int](b, `document.querySelectorAll('`+procRow+` [data-testid="attach-link"]').length`); n != 0 {
+		t.Errorf("a terminated process still has an Attach link")
 	}
 
 	// 5. Screenshots: the whole page, then narrow and dark.

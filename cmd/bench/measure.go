@@ -93,7 +93,7 @@ func (b *bench) measure(ctx context.Context, o options, tmp string, log io.Write
 	if res.Memory.IdleRSSMiB, _, err = b.srv.memory(); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(log, "latency: %d interleaved rounds of 19 modes\n", o.rounds)
+	fmt.Fprintf(log, "latency: %d interleaved rounds of 20 modes\n", o.rounds)
 	if res.Latency, err = b.latency(ctx, o.rounds); err != nil {
 		return nil, err
 	}
@@ -107,6 +107,10 @@ func (b *bench) measure(ctx context.Context, o options, tmp string, log io.Write
 	}
 	fmt.Fprintf(log, "files: %d interleaved rounds of a %d MiB read and write against cat and cp\n", filesRounds, filesBytes>>20)
 	if res.Files, err = b.filesThroughput(ctx); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "terminals: %d keystrokes, %d first prompts each way\n", 5*o.rounds, max(o.rounds/2, 1))
+	if res.Terminal, err = b.terminals(ctx, 5*o.rounds, max(o.rounds/2, 1)); err != nil {
 		return nil, err
 	}
 	for _, c := range []int{1, 4, 16} {
@@ -212,7 +216,12 @@ func (b *bench) latency(ctx context.Context, rounds int) ([]summary, error) {
 		}
 		return b.exec(ctx, burstBody, want{"hi\n", "used", "cache_hit", ""})
 	}}
+	session, err := b.sessionMode(ctx)
+	if err != nil {
+		return nil, err
+	}
 	modes := []mode{
+		session,
 		b.execMode("warm", "/exec bash -lc, warm snapshot", echoHi, "bench-warm", want{"hi\n", "used", "cache_hit", "yes"}),
 		b.execMode("warmcat", "/exec bash -lc 'cat /dev/null', warm", catNull, "bench-warm", want{"", "used", "cache_hit", "yes"}),
 		b.execMode("prewarmed", "/exec bash -lc, prewarmed snapshot", echoHi, "bench-prewarm", want{"hi\n", "used", "prewarm_ready", ""}),
@@ -482,6 +491,32 @@ func (b *bench) sandboxed(req client.ExecRequest) client.ExecRequest {
 	network := client.SandboxNetworkNone
 	req.Sandbox = &client.Sandbox{WritableRoots: &[]string{b.home}, Network: &network}
 	return req
+}
+
+// sessionMode is a mode running a command in a session that starts from
+// the warm scope's snapshot (the heavy profile's functions in its state):
+// each command changes the state (a variable and the directory), so the
+// next restores the state the last one dumped, never the cached snapshot.
+func (b *bench) sessionMode(ctx context.Context) (mode, error) {
+	id, home, env := "bench-session", b.home, envFor(b.home)
+	create := client.SessionCreateRequest{SessionId: &id, Shell: bashShell, Cwd: &home, Env: &env,
+		ShellSnapshot: &client.SessionSnapshotRequest{ScopeId: "bench-warm"}}
+	if err := client.Check(b.srv.api.CreateSessionWithResponse(ctx, create)); err != nil {
+		return mode{}, fmt.Errorf("POST /sessions: %w", err)
+	}
+	script := client.SessionExecRequest{Script: `echo hi; BENCH_N=$(( ${BENCH_N:-0} + 1 )); if (( BENCH_N % 2 )); then cd /tmp; else cd; fi`}
+	return mode{key: "session", label: "/sessions/{id}/exec after a state change", run: func(ctx context.Context) (sample, error) {
+		start := time.Now()
+		r, err := client.Result(b.srv.api.SessionExecWithResponse(ctx, id, script))
+		wall := time.Since(start)
+		if err != nil {
+			return sample{}, fmt.Errorf("POST /sessions/%s/exec: %w", id, err)
+		}
+		if r.Status != client.ExitStatusExited || r.Stdout == nil || *r.Stdout != "hi\n" || r.Stderr != nil && *r.Stderr != "" || !r.Session.StateKept {
+			return sample{}, fmt.Errorf("POST /sessions/%s/exec = status %s, stdout %v, stderr %v, state kept %t; want hi, the state kept", id, r.Status, r.Stdout, r.Stderr, r.Session.StateKept)
+		}
+		return sample{wallMs: ms(wall), durationMs: float64(r.DurationMs)}, nil
+	}}, nil
 }
 
 // execMode is a mode running argv through /exec.

@@ -25,6 +25,7 @@ type results struct {
 	FirstRuns    int           `json:"firstRuns"`
 	Latency      []summary     `json:"latency"`
 	FirstCapture []summary     `json:"firstCapture"`
+	Terminal     []summary     `json:"terminal"`
 	Throughput   []level       `json:"throughput"`
 	Memory       memoryFigures `json:"memory"`
 	Budget       budgetFigures `json:"budget"`
@@ -161,7 +162,7 @@ func check(name string, v float64, unit, op string, limit float64) figure {
 // figures derives the ratios and verdicts from the measurements.
 func (r *results) figures() []figure {
 	med := map[string]float64{}
-	for _, s := range append(slices.Clone(r.Latency), r.FirstCapture...) {
+	for _, s := range slices.Concat(r.Latency, r.FirstCapture, r.Terminal) {
 		med[s.Key] = s.MedianMs
 	}
 	f := []figure{
@@ -173,6 +174,9 @@ func (r *results) figures() []figure {
 		check("/exec true ÷ direct true", med["exectrue"]/med["true"], "×", "≤", 1.3),
 		check("/exec true, Unix socket ÷ direct true", med["unixtrue"]/med["true"], "×", "≤", 1.15),
 		check("no snapshot ÷ warm", med["nosnap"]/med["warm"], "×", "≥", 40),
+		check("session command ÷ warm", med["session"]/med["warm"], "×", "≤", 1.5),
+		check("no snapshot ÷ session command", med["nosnap"]/med["session"], "×", "≥", 20),
+		{Name: "session command ÷ warm, no standby", Value: round3(med["session"] / med["fresh"]), Unit: "×"},
 		{Name: "prewarmed ÷ direct bash -c", Value: round3(med["prewarmed"] / med["bashc"]), Unit: "×"},
 		{Name: "warm, no standby ÷ direct bash -c", Value: round3(med["fresh"] / med["bashc"]), Unit: "×"},
 		{Name: "no snapshot ÷ warm, no standby", Value: round3(med["nosnap"] / med["fresh"]), Unit: "×"},
@@ -180,6 +184,8 @@ func (r *results) figures() []figure {
 		{Name: "first capture ÷ plain login", Value: round3(med["first"] / med["login"]), Unit: "×"},
 		check("sandbox cost, /exec true (median, sandboxed − plain)", med["sbtrue"]-med["exectrue"], "ms", "≤", 0.5),
 		check("sandbox cost, warm snapshot (median, sandboxed − plain)", med["sbwarm"]-med["warm"], "ms", "≤", 0.5),
+		check("keystroke round trip: attach WebSocket ÷ own pty", med["keyws"]/med["keypty"], "×", "≤", 2),
+		check("first prompt: real login terminal ÷ snapshot login terminal", med["promptlogin"]/med["promptsnap"], "×", "≥", 20),
 	}
 	fl := r.Files
 	f = append(f,
@@ -227,7 +233,7 @@ func printReport(w io.Writer, r *results) {
 	fmt.Fprintf(w, "\nLatency, client wall time in ms (%d interleaved rounds; first capture: %d)\n\n", r.Rounds, r.FirstRuns)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "mode\tmedian\tp90\tserver durationMs\tsnapshot waitMs\tin a standby")
-	for _, s := range append(slices.Clone(r.Latency), r.FirstCapture...) {
+	for _, s := range slices.Concat(r.Latency, r.FirstCapture, r.Terminal) {
 		server, wait, standby := "-", "-", "-"
 		if s.ServerMedianMs != nil {
 			server, wait = fmt.Sprintf("%.0f", *s.ServerMedianMs), fmt.Sprintf("%.2f", *s.WaitMedianMs)

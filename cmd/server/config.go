@@ -19,6 +19,7 @@ import (
 	"github.com/snapexec/snapexec/internal/handlers"
 	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/service"
+	"github.com/snapexec/snapexec/internal/session"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 	"github.com/snapexec/snapexec/internal/shellsnap/standby"
 )
@@ -51,6 +52,7 @@ type config struct {
 	filesMaxBytes int64
 	filesMaxList  int
 	printVersion  bool
+	sessions      session.Options
 }
 
 // limitsConfig bounds what one request may ask for and what the server holds.
@@ -114,6 +116,7 @@ func (c config) options() options {
 			},
 			Standby:        standby.Options{Max: c.standbyShells, PerLaunch: c.standbyLaunch, Fills: c.standbyFills, Idle: c.standbyIdle},
 			DefaultSandbox: c.defaultSandbox,
+			Sessions:       c.sessions,
 		},
 		router: handlers.RouterOptions{
 			Security:    handlers.Security{Token: c.token, AllowedHosts: c.allowedHosts, MaxBodyBytes: c.limits.bodyBytes, MaxUploadBytes: c.filesMaxBytes},
@@ -162,6 +165,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{&c.standbyIdle, "standby-idle", "SNAPEXEC_STANDBY_IDLE", "1m", "how long a standby shell waits for a command before it ends"},
 		{&c.bodyTimeout, "body-timeout", "SNAPEXEC_BODY_TIMEOUT", "30s", "how long a request body may take to arrive after the request's headers"},
 		{&c.idleTimeout, "idle-timeout", "SNAPEXEC_IDLE_TIMEOUT", "2m", "how long a keep-alive connection may wait for its next request"},
+		{&c.sessions.IdleTimeout, "session-idle-timeout", "SNAPEXEC_SESSION_IDLE_TIMEOUT", "30m", "how long a shell session no command uses lives on"},
 		{&c.captureTimeout, "capture-timeout", "SNAPEXEC_CAPTURE_TIMEOUT", "10s", "how long one snapshot capture may run (and wait for a slot); a command waits for it at most its own timeout"},
 	}
 	for _, d := range durations {
@@ -195,6 +199,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{&c.limits.running, "max-running", 256, "processes running at once; beyond it 429"},
 		{&c.limits.retained, "max-retained", 256, "finished processes kept for reading"},
 		{&c.limits.captures, "max-captures", 4, "snapshot captures running at once; others wait"},
+		{&c.sessions.MaxSessions, "max-sessions", 64, "shell sessions held at once; beyond it 429"},
+		{&c.sessions.MaxStateBytes, "max-session-state-bytes", 4 << 20, "bytes of a session's shell state; a command that leaves more keeps the session's state as it was"},
+		{&c.sessions.History, "session-history", 20, "commands a session shows"},
 	}
 	for _, v := range ints {
 		fs.IntVar(v.p, v.name, v.def, v.help)
@@ -256,6 +263,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	}
 	if c.grace <= 0 {
 		return c, fmt.Errorf("--grace must be positive")
+	}
+	if c.sessions.IdleTimeout <= 0 {
+		return c, fmt.Errorf("--session-idle-timeout must be positive")
 	}
 	if c.captureTimeout <= 0 {
 		return c, fmt.Errorf("--capture-timeout must be positive")

@@ -135,7 +135,7 @@ func wire(opts options, tel *telemetry, logger zerolog.Logger) (*service.Service
 	}
 	opts.router.MeterProvider, opts.router.TracerProvider, opts.router.Propagator = tel.meterProvider, tel.tracerProvider, tel.propagator
 	opts.router.Metrics, opts.router.Dashboard = tel.metrics, web.Handler
-	srv := handlers.New(handlers.Deps{Exec: svc, Processes: svc, Snapshots: svc, Stats: svc, Gate: svc, Files: opts.openFiles}, api.Spec, version)
+	srv := handlers.New(handlers.Deps{Exec: svc, Processes: svc, Snapshots: svc, Sessions: svc, Stats: svc, Gate: svc, Files: opts.openFiles}, api.Spec, version)
 	router, err := handlers.NewRouter(srv, logger, opts.router)
 	if err != nil {
 		return nil, nil, err

@@ -62,6 +62,10 @@ func TestValuesNeverLeaveTheServer(t *testing.T) {
 		"shellSnapshot": map[string]any{"scopeId": scope, "shell": shell}}), 200)
 	post("/exec", mustJSON(t, map[string]any{"argv": []string{"true"}, "env": env, "envPolicy": policy, "processId": "values-exec"}), 200)
 	post("/processes", mustJSON(t, map[string]any{"processId": "values-bg", "argv": []string{"sleep", "30"}, "env": env, "envPolicy": policy}), 201)
+	// A session's state holds the values; its answers and listings name them only.
+	post("/sessions", mustJSON(t, map[string]any{"sessionId": "values-session", "shell": shell, "cwd": home, "env": env, "envPolicy": policy,
+		"shellSnapshot": map[string]any{"scopeId": scope}}), 201)
+	post("/sessions/values-session/exec", `{"script":"export SESSION_COPY=\"$REQUEST_PLANTED $PROFILE_PLANTED $SET_PLANTED\"; cd /"}`, 200)
 	// Refusals name the field, never the value.
 	post("/exec", `{"argv":["true"],"env":{"A":"x\u0000`+secrets["refused value"]+`"}}`, 400)
 	post("/exec", `{"argv":["true"],"envPolicy":{"set":{"B":"x\u0000`+secrets["refused value"]+`"}}}`, 400)
@@ -71,7 +75,7 @@ func TestValuesNeverLeaveTheServer(t *testing.T) {
 
 	for _, path := range []string{"/healthz", "/readyz", "/stats", "/snapshots", "/snapshots/" + url.PathEscape(scope),
 		"/processes", "/processes/values-bg", "/processes/values-exec", "/processes/values-bg/output", "/metrics",
-		"/openapi.yaml", "/", "/ui/app.js"} {
+		"/openapi.yaml", "/", "/ui/app.js", "/sessions", "/sessions/values-session"} {
 		code, body, hdr := s.do(t, "GET", path, "", nil)
 		record("GET "+path, code, body+headerText(hdr), 200)
 	}

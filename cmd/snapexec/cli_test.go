@@ -332,9 +332,11 @@ func TestVersionAndCompletion(t *testing.T) {
 	if r := cli(t, nil, "run", "--bg", "--id", "cli-complete", "--", "/bin/true"); r.code != 0 {
 		t.Fatalf("run --bg: %s", r)
 	}
-	r := cli(t, nil, "__complete", "kill", "")
-	if r.code != 0 || !bytes.Contains(r.stdout, []byte("cli-complete\t")) {
-		t.Errorf("__complete kill '': %s; want cli-complete offered", r)
+	for _, command := range []string{"kill", "attach"} {
+		r := cli(t, nil, "__complete", command, "")
+		if r.code != 0 || !bytes.Contains(r.stdout, []byte("cli-complete\t")) {
+			t.Errorf("__complete %s '': %s; want cli-complete offered", command, r)
+		}
 	}
 }
 

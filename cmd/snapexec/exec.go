@@ -128,7 +128,7 @@ good. With --json, the answer comes whole at the end, as /exec's JSON.`,
 
 func (a *app) runCommand() *cobra.Command {
 	var flags commandFlags
-	var bg bool
+	var bg, tty bool
 	var id string
 	cmd := &cobra.Command{
 		Use:   "run [flags] [--] PROGRAM [ARG...]",
@@ -136,7 +136,8 @@ func (a *app) runCommand() *cobra.Command {
 		Long: `Start a background process on the server: it runs on whatever happens to this
 snapexec. With --bg, print its id (with --json, the process) and return at once.
 Without, follow its output as logs -f does, and exit with its status as exec
-does; an interrupt detaches, and the process runs on.`,
+does; an interrupt detaches, and the process runs on. With --tty, it runs on a
+terminal, and without --bg snapexec attaches to it as attach does.`,
 		Example: `  id=$(snapexec run --bg -- ./build.sh)
   snapexec logs -f "$id"`,
 		Args: usageArgs(cobra.MinimumNArgs(1)),
@@ -152,6 +153,10 @@ does; an interrupt detaches, and the process runs on.`,
 			start := client.StartProcessRequest{
 				Argv: req.Argv, Cwd: req.Cwd, Env: req.Env, ShellSnapshot: req.ShellSnapshot, TimeoutMs: req.TimeoutMs,
 			}
+			if tty {
+				size := a.terminalSize()
+				start.Tty = &size
+			}
 			if id != "" {
 				start.ProcessId = &id
 			}
@@ -166,6 +171,9 @@ does; an interrupt detaches, and the process runs on.`,
 				_, err := fmt.Fprintln(a.stdout, p.ProcessId)
 				return err
 			}
+			if tty {
+				return a.attach(cmd.Context(), c, p.ProcessId)
+			}
 			s, err := c.Events(cmd.Context(), p.ProcessId, 0)
 			if err != nil {
 				return runFailure{err}
@@ -179,6 +187,7 @@ does; an interrupt detaches, and the process runs on.`,
 	}
 	flags.register(cmd.Flags())
 	cmd.Flags().BoolVar(&bg, "bg", false, "print the process's id and return at once")
+	cmd.Flags().BoolVarP(&tty, "tty", "t", false, "run it on a terminal of this one's size; without --bg, attach to it as attach does")
 	cmd.Flags().StringVar(&id, "id", "", "the process's id (default one the server makes)")
 	return cmd
 }

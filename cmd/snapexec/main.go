@@ -1,10 +1,12 @@
 // Command snapexec is the command-line client of a snapexec server: it runs
 // commands there (their output, byte for byte, and exit status as its own),
-// follows background processes, and manages the snapshot cache.
+// follows background processes, attaches this terminal to theirs, and
+// manages the snapshot cache.
 //
 //	snapexec exec -- make test
 //	snapexec run --bg -- ./long-job.sh
 //	snapexec logs -f ID
+//	snapexec attach ID
 //
 // It finds the server through --url or SNAPEXEC_URL and its token through
 // --token or SNAPEXEC_TOKEN; `snapexec help` lists the commands.

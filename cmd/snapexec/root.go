@@ -80,8 +80,9 @@ Unix domain socket); its token is --token or $SNAPEXEC_TOKEN.`,
 	pf.BoolVar(&a.json, "json", false, "print JSON (machine output); errors too, on stderr")
 	root.AddCommand(
 		a.execCommand(), a.runCommand(),
-		a.psCommand(), a.logsCommand(), a.killCommand(),
+		a.psCommand(), a.logsCommand(), a.killCommand(), a.attachCommand(), a.terminalCommand(),
 		a.snapshotsCommand(), a.prewarmCommand(), a.forgetCommand(),
+		a.sessionsCommand(),
 	)
 	return root
 }

@@ -30,4 +30,6 @@ var (
 	ErrStdinClosed = errors.New("stdin is closed")
 	// ErrProcessExited means the process has exited: its stdin is gone.
 	ErrProcessExited = errors.New("process has exited")
+	// ErrNotATTY means the process does not run on a terminal.
+	ErrNotATTY = errors.New("process has no terminal")
 )

@@ -3,6 +3,7 @@ package exec
 import (
 	"errors"
 	"os"
+	"slices"
 	"syscall"
 	"time"
 
@@ -16,8 +17,13 @@ type killer struct {
 	pgid   int
 	grace  time.Duration
 	reaper *Reaper
-	step   int              // 0: nothing sent, 1: SIGTERM sent, 2: SIGKILL sent, 3: given up
-	next   <-chan time.Time // fires when the next step is due
+	// tty is set for a process that runs on a terminal, and so leads a
+	// session: every group of the session (a shell's jobs, in groups of
+	// their own) is ended with the process's, and the first step is SIGHUP
+	// rather than SIGTERM, as when a terminal closes.
+	tty  *terminal
+	step int              // 0: nothing sent, 1: SIGTERM sent, 2: SIGKILL sent, 3: given up
+	next <-chan time.Time // fires when the next step is due
 }
 
 // terminate starts the kill unless it has started, and returns the ending to
@@ -37,11 +43,44 @@ func (k *killer) escalate() {
 	k.step++
 	switch k.step {
 	case 1:
-		signalGroup(k.pgid, syscall.SIGTERM)
+		if k.tty != nil {
+			// Hang up, as a closing terminal does: an interactive shell
+			// ignores SIGTERM but ends on SIGHUP, and hangs up its jobs as
+			// it goes.
+			k.signal(syscall.SIGHUP)
+			break
+		}
+		k.signal(syscall.SIGTERM)
 	case 2:
-		signalGroup(k.pgid, syscall.SIGKILL)
+		k.signal(syscall.SIGKILL)
 	}
 	k.next = time.After(k.grace)
+}
+
+// signal sends sig to the group and, for a process on a terminal, to every
+// other group of its session. The session is read from /proc only here, at
+// a step of a kill, never while the process runs.
+func (k *killer) signal(sig syscall.Signal) {
+	signalGroup(k.pgid, sig)
+	if k.tty == nil {
+		return
+	}
+	for _, g := range sessionGroups(k.pgid) {
+		if g != k.pgid {
+			signalGroup(g, sig)
+		}
+	}
+}
+
+// sessionGroups returns the process groups of the session sid.
+func sessionGroups(sid int) []int {
+	var groups []int
+	for _, p := range readProcTable() {
+		if p.sid == sid && p.pgrp > 0 && !slices.Contains(groups, p.pgrp) {
+			groups = append(groups, p.pgrp)
+		}
+	}
+	return groups
 }
 
 // reap runs after the group's leader has exited. Descendants may still run and

@@ -139,6 +139,14 @@ func helperMain(mode string, args []string) int {
 		return miniServer()
 	case "spawn-and-report-signals":
 		return spawnAndReportSignals()
+	case "tty-info":
+		return ttyInfo()
+	case "winch":
+		return reportWinch()
+	case "foreground-job":
+		return foregroundJob(args[0])
+	case "arg0":
+		fmt.Println(os.Args[0])
 	default:
 		fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
 		return 2

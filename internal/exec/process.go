@@ -39,9 +39,11 @@ type Process struct {
 	sandbox   sandbox.Report
 
 	ring           *ring
+	out            Stream       // the stream of its stdout: Stdout, or Pty on a terminal
 	stdout, stderr *headTail    // for the result; nil once it is recorded
 	lastOutput     atomic.Int64 // unix nanoseconds of the last output byte
-	stdin          *stdinPipe   // nil without PipeStdin
+	stdin          *stdinPipe   // nil without PipeStdin or a terminal
+	tty            *terminal    // nil without one
 
 	// armed is closed when the limits below are set and the process counts
 	// as started: at once, or when a held process is released (held.go).
@@ -62,6 +64,7 @@ type Process struct {
 	status   Status    // the final status; empty while running
 	signal   string
 	gone     bool // the group has ended: no signal may be sent to its id again
+	ttySize  TTYSize
 
 	result   Result  // complete once done is closed
 	fromRing [2]bool // the stream's result output is derived from the ring, which holds all of it
@@ -98,7 +101,7 @@ func (p *Process) Result() Result {
 	<-p.done
 	r := p.result
 	if p.fromRing[0] {
-		r.Stdout = p.ring.headTail(Stdout, p.maxOutput)
+		r.Stdout = p.ring.headTail(p.out, p.maxOutput)
 	}
 	if p.fromRing[1] {
 		r.Stderr = p.ring.headTail(Stderr, p.maxOutput)
@@ -119,7 +122,8 @@ func (p *Process) Terminate(why Status) bool {
 	return true
 }
 
-// Signal sends sig to the whole process group and reports whether the group
+// Signal sends sig to the whole process group, or for a process on a
+// terminal to the terminal's foreground group, and reports whether the group
 // was still there to receive it. Unlike Terminate it records no ending of its
 // own: a child that dies of the signal ends signaled, one that handles it ends
 // as it chooses.
@@ -131,7 +135,7 @@ func (p *Process) Signal(sig syscall.Signal) bool {
 	if p.gone || p.pid <= 0 {
 		return false
 	}
-	return syscall.Kill(-p.pid, sig) == nil
+	return syscall.Kill(-p.signalTarget(), sig) == nil
 }
 
 // Info is a snapshot of a process, without its output.
@@ -160,6 +164,9 @@ type Info struct {
 	StdinOpen bool
 	// Sandbox is how the process was confined.
 	Sandbox sandbox.Report
+	// TTY is the size of the process's terminal; nil without one, and its
+	// last size once the process has ended.
+	TTY *TTYSize
 }
 
 // Info returns a consistent snapshot of the process. It copies no output.
@@ -192,6 +199,12 @@ func (p *Process) Info() Info {
 	st := p.ring.stats()
 	in.StdoutBytes, in.StderrBytes, in.NextSeq = st.total[0], st.total[1], st.nextSeq
 	in.StdinOpen = p.stdin != nil && p.stdin.file() != nil
+	if p.tty != nil {
+		p.mu.Lock()
+		size := p.ttySize
+		p.mu.Unlock()
+		in.TTY = &size
+	}
 	return in
 }
 
@@ -231,22 +244,37 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 	case spec.MaxOutputBytes < 0:
 		maxOutput = 0
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
-	}
-	var errR, errW *os.File // nil: /dev/null
-	if !spec.DiscardStderr {
-		if errR, errW, err = os.Pipe(); err != nil {
-			closeAll(outR, outW)
+	var (
+		outR, outW     *os.File
+		errR, errW     *os.File // nil: /dev/null, or the terminal
+		stdinR, stdinW *os.File
+		tty            *terminal
+	)
+	if spec.TTY != nil {
+		var slave *os.File
+		if tty, slave, err = openTerminal(*spec.TTY); err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
 		}
-	}
-	var stdinR, stdinW *os.File
-	if len(spec.Stdin) > 0 || spec.PipeStdin {
-		if stdinR, stdinW, err = os.Pipe(); err != nil {
-			closeAll(outR, outW, errR, errW)
+		if stdinW, err = tty.writer(); err != nil {
+			closeAll(tty.master, slave)
 			return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
+		}
+		outR, outW = tty.master, slave
+	} else {
+		if outR, outW, err = os.Pipe(); err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
+		}
+		if !spec.DiscardStderr {
+			if errR, errW, err = os.Pipe(); err != nil {
+				closeAll(outR, outW)
+				return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
+			}
+		}
+		if len(spec.Stdin) > 0 || spec.PipeStdin {
+			if stdinR, stdinW, err = os.Pipe(); err != nil {
+				closeAll(outR, outW, errR, errW)
+				return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
+			}
 		}
 	}
 	var releaseR, releaseW *os.File
@@ -257,9 +285,13 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 		}
 	}
 
+	args := spec.Argv
+	if spec.Arg0 != "" {
+		args = append([]string{spec.Arg0}, spec.Argv[1:]...)
+	}
 	cmd := &exec.Cmd{
 		Path:   path,
-		Args:   spec.Argv,
+		Args:   args,
 		Dir:    spec.Dir,
 		Env:    append([]string{}, spec.Env...), // never nil: nil would inherit the server's environment
 		Stdout: outW,
@@ -272,6 +304,13 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 	}
 	if errW != nil {
 		cmd.Stderr = errW
+	}
+	if tty != nil {
+		// A new session leads a new group too (its id is the child's pid, as
+		// with Setpgid), and the terminal becomes its controlling terminal
+		// with the child's group in the foreground.
+		cmd.Stdin, cmd.Stderr = outW, outW
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	}
 	if releaseR != nil {
 		cmd.ExtraFiles = []*os.File{releaseR}
@@ -288,7 +327,7 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 		pid:       cmd.Process.Pid,
 		argv:      append([]string(nil), spec.Argv...),
 		dir:       spec.Dir,
-		pipeStdin: spec.PipeStdin,
+		pipeStdin: spec.PipeStdin || tty != nil,
 		started:   time.Now(),
 		grace:     cfg.grace,
 		drain:     cfg.drain,
@@ -296,6 +335,8 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 		maxOutput: maxOutput,
 		sandbox:   report,
 		ring:      newRing(cfg.ringBytes, cfg.ringChunks),
+		out:       Stdout,
+		tty:       tty,
 		stdout:    newHeadTail(maxOutput),
 		stderr:    newHeadTail(maxOutput),
 		stop:      make(chan Status, 1),
@@ -303,12 +344,15 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 		done:      make(chan struct{}),
 		armed:     make(chan struct{}),
 	}
+	if tty != nil {
+		p.out, p.ttySize = Pty, *spec.TTY
+	}
 	p.lastOutput.Store(p.started.UnixNano())
 	if !cfg.hold {
 		p.arm(spec)
 	}
 	switch {
-	case spec.PipeStdin:
+	case spec.PipeStdin, tty != nil:
 		p.stdin = newStdinPipe(stdinW)
 		if len(spec.Stdin) > 0 {
 			p.stdin.turn <- struct{}{} // taken before any WriteStdin can be called
@@ -358,7 +402,7 @@ func (p *Process) arm(spec Spec) {
 // cleans up the whole group, and records the result.
 func (p *Process) supervise(cmd *exec.Cmd, outR, errR *os.File) {
 	var readers sync.WaitGroup
-	readers.Go(func() { p.read(outR, Stdout, p.stdout) })
+	readers.Go(func() { p.read(outR, p.out, p.stdout) })
 	if errR != nil {
 		readers.Go(func() { p.read(errR, Stderr, p.stderr) })
 	}
@@ -380,7 +424,7 @@ func (p *Process) supervise(cmd *exec.Cmd, outR, errR *os.File) {
 	)
 	var (
 		ending Status // set when we end the group ourselves
-		k      = killer{pgid: p.pid, grace: p.grace, reaper: p.reaper}
+		k      = killer{pgid: p.pid, grace: p.grace, reaper: p.reaper, tty: p.tty}
 		state  *os.ProcessState
 	)
 	for state == nil {
@@ -452,7 +496,7 @@ func (p *Process) supervise(cmd *exec.Cmd, outR, errR *os.File) {
 	res := Result{Status: ending, Duration: ended.Sub(p.started), Signal: signal, ExitCode: exitCode}
 	p.mu.Unlock()
 	var fromRing [2]bool
-	if fromRing[0] = p.ring.complete(Stdout); !fromRing[0] {
+	if fromRing[0] = p.ring.complete(p.out); !fromRing[0] {
 		res.Stdout = p.stdout.Output()
 	}
 	if fromRing[1] = p.ring.complete(Stderr); !fromRing[1] {

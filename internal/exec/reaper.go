@@ -335,11 +335,13 @@ func (r *Reaper) judge(procs map[int]procEntry) {
 	}
 }
 
-// procEntry is what the reaper and the keeper read of a process.
+// procEntry is what the reaper, the keeper and a terminal's kill read of a
+// process.
 type procEntry struct {
 	state byte
 	ppid  int
 	pgrp  int
+	sid   int
 	comm  string
 }
 
@@ -375,11 +377,12 @@ func readProc(pid int) (procEntry, bool) {
 	if open < 0 || close < open {
 		return procEntry{}, false
 	}
-	f := bytes.Fields(stat[close+1:]) // state ppid pgrp ...
-	if len(f) < 3 || len(f[0]) != 1 {
+	f := bytes.Fields(stat[close+1:]) // state ppid pgrp session ...
+	if len(f) < 4 || len(f[0]) != 1 {
 		return procEntry{}, false
 	}
 	ppid, _ := strconv.Atoi(string(f[1]))
 	pgrp, _ := strconv.Atoi(string(f[2]))
-	return procEntry{state: f[0][0], ppid: ppid, pgrp: pgrp, comm: string(stat[open+1 : close])}, true
+	sid, _ := strconv.Atoi(string(f[3]))
+	return procEntry{state: f[0][0], ppid: ppid, pgrp: pgrp, sid: sid, comm: string(stat[open+1 : close])}, true
 }

@@ -4,7 +4,7 @@ import "sync"
 
 // Chunk is one read of a process's output: stdout and stderr share one seq
 // counter, which starts at 1, so the seqs of a process order its output across
-// both streams. Data is shared with every reader of the chunk and must not be
+// both streams (a process on a terminal has the one stream Pty). Data is shared with every reader of the chunk and must not be
 // modified.
 type Chunk struct {
 	Seq    int64

@@ -18,6 +18,9 @@ type Spec struct {
 	// Argv is the program and its arguments; Argv[0] without a slash is looked up
 	// in the child's PATH (the server's when the child has none).
 	Argv []string
+	// Arg0, when set, is the argv[0] the program sees in place of Argv[0]
+	// (a login shell's "-bash", a multi-call binary's name).
+	Arg0 string
 	// Dir is the working directory; empty means the server's.
 	Dir string
 	// Env is exactly the child's environment, as NAME=VALUE pairs. Nil is an empty
@@ -29,6 +32,13 @@ type Spec struct {
 	// PipeStdin keeps stdin open for Process.WriteStdin until it is closed by a
 	// write or the process ends.
 	PipeStdin bool
+	// TTY, when set, runs the process on a new pseudo-terminal of this size:
+	// the child leads a new session whose controlling terminal it is, as its
+	// foreground process group; stdin, stdout and stderr are the terminal.
+	// Its output is the one stream Pty, stdin is always open (PipeStdin and
+	// DiscardStderr do not apply), Signal reaches the terminal's foreground
+	// group, and Resize changes its size.
+	TTY *TTYSize
 	// DiscardStderr sends stderr to /dev/null: the process has no stderr output.
 	DiscardStderr bool
 	// Timeout ends the process group when it has run this long; zero means none.

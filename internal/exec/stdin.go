@@ -183,7 +183,8 @@ func writeContext(ctx context.Context, w *os.File, data []byte) (int, error) {
 		return n, nil
 	case errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() != nil:
 		return n, ctx.Err()
-	case errors.Is(err, syscall.EPIPE), errors.Is(err, os.ErrClosed):
+	case errors.Is(err, syscall.EPIPE), errors.Is(err, os.ErrClosed), errors.Is(err, syscall.EIO):
+		// EIO: a terminal whose every other end has closed.
 		return n, fmt.Errorf("%w: %w", ErrStdinClosed, err)
 	default:
 		return n, err

@@ -136,6 +136,7 @@ func (e HealthStatus) Valid() bool {
 
 // Defines values for OutputChunkStream.
 const (
+	Pty    OutputChunkStream = "pty"
 	Stderr OutputChunkStream = "stderr"
 	Stdout OutputChunkStream = "stdout"
 )
@@ -143,6 +144,8 @@ const (
 // Valid indicates whether the value is a known member of the OutputChunkStream enum.
 func (e OutputChunkStream) Valid() bool {
 	switch e {
+	case Pty:
+		return true
 	case Stderr:
 		return true
 	case Stdout:
@@ -172,6 +175,7 @@ const (
 	MisdirectedHost      ProblemCode = "misdirected_host"
 	NotADirectory        ProblemCode = "not_a_directory"
 	NotARegularFile      ProblemCode = "not_a_regular_file"
+	NotATty              ProblemCode = "not_a_tty"
 	NotEmpty             ProblemCode = "not_empty"
 	NotFound             ProblemCode = "not_found"
 	OutputLost           ProblemCode = "output_lost"
@@ -181,10 +185,14 @@ const (
 	ProcessExited        ProblemCode = "process_exited"
 	RangeNotSatisfiable  ProblemCode = "range_not_satisfiable"
 	SandboxUnavailable   ProblemCode = "sandbox_unavailable"
+	SessionBusy          ProblemCode = "session_busy"
+	SessionExists        ProblemCode = "session_exists"
+	SessionStartFailed   ProblemCode = "session_start_failed"
 	ShuttingDown         ProblemCode = "shutting_down"
 	SpawnFailed          ProblemCode = "spawn_failed"
 	StdinClosed          ProblemCode = "stdin_closed"
 	TooManyProcesses     ProblemCode = "too_many_processes"
+	TooManySessions      ProblemCode = "too_many_sessions"
 	Unauthorized         ProblemCode = "unauthorized"
 	UnsupportedMediaType ProblemCode = "unsupported_media_type"
 	UnsupportedShell     ProblemCode = "unsupported_shell"
@@ -229,6 +237,8 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case NotARegularFile:
 		return true
+	case NotATty:
+		return true
 	case NotEmpty:
 		return true
 	case NotFound:
@@ -247,6 +257,12 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case SandboxUnavailable:
 		return true
+	case SessionBusy:
+		return true
+	case SessionExists:
+		return true
+	case SessionStartFailed:
+		return true
 	case ShuttingDown:
 		return true
 	case SpawnFailed:
@@ -254,6 +270,8 @@ func (e ProblemCode) Valid() bool {
 	case StdinClosed:
 		return true
 	case TooManyProcesses:
+		return true
+	case TooManySessions:
 		return true
 	case Unauthorized:
 		return true
@@ -503,6 +521,9 @@ func (e UnrestoredPieceKind) Valid() bool {
 	}
 }
 
+// Arg0 The argv[0] the program sees in place of argv[0], which still names the program to run.
+type Arg0 = string
+
 // CaptureCounts defines model for CaptureCounts.
 type CaptureCounts struct {
 	Failure int64 `json:"failure"`
@@ -539,6 +560,9 @@ type EnvPolicyInherit string
 
 // ExecRequest defines model for ExecRequest.
 type ExecRequest struct {
+	// Arg0 The argv[0] the program sees in place of argv[0], which still names the program to run.
+	Arg0 *Arg0 `json:"arg0,omitempty"`
+
 	// Argv The program and its arguments; no shell unless argv names one.
 	Argv []string `json:"argv"`
 
@@ -592,6 +616,13 @@ type ExecRequest struct {
 	// (status timed_out, snapshot.outcome not_run). Without it, the server's
 	// --default-timeout applies the same way.
 	TimeoutMs *int64 `json:"timeoutMs,omitempty"`
+
+	// Tty Run the process on a new pseudo-terminal of this size. The child leads a new session
+	// with the terminal as its controlling terminal, in the foreground. Its output is the
+	// one stream pty (for /exec it comes back as stdout, and stderr is empty); its stdin
+	// is always open, and a byte 0x03 interrupts its foreground job. The signal endpoint
+	// reaches the terminal's foreground process group.
+	Tty *TTYSize `json:"tty,omitempty"`
 }
 
 // ExecResult defines model for ExecResult.
@@ -723,6 +754,13 @@ type Health struct {
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
 
+// NameChanges defines model for NameChanges.
+type NameChanges struct {
+	Added   []string `json:"added"`
+	Changed []string `json:"changed"`
+	Removed []string `json:"removed"`
+}
+
 // OutcomeCounts defines model for OutcomeCounts.
 type OutcomeCounts struct {
 	Fallback int64 `json:"fallback"`
@@ -735,12 +773,14 @@ type OutputChunk struct {
 	Data *string `json:"data,omitempty"`
 
 	// DataBase64 The bytes, exactly, when they are not UTF-8.
-	DataBase64 *[]byte           `json:"dataBase64,omitempty"`
-	Seq        int64             `json:"seq"`
-	Stream     OutputChunkStream `json:"stream"`
+	DataBase64 *[]byte `json:"dataBase64,omitempty"`
+	Seq        int64   `json:"seq"`
+
+	// Stream pty is the one stream of a process on a terminal.
+	Stream OutputChunkStream `json:"stream"`
 }
 
-// OutputChunkStream defines model for OutputChunk.Stream.
+// OutputChunkStream pty is the one stream of a process on a terminal.
 type OutputChunkStream string
 
 // PrewarmRequest defines model for PrewarmRequest.
@@ -814,6 +854,13 @@ type Process struct {
 	Status      ProcessStatus   `json:"status"`
 	StderrBytes int64           `json:"stderrBytes"`
 	StdoutBytes int64           `json:"stdoutBytes"`
+
+	// Tty Run the process on a new pseudo-terminal of this size. The child leads a new session
+	// with the terminal as its controlling terminal, in the foreground. Its output is the
+	// one stream pty (for /exec it comes back as stdout, and stderr is empty); its stdin
+	// is always open, and a byte 0x03 interrupts its foreground job. The signal endpoint
+	// reaches the terminal's foreground process group.
+	Tty *TTYSize `json:"tty,omitempty"`
 }
 
 // ProcessStatus defines model for Process.Status.
@@ -900,6 +947,181 @@ type SandboxReport struct {
 
 // SandboxReportType landlock, as its sandbox asked; none, unconfined.
 type SandboxReportType string
+
+// Session defines model for Session.
+type Session struct {
+	Aliases []string `json:"aliases"`
+
+	// Busy A command runs now.
+	Busy bool `json:"busy"`
+
+	// Commands Commands run in the session.
+	Commands  int       `json:"commands"`
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Cwd The working directory the next command starts in.
+	Cwd string `json:"cwd"`
+
+	// ForkedFrom The session this one was forked from.
+	ForkedFrom *string  `json:"forkedFrom,omitempty"`
+	Functions  []string `json:"functions"`
+
+	// History The last commands (at most --session-history), oldest first.
+	History    []SessionCommand `json:"history"`
+	LastUsedAt time.Time        `json:"lastUsedAt"`
+	SessionId  string           `json:"sessionId"`
+	Shell      ShellInfo        `json:"shell"`
+
+	// StateBytes The size of the state's dump.
+	StateBytes int `json:"stateBytes"`
+
+	// Variables The state's shell variables (the shell's own volatile ones left out), names only.
+	Variables []string `json:"variables"`
+}
+
+// SessionAfter The session after a command. Names only, never values.
+type SessionAfter struct {
+	Aliases NameChanges `json:"aliases"`
+
+	// Cwd The working directory the next command starts in.
+	Cwd       string      `json:"cwd"`
+	Functions NameChanges `json:"functions"`
+	Reason    *string     `json:"reason,omitempty"`
+	SessionId string      `json:"sessionId"`
+
+	// StateKept true when the command's end state is the session's now; false when the session kept
+	// the state it had before the command (reason says why: it was ended, it left no state).
+	StateKept bool        `json:"stateKept"`
+	Variables NameChanges `json:"variables"`
+}
+
+// SessionCommand defines model for SessionCommand.
+type SessionCommand struct {
+	DurationMs int64  `json:"durationMs"`
+	ExitCode   *int   `json:"exitCode"`
+	ProcessId  string `json:"processId"`
+
+	// Script The script's first 256 bytes.
+	Script    string    `json:"script"`
+	Signal    *string   `json:"signal"`
+	StartedAt time.Time `json:"startedAt"`
+	StateKept bool      `json:"stateKept"`
+
+	// Status How the process ended: exited on its own, signaled, timed out (timeoutMs),
+	// idle timeout (idleTimeoutMs), terminated by a client, or shut down with the server.
+	Status ExitStatus `json:"status"`
+}
+
+// SessionCreateRequest defines model for SessionCreateRequest.
+type SessionCreateRequest struct {
+	// Cwd Absolute directory of the first command; default the server's.
+	Cwd *string `json:"cwd,omitempty"`
+
+	// Env As /exec's env; every command of the session starts from it.
+	Env *map[string]string `json:"env,omitempty"`
+
+	// EnvPolicy Which of the server's own variables a child gets, applied in this order: inherit,
+	// the default excludes (*KEY*, *SECRET*, *TOKEN*) unless ignored, exclude, set,
+	// includeOnly. Patterns use * and ?, match the whole name, and ignore ASCII case.
+	// The server's own secrets never reach a child.
+	EnvPolicy *EnvPolicy `json:"envPolicy,omitempty"`
+
+	// SessionId Client key, unique among the sessions; generated when absent.
+	SessionId *string   `json:"sessionId,omitempty"`
+	Shell     ShellInfo `json:"shell"`
+
+	// ShellSnapshot Start from the scope's shell snapshot of the session's shell, cwd, env and envPolicy.
+	ShellSnapshot *SessionSnapshotRequest `json:"shellSnapshot,omitempty"`
+}
+
+// SessionExecRequest defines model for SessionExecRequest.
+type SessionExecRequest struct {
+	IdleTimeoutMs *int64 `json:"idleTimeoutMs,omitempty"`
+
+	// MaxOutputBytes As /exec's.
+	MaxOutputBytes *int `json:"maxOutputBytes,omitempty"`
+
+	// Script Run by bash at its top level, as bash -c runs its string.
+	Script string `json:"script"`
+
+	// Stdin Written to the command, then closed; without it stdin is /dev/null.
+	Stdin *string `json:"stdin,omitempty"`
+
+	// TimeoutMs As /exec's; a command that runs out of it leaves the session's state as it was.
+	TimeoutMs *int64 `json:"timeoutMs,omitempty"`
+}
+
+// SessionExecResult /exec's answer, and the session's state after the command.
+type SessionExecResult struct {
+	DurationMs int64 `json:"durationMs"`
+
+	// ExitCode The exit code, or null when the process was ended by a signal.
+	ExitCode *int `json:"exitCode"`
+
+	// Pid The process's pid, or null when no process was started (snapshot.outcome not_run).
+	Pid *int `json:"pid"`
+
+	// ProcessId The process's id, or null when no process was started (snapshot.outcome not_run):
+	// the table holds none under any id, not even the one the request gave.
+	ProcessId *string `json:"processId"`
+
+	// Sandbox How the process was confined.
+	Sandbox *SandboxReport `json:"sandbox,omitempty"`
+
+	// Session The session after a command. Names only, never values.
+	Session SessionAfter `json:"session"`
+
+	// Signal The ending signal's name as in signal(7), such as SIGKILL, or null.
+	Signal *string `json:"signal"`
+
+	// Snapshot What happened to the command's snapshot request.
+	Snapshot SnapshotReceipt `json:"snapshot"`
+
+	// Status How the process ended: exited on its own, signaled, timed out (timeoutMs),
+	// idle timeout (idleTimeoutMs), terminated by a client, or shut down with the server.
+	Status          ExitStatus `json:"status"`
+	Stderr          *string    `json:"stderr,omitempty"`
+	StderrBase64    *[]byte    `json:"stderrBase64,omitempty"`
+	StderrBytes     int64      `json:"stderrBytes"`
+	StderrTruncated bool       `json:"stderrTruncated"`
+
+	// Stdout Standard output, when it is UTF-8.
+	Stdout *string `json:"stdout,omitempty"`
+
+	// StdoutBase64 Standard output, exactly, when it is not UTF-8.
+	StdoutBase64 *[]byte `json:"stdoutBase64,omitempty"`
+
+	// StdoutBytes Bytes the program wrote to stdout.
+	StdoutBytes     int64 `json:"stdoutBytes"`
+	StdoutTruncated bool  `json:"stdoutTruncated"`
+}
+
+// SessionForkRequest defines model for SessionForkRequest.
+type SessionForkRequest struct {
+	// SessionId The fork's id; generated when absent.
+	SessionId *string `json:"sessionId,omitempty"`
+}
+
+// SessionList defines model for SessionList.
+type SessionList struct {
+	Sessions []Session `json:"sessions"`
+}
+
+// SessionSnapshotRequest Start from the scope's shell snapshot of the session's shell, cwd, env and envPolicy.
+type SessionSnapshotRequest struct {
+	ScopeId string `json:"scopeId"`
+}
+
+// SessionStats Sessions held now and running a command; commands run and those that left the session's
+// state as it was (stateLost); sessions ended by DELETE and by --session-idle-timeout.
+type SessionStats struct {
+	Active    int   `json:"active"`
+	Busy      int   `json:"busy"`
+	Commands  int64 `json:"commands"`
+	Deleted   int64 `json:"deleted"`
+	Idle      int64 `json:"idle"`
+	StateLost int64 `json:"stateLost"`
+}
 
 // ShellInfo defines model for ShellInfo.
 type ShellInfo struct {
@@ -1111,6 +1333,8 @@ type StandbyStats struct {
 
 // StartProcessRequest defines model for StartProcessRequest.
 type StartProcessRequest struct {
+	// Arg0 The argv[0] the program sees in place of argv[0], which still names the program to run.
+	Arg0 *Arg0              `json:"arg0,omitempty"`
 	Argv []string           `json:"argv"`
 	Cwd  *string            `json:"cwd,omitempty"`
 	Env  *map[string]string `json:"env,omitempty"`
@@ -1147,12 +1371,23 @@ type StartProcessRequest struct {
 	// Stdin Written to the child first; with pipeStdin stdin then stays open for writes.
 	Stdin     *string `json:"stdin,omitempty"`
 	TimeoutMs *int64  `json:"timeoutMs,omitempty"`
+
+	// Tty Run the process on a new pseudo-terminal of this size. The child leads a new session
+	// with the terminal as its controlling terminal, in the foreground. Its output is the
+	// one stream pty (for /exec it comes back as stdout, and stderr is empty); its stdin
+	// is always open, and a byte 0x03 interrupts its foreground job. The signal endpoint
+	// reaches the terminal's foreground process group.
+	Tty *TTYSize `json:"tty,omitempty"`
 }
 
 // Stats defines model for Stats.
 type Stats struct {
-	Http      HTTPStats     `json:"http"`
-	Processes ProcessStats  `json:"processes"`
+	Http      HTTPStats    `json:"http"`
+	Processes ProcessStats `json:"processes"`
+
+	// Sessions Sessions held now and running a command; commands run and those that left the session's
+	// state as it was (stateLost); sessions ended by DELETE and by --session-idle-timeout.
+	Sessions  SessionStats  `json:"sessions"`
 	Snapshots SnapshotStats `json:"snapshots"`
 	StartedAt time.Time     `json:"startedAt"`
 	UptimeMs  int64         `json:"uptimeMs"`
@@ -1186,6 +1421,19 @@ type StdinWrite struct {
 	// retry with the same writeId must carry the same data, of which only the bytes that
 	// earlier calls did not write are written.
 	WriteId *string `json:"writeId,omitempty"`
+}
+
+// TTYSize Run the process on a new pseudo-terminal of this size. The child leads a new session
+// with the terminal as its controlling terminal, in the foreground. Its output is the
+// one stream pty (for /exec it comes back as stdout, and stderr is empty); its stdin
+// is always open, and a byte 0x03 interrupts its foreground job. The signal endpoint
+// reaches the terminal's foreground process group.
+type TTYSize struct {
+	// Cols Columns.
+	Cols int `json:"cols"`
+
+	// Rows Rows.
+	Rows int `json:"rows"`
 }
 
 // TerminateResult defines model for TerminateResult.
@@ -1226,6 +1474,9 @@ type ProcessId = string
 
 // ScopeId defines model for ScopeId.
 type ScopeId = string
+
+// SessionId defines model for SessionId.
+type SessionId = string
 
 // ListDirectoryParams defines parameters for ListDirectory.
 type ListDirectoryParams struct {
@@ -1296,11 +1547,23 @@ type RemoveFileJSONRequestBody = RemoveRequest
 // StartProcessJSONRequestBody defines body for StartProcess for application/json ContentType.
 type StartProcessJSONRequestBody = StartProcessRequest
 
+// ResizeProcessJSONRequestBody defines body for ResizeProcess for application/json ContentType.
+type ResizeProcessJSONRequestBody = TTYSize
+
 // SignalProcessJSONRequestBody defines body for SignalProcess for application/json ContentType.
 type SignalProcessJSONRequestBody = SignalRequest
 
 // WriteProcessStdinJSONRequestBody defines body for WriteProcessStdin for application/json ContentType.
 type WriteProcessStdinJSONRequestBody = StdinWrite
+
+// CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
+type CreateSessionJSONRequestBody = SessionCreateRequest
+
+// SessionExecJSONRequestBody defines body for SessionExec for application/json ContentType.
+type SessionExecJSONRequestBody = SessionExecRequest
+
+// ForkSessionJSONRequestBody defines body for ForkSession for application/json ContentType.
+type ForkSessionJSONRequestBody = SessionForkRequest
 
 // PrewarmSnapshotJSONRequestBody defines body for PrewarmSnapshot for application/json ContentType.
 type PrewarmSnapshotJSONRequestBody = PrewarmRequest
@@ -1352,6 +1615,9 @@ type ServerInterface interface {
 	// ReadProcessOutput Long-poll read of retained output chunks.
 	// (GET /processes/{processId}/output)
 	ReadProcessOutput(w http.ResponseWriter, r *http.Request, processId ProcessId, params ReadProcessOutputParams)
+	// ResizeProcess Resize the process's terminal.
+	// (POST /processes/{processId}/resize)
+	ResizeProcess(w http.ResponseWriter, r *http.Request, processId ProcessId)
 	// SignalProcess Send a signal to the whole process group.
 	// (POST /processes/{processId}/signal)
 	SignalProcess(w http.ResponseWriter, r *http.Request, processId ProcessId)
@@ -1361,6 +1627,24 @@ type ServerInterface interface {
 	// Readyz Readiness; 503 while draining on shutdown.
 	// (GET /readyz)
 	Readyz(w http.ResponseWriter, r *http.Request)
+	// ListSessions The sessions, oldest first.
+	// (GET /sessions)
+	ListSessions(w http.ResponseWriter, r *http.Request)
+	// CreateSession Create a shell session.
+	// (POST /sessions)
+	CreateSession(w http.ResponseWriter, r *http.Request)
+	// DeleteSession End a session; a command it runs goes on, and its end state is dropped.
+	// (DELETE /sessions/{sessionId})
+	DeleteSession(w http.ResponseWriter, r *http.Request, sessionId SessionId)
+	// GetSession One session, its state's names and its last commands.
+	// (GET /sessions/{sessionId})
+	GetSession(w http.ResponseWriter, r *http.Request, sessionId SessionId)
+	// SessionExec Run a command in the session's state.
+	// (POST /sessions/{sessionId}/exec)
+	SessionExec(w http.ResponseWriter, r *http.Request, sessionId SessionId)
+	// ForkSession A new session starting from this one's current state.
+	// (POST /sessions/{sessionId}/fork)
+	ForkSession(w http.ResponseWriter, r *http.Request, sessionId SessionId)
 	// ListSnapshots The shell-snapshot cache, least recently used first.
 	// (GET /snapshots)
 	ListSnapshots(w http.ResponseWriter, r *http.Request)
@@ -1472,6 +1756,12 @@ func (_ Unimplemented) ReadProcessOutput(w http.ResponseWriter, r *http.Request,
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// ResizeProcess Resize the process's terminal.
+// (POST /processes/{processId}/resize)
+func (_ Unimplemented) ResizeProcess(w http.ResponseWriter, r *http.Request, processId ProcessId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // SignalProcess Send a signal to the whole process group.
 // (POST /processes/{processId}/signal)
 func (_ Unimplemented) SignalProcess(w http.ResponseWriter, r *http.Request, processId ProcessId) {
@@ -1487,6 +1777,42 @@ func (_ Unimplemented) WriteProcessStdin(w http.ResponseWriter, r *http.Request,
 // Readyz Readiness; 503 while draining on shutdown.
 // (GET /readyz)
 func (_ Unimplemented) Readyz(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListSessions The sessions, oldest first.
+// (GET /sessions)
+func (_ Unimplemented) ListSessions(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// CreateSession Create a shell session.
+// (POST /sessions)
+func (_ Unimplemented) CreateSession(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// DeleteSession End a session; a command it runs goes on, and its end state is dropped.
+// (DELETE /sessions/{sessionId})
+func (_ Unimplemented) DeleteSession(w http.ResponseWriter, r *http.Request, sessionId SessionId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetSession One session, its state's names and its last commands.
+// (GET /sessions/{sessionId})
+func (_ Unimplemented) GetSession(w http.ResponseWriter, r *http.Request, sessionId SessionId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// SessionExec Run a command in the session's state.
+// (POST /sessions/{sessionId}/exec)
+func (_ Unimplemented) SessionExec(w http.ResponseWriter, r *http.Request, sessionId SessionId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ForkSession A new session starting from this one's current state.
+// (POST /sessions/{sessionId}/fork)
+func (_ Unimplemented) ForkSession(w http.ResponseWriter, r *http.Request, sessionId SessionId) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1939,6 +2265,32 @@ func (siw *ServerInterfaceWrapper) ReadProcessOutput(w http.ResponseWriter, r *h
 	handler.ServeHTTP(w, r)
 }
 
+// ResizeProcess operation middleware
+func (siw *ServerInterfaceWrapper) ResizeProcess(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "processId" -------------
+	var processId ProcessId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "processId", chi.URLParam(r, "processId"), &processId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "processId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ResizeProcess(w, r, processId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // SignalProcess operation middleware
 func (siw *ServerInterfaceWrapper) SignalProcess(w http.ResponseWriter, r *http.Request) {
 
@@ -1996,6 +2348,138 @@ func (siw *ServerInterfaceWrapper) Readyz(w http.ResponseWriter, r *http.Request
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.Readyz(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListSessions operation middleware
+func (siw *ServerInterfaceWrapper) ListSessions(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListSessions(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// CreateSession operation middleware
+func (siw *ServerInterfaceWrapper) CreateSession(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CreateSession(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DeleteSession operation middleware
+func (siw *ServerInterfaceWrapper) DeleteSession(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId SessionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", chi.URLParam(r, "sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "sessionId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DeleteSession(w, r, sessionId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetSession operation middleware
+func (siw *ServerInterfaceWrapper) GetSession(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId SessionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", chi.URLParam(r, "sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "sessionId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetSession(w, r, sessionId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// SessionExec operation middleware
+func (siw *ServerInterfaceWrapper) SessionExec(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId SessionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", chi.URLParam(r, "sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "sessionId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.SessionExec(w, r, sessionId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ForkSession operation middleware
+func (siw *ServerInterfaceWrapper) ForkSession(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId SessionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", chi.URLParam(r, "sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "sessionId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ForkSession(w, r, sessionId)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -2265,6 +2749,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Post(options.BaseURL+"/processes/{processId}/signal", wrapper.SignalProcess)
 	})
 	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/processes/{processId}/resize", wrapper.ResizeProcess)
+	})
+	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/snapshots", wrapper.ListSnapshots)
 	})
 	r.Group(func(r chi.Router) {
@@ -2296,6 +2783,24 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/files/move", wrapper.MoveFile)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/sessions", wrapper.ListSessions)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/sessions", wrapper.CreateSession)
+	})
+	r.Group(func(r chi.Router) {
+		r.Delete(options.BaseURL+"/sessions/{sessionId}", wrapper.DeleteSession)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/sessions/{sessionId}", wrapper.GetSession)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/sessions/{sessionId}/exec", wrapper.SessionExec)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/sessions/{sessionId}/fork", wrapper.ForkSession)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/stats", wrapper.GetStats)
@@ -3791,6 +4296,104 @@ func (response ReadProcessOutputdefaultApplicationProblemPlusJSONResponse) Visit
 	return err
 }
 
+type ResizeProcessRequestObject struct {
+	ProcessId ProcessId `json:"processId"`
+	Body      *ResizeProcessJSONRequestBody
+}
+
+type ResizeProcessResponseObject interface {
+	VisitResizeProcessResponse(w http.ResponseWriter) error
+}
+
+type ResizeProcess200JSONResponse TTYSize
+
+func (response ResizeProcess200JSONResponse) VisitResizeProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResizeProcess400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ResizeProcess400ApplicationProblemPlusJSONResponse) VisitResizeProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResizeProcess401ApplicationProblemPlusJSONResponse Problem
+
+func (response ResizeProcess401ApplicationProblemPlusJSONResponse) VisitResizeProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResizeProcess404ApplicationProblemPlusJSONResponse Problem
+
+func (response ResizeProcess404ApplicationProblemPlusJSONResponse) VisitResizeProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResizeProcess409ApplicationProblemPlusJSONResponse Problem
+
+func (response ResizeProcess409ApplicationProblemPlusJSONResponse) VisitResizeProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResizeProcessdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ResizeProcessdefaultApplicationProblemPlusJSONResponse) VisitResizeProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SignalProcessRequestObject struct {
 	ProcessId ProcessId `json:"processId"`
 	Body      *SignalProcessJSONRequestBody
@@ -4030,6 +4633,640 @@ type ReadyzdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ReadyzdefaultApplicationProblemPlusJSONResponse) VisitReadyzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSessionsRequestObject struct {
+}
+
+type ListSessionsResponseObject interface {
+	VisitListSessionsResponse(w http.ResponseWriter) error
+}
+
+type ListSessions200JSONResponse SessionList
+
+func (response ListSessions200JSONResponse) VisitListSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSessions401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ListSessions401ApplicationProblemPlusJSONResponse) VisitListSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSessionsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListSessionsdefaultApplicationProblemPlusJSONResponse) VisitListSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSessionRequestObject struct {
+	Body *CreateSessionJSONRequestBody
+}
+
+type CreateSessionResponseObject interface {
+	VisitCreateSessionResponse(w http.ResponseWriter) error
+}
+
+type CreateSession201JSONResponse Session
+
+func (response CreateSession201JSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSession400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSession400ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSession401ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateSession401ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSession409ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateSession409ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSession422ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateSession422ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSession429ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateSession429ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSession502ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateSession502ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSession503ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateSession503ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSessiondefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response CreateSessiondefaultApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSessionRequestObject struct {
+	SessionId SessionId `json:"sessionId"`
+}
+
+type DeleteSessionResponseObject interface {
+	VisitDeleteSessionResponse(w http.ResponseWriter) error
+}
+
+type DeleteSession204Response struct {
+}
+
+func (response DeleteSession204Response) VisitDeleteSessionResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteSession401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteSession401ApplicationProblemPlusJSONResponse) VisitDeleteSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSession404ApplicationProblemPlusJSONResponse Problem
+
+func (response DeleteSession404ApplicationProblemPlusJSONResponse) VisitDeleteSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSessiondefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response DeleteSessiondefaultApplicationProblemPlusJSONResponse) VisitDeleteSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSessionRequestObject struct {
+	SessionId SessionId `json:"sessionId"`
+}
+
+type GetSessionResponseObject interface {
+	VisitGetSessionResponse(w http.ResponseWriter) error
+}
+
+type GetSession200JSONResponse Session
+
+func (response GetSession200JSONResponse) VisitGetSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSession401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetSession401ApplicationProblemPlusJSONResponse) VisitGetSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSession404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetSession404ApplicationProblemPlusJSONResponse) VisitGetSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSessiondefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetSessiondefaultApplicationProblemPlusJSONResponse) VisitGetSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SessionExecRequestObject struct {
+	SessionId SessionId `json:"sessionId"`
+	Body      *SessionExecJSONRequestBody
+}
+
+type SessionExecResponseObject interface {
+	VisitSessionExecResponse(w http.ResponseWriter) error
+}
+
+type SessionExec200JSONResponse SessionExecResult
+
+func (response SessionExec200JSONResponse) VisitSessionExecResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SessionExec200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response SessionExec200TexteventStreamResponse) VisitSessionExecResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type SessionExec400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response SessionExec400ApplicationProblemPlusJSONResponse) VisitSessionExecResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SessionExec401ApplicationProblemPlusJSONResponse Problem
+
+func (response SessionExec401ApplicationProblemPlusJSONResponse) VisitSessionExecResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SessionExec404ApplicationProblemPlusJSONResponse Problem
+
+func (response SessionExec404ApplicationProblemPlusJSONResponse) VisitSessionExecResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SessionExec409ApplicationProblemPlusJSONResponse Problem
+
+func (response SessionExec409ApplicationProblemPlusJSONResponse) VisitSessionExecResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SessionExec422ApplicationProblemPlusJSONResponse Problem
+
+func (response SessionExec422ApplicationProblemPlusJSONResponse) VisitSessionExecResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SessionExec429ApplicationProblemPlusJSONResponse Problem
+
+func (response SessionExec429ApplicationProblemPlusJSONResponse) VisitSessionExecResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SessionExec503ApplicationProblemPlusJSONResponse Problem
+
+func (response SessionExec503ApplicationProblemPlusJSONResponse) VisitSessionExecResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SessionExecdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response SessionExecdefaultApplicationProblemPlusJSONResponse) VisitSessionExecResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForkSessionRequestObject struct {
+	SessionId SessionId `json:"sessionId"`
+	Body      *ForkSessionJSONRequestBody
+}
+
+type ForkSessionResponseObject interface {
+	VisitForkSessionResponse(w http.ResponseWriter) error
+}
+
+type ForkSession201JSONResponse Session
+
+func (response ForkSession201JSONResponse) VisitForkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForkSession400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ForkSession400ApplicationProblemPlusJSONResponse) VisitForkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForkSession401ApplicationProblemPlusJSONResponse Problem
+
+func (response ForkSession401ApplicationProblemPlusJSONResponse) VisitForkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForkSession404ApplicationProblemPlusJSONResponse Problem
+
+func (response ForkSession404ApplicationProblemPlusJSONResponse) VisitForkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForkSession409ApplicationProblemPlusJSONResponse Problem
+
+func (response ForkSession409ApplicationProblemPlusJSONResponse) VisitForkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForkSession429ApplicationProblemPlusJSONResponse Problem
+
+func (response ForkSession429ApplicationProblemPlusJSONResponse) VisitForkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForkSession503ApplicationProblemPlusJSONResponse Problem
+
+func (response ForkSession503ApplicationProblemPlusJSONResponse) VisitForkSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ForkSessiondefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ForkSessiondefaultApplicationProblemPlusJSONResponse) VisitForkSessionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -4441,6 +5678,9 @@ type StrictServerInterface interface {
 	// ReadProcessOutput Long-poll read of retained output chunks.
 	// (GET /processes/{processId}/output)
 	ReadProcessOutput(ctx context.Context, request ReadProcessOutputRequestObject) (ReadProcessOutputResponseObject, error)
+	// ResizeProcess Resize the process's terminal.
+	// (POST /processes/{processId}/resize)
+	ResizeProcess(ctx context.Context, request ResizeProcessRequestObject) (ResizeProcessResponseObject, error)
 	// SignalProcess Send a signal to the whole process group.
 	// (POST /processes/{processId}/signal)
 	SignalProcess(ctx context.Context, request SignalProcessRequestObject) (SignalProcessResponseObject, error)
@@ -4450,6 +5690,24 @@ type StrictServerInterface interface {
 	// Readyz Readiness; 503 while draining on shutdown.
 	// (GET /readyz)
 	Readyz(ctx context.Context, request ReadyzRequestObject) (ReadyzResponseObject, error)
+	// ListSessions The sessions, oldest first.
+	// (GET /sessions)
+	ListSessions(ctx context.Context, request ListSessionsRequestObject) (ListSessionsResponseObject, error)
+	// CreateSession Create a shell session.
+	// (POST /sessions)
+	CreateSession(ctx context.Context, request CreateSessionRequestObject) (CreateSessionResponseObject, error)
+	// DeleteSession End a session; a command it runs goes on, and its end state is dropped.
+	// (DELETE /sessions/{sessionId})
+	DeleteSession(ctx context.Context, request DeleteSessionRequestObject) (DeleteSessionResponseObject, error)
+	// GetSession One session, its state's names and its last commands.
+	// (GET /sessions/{sessionId})
+	GetSession(ctx context.Context, request GetSessionRequestObject) (GetSessionResponseObject, error)
+	// SessionExec Run a command in the session's state.
+	// (POST /sessions/{sessionId}/exec)
+	SessionExec(ctx context.Context, request SessionExecRequestObject) (SessionExecResponseObject, error)
+	// ForkSession A new session starting from this one's current state.
+	// (POST /sessions/{sessionId}/fork)
+	ForkSession(ctx context.Context, request ForkSessionRequestObject) (ForkSessionResponseObject, error)
 	// ListSnapshots The shell-snapshot cache, least recently used first.
 	// (GET /snapshots)
 	ListSnapshots(ctx context.Context, request ListSnapshotsRequestObject) (ListSnapshotsResponseObject, error)
@@ -4921,6 +6179,39 @@ func (sh *strictHandler) ReadProcessOutput(w http.ResponseWriter, r *http.Reques
 	}
 }
 
+// ResizeProcess operation middleware
+func (sh *strictHandler) ResizeProcess(w http.ResponseWriter, r *http.Request, processId ProcessId) {
+	var request ResizeProcessRequestObject
+
+	request.ProcessId = processId
+
+	var body ResizeProcessJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ResizeProcess(ctx, request.(ResizeProcessRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ResizeProcess")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ResizeProcessResponseObject); ok {
+		if err := validResponse.VisitResizeProcessResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // SignalProcess operation middleware
 func (sh *strictHandler) SignalProcess(w http.ResponseWriter, r *http.Request, processId ProcessId) {
 	var request SignalProcessRequestObject
@@ -5004,6 +6295,182 @@ func (sh *strictHandler) Readyz(w http.ResponseWriter, r *http.Request) {
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(ReadyzResponseObject); ok {
 		if err := validResponse.VisitReadyzResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListSessions operation middleware
+func (sh *strictHandler) ListSessions(w http.ResponseWriter, r *http.Request) {
+	var request ListSessionsRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListSessions(ctx, request.(ListSessionsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListSessions")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListSessionsResponseObject); ok {
+		if err := validResponse.VisitListSessionsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateSession operation middleware
+func (sh *strictHandler) CreateSession(w http.ResponseWriter, r *http.Request) {
+	var request CreateSessionRequestObject
+
+	var body CreateSessionJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateSession(ctx, request.(CreateSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateSession")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(CreateSessionResponseObject); ok {
+		if err := validResponse.VisitCreateSessionResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteSession operation middleware
+func (sh *strictHandler) DeleteSession(w http.ResponseWriter, r *http.Request, sessionId SessionId) {
+	var request DeleteSessionRequestObject
+
+	request.SessionId = sessionId
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteSession(ctx, request.(DeleteSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteSession")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DeleteSessionResponseObject); ok {
+		if err := validResponse.VisitDeleteSessionResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetSession operation middleware
+func (sh *strictHandler) GetSession(w http.ResponseWriter, r *http.Request, sessionId SessionId) {
+	var request GetSessionRequestObject
+
+	request.SessionId = sessionId
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSession(ctx, request.(GetSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSession")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetSessionResponseObject); ok {
+		if err := validResponse.VisitGetSessionResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SessionExec operation middleware
+func (sh *strictHandler) SessionExec(w http.ResponseWriter, r *http.Request, sessionId SessionId) {
+	var request SessionExecRequestObject
+
+	request.SessionId = sessionId
+
+	var body SessionExecJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.SessionExec(ctx, request.(SessionExecRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SessionExec")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(SessionExecResponseObject); ok {
+		if err := validResponse.VisitSessionExecResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ForkSession operation middleware
+func (sh *strictHandler) ForkSession(w http.ResponseWriter, r *http.Request, sessionId SessionId) {
+	var request ForkSessionRequestObject
+
+	request.SessionId = sessionId
+
+	var body ForkSessionJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ForkSession(ctx, request.(ForkSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ForkSession")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ForkSessionResponseObject); ok {
+		if err := validResponse.VisitForkSessionResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

@@ -46,7 +46,20 @@ func execInput(b *ExecRequest) service.ExecInput {
 		Timeout:        millis(b.TimeoutMs),
 		IdleTimeout:    millis(b.IdleTimeoutMs),
 		MaxOutputBytes: maxOutputBytes(b.MaxOutputBytes),
+		TTY:            ttySize(b.Tty),
+		Arg0:           orZero(b.Arg0),
 	}
+}
+
+// ttySize translates a terminal size; nil is none. A value beyond uint16
+// saturates, so that the service's bound refuses it rather than a wrapped one
+// passing (the contract refuses it first).
+func ttySize(t *TTYSize) *exec.TTYSize {
+	if t == nil {
+		return nil
+	}
+	cell := func(n int) uint16 { return uint16(min(max(n, 0), math.MaxUint16)) }
+	return &exec.TTYSize{Cols: cell(t.Cols), Rows: cell(t.Rows)}
 }
 
 func snapshotRequest(r *ShellSnapshotRequest) *shellsnap.Request {

@@ -20,6 +20,7 @@ import (
 	"github.com/snapexec/snapexec/api"
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/service"
+	"github.com/snapexec/snapexec/internal/session"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
 
@@ -39,11 +40,18 @@ type fakeService struct {
 	WriteStdinFn      func(ctx context.Context, id string, in service.StdinInput) (service.StdinOutput, error)
 	SignalFn          func(id string, sig syscall.Signal) (bool, error)
 	TerminateFn       func(id string) (bool, error)
+	ResizeFn          func(id string, size exec.TTYSize) error
 	PrewarmFn         func(ctx context.Context, in service.PrewarmInput) (shellsnap.EntryInfo, error)
 	SnapshotsFn       func() []shellsnap.EntryInfo
 	ScopeSnapshotsFn  func(scopeID string) ([]shellsnap.EntryInfo, error)
 	ForgetSnapshotsFn func(scopeID string)
 	StatsFn           func() service.Stats
+	CreateSessionFn   func(ctx context.Context, in service.SessionInput) (session.Info, error)
+	SessionExecFn     func(ctx context.Context, id string, in service.SessionExecInput) (service.SessionExecOutput, error)
+	SessionsFn        func() []session.Info
+	SessionFn         func(id string) (session.Info, error)
+	DeleteSessionFn   func(id string) error
+	ForkSessionFn     func(id, forkID string) (session.Info, error)
 	// ShuttingDownFn, when set, is the Gate; nil means a gate that never closes.
 	ShuttingDownFn func() bool
 
@@ -56,6 +64,7 @@ var (
 	_ Processes   = (*fakeService)(nil)
 	_ Snapshots   = (*fakeService)(nil)
 	_ StatsSource = (*fakeService)(nil)
+	_ Sessions    = (*fakeService)(nil)
 	_ Gate        = (*fakeService)(nil)
 )
 
@@ -117,6 +126,11 @@ func (f *fakeService) Signal(id string, sig syscall.Signal) (bool, error) {
 	return f.SignalFn(id, sig)
 }
 
+func (f *fakeService) Resize(id string, size exec.TTYSize) error {
+	f.record("Resize " + id)
+	return f.ResizeFn(id, size)
+}
+
 func (f *fakeService) Terminate(id string) (bool, error) {
 	f.record("Terminate " + id)
 	return f.TerminateFn(id)
@@ -149,9 +163,45 @@ func (f *fakeService) Stats() service.Stats {
 
 func (f *fakeService) ShuttingDown() bool { return f.ShuttingDownFn() }
 
+func (f *fakeService) CreateSession(ctx context.Context, in service.SessionInput) (session.Info, error) {
+	f.record("CreateSession")
+	return f.CreateSessionFn(ctx, in)
+}
+
+func (f *fakeService) SessionExec(ctx context.Context, id string, in service.SessionExecInput) (service.SessionExecOutput, error) {
+	f.record("SessionExec " + id)
+	return f.SessionExecFn(ctx, id, in)
+}
+
+// StartSessionExec has no field: the streamed answer's loop is /exec's,
+// tested there.
+func (f *fakeService) StartSessionExec(context.Context, string, service.SessionExecInput) (service.ProcessInfo, func(context.Context) (service.SessionExecOutput, error), error) {
+	panic("StartSessionExec is not faked")
+}
+
+func (f *fakeService) Sessions() []session.Info {
+	f.record("Sessions")
+	return f.SessionsFn()
+}
+
+func (f *fakeService) Session(id string) (session.Info, error) {
+	f.record("Session " + id)
+	return f.SessionFn(id)
+}
+
+func (f *fakeService) DeleteSession(id string) error {
+	f.record("DeleteSession " + id)
+	return f.DeleteSessionFn(id)
+}
+
+func (f *fakeService) ForkSession(id, forkID string) (session.Info, error) {
+	f.record("ForkSession " + id)
+	return f.ForkSessionFn(id, forkID)
+}
+
 // deps is f as every dependency of the handlers.
 func (f *fakeService) deps() Deps {
-	d := Deps{Exec: f, Processes: f, Snapshots: f, Stats: f}
+	d := Deps{Exec: f, Processes: f, Snapshots: f, Sessions: f, Stats: f}
 	if f.ShuttingDownFn != nil {
 		d.Gate = f
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/snapexec/snapexec/internal/files"
 	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/service"
+	"github.com/snapexec/snapexec/internal/session"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
 
@@ -82,6 +83,20 @@ func problemFor(err error) *problem {
 		return &problem{status: http.StatusUnprocessableEntity, code: InvalidScope, field: "shellSnapshot.scopeId", detail: err.Error(), cause: err}
 	case errors.Is(err, shellsnap.ErrUnsupportedShell):
 		return &problem{status: http.StatusUnprocessableEntity, code: UnsupportedShell, field: "shellSnapshot.shell.name", detail: "shell snapshots support bash, zsh and sh", cause: err}
+	case errors.Is(err, session.ErrNotFound):
+		return &problem{status: http.StatusNotFound, code: NotFound, detail: "no such session", cause: err}
+	case errors.Is(err, session.ErrBusy):
+		return &problem{status: http.StatusConflict, code: SessionBusy, detail: "the session is running a command: its commands run one at a time", cause: err}
+	case errors.Is(err, session.ErrExists):
+		return &problem{status: http.StatusConflict, code: SessionExists, field: "sessionId", detail: "a session already has this sessionId", cause: err}
+	case errors.Is(err, session.ErrTooMany):
+		return &problem{status: http.StatusTooManyRequests, code: TooManySessions, retryAfter: 1, detail: "the server holds as many sessions as it may; delete one or retry later", cause: err}
+	case errors.Is(err, session.ErrClosed):
+		return errShuttingDown
+	case errors.Is(err, shellsnap.ErrSessionShell):
+		return &problem{status: http.StatusUnprocessableEntity, code: UnsupportedShell, field: "shell.name", detail: "sessions support bash only", cause: err}
+	case errors.Is(err, service.ErrSessionStart):
+		return &problem{status: http.StatusBadGateway, code: SessionStartFailed, detail: err.Error(), cause: err}
 	case errors.Is(err, service.ErrNotFound):
 		return &problem{status: http.StatusNotFound, code: NotFound, detail: "no such resource", cause: err}
 	case errors.As(err, &ce):
@@ -95,7 +110,9 @@ func problemFor(err error) *problem {
 	case errors.Is(err, exec.ErrOutputLost):
 		return &problem{status: http.StatusGone, code: OutputLost, field: "afterSeq", detail: "the output asked for was evicted from the retained buffer", cause: err}
 	case errors.Is(err, exec.ErrProcessExited):
-		return &problem{status: http.StatusConflict, code: ProcessExited, detail: "the process has exited: there is no stdin to write to", cause: err}
+		return &problem{status: http.StatusConflict, code: ProcessExited, detail: "the process has exited: it has no stdin or terminal any more", cause: err}
+	case errors.Is(err, exec.ErrNotATTY):
+		return &problem{status: http.StatusConflict, code: NotATty, detail: "the process was started without tty: it has no terminal to resize", cause: err}
 	case errors.Is(err, exec.ErrStdinClosed):
 		return &problem{status: http.StatusConflict, code: StdinClosed, detail: "stdin is not open: start the process with pipeStdin, and do not close it before writing", cause: err}
 	case errors.Is(err, exec.ErrShuttingDown):

@@ -26,6 +26,8 @@ func (s *Server) StartProcess(ctx context.Context, req StartProcessRequestObject
 			Stdin:       stdinBytes(b.Stdin),
 			Timeout:     millis(b.TimeoutMs),
 			IdleTimeout: millis(b.IdleTimeoutMs),
+			TTY:         ttySize(b.Tty),
+			Arg0:        orZero(b.Arg0),
 		},
 		PipeStdin: orZero(b.PipeStdin),
 	})
@@ -75,6 +77,15 @@ func (s *Server) SignalProcess(_ context.Context, req SignalProcessRequestObject
 		return nil, err
 	}
 	return SignalProcess200JSONResponse{Delivered: delivered}, nil
+}
+
+// ResizeProcess resizes a process's terminal.
+func (s *Server) ResizeProcess(_ context.Context, req ResizeProcessRequestObject) (ResizeProcessResponseObject, error) {
+	size := ttySize(req.Body)
+	if err := s.procs.Resize(req.ProcessId, *size); err != nil {
+		return nil, err
+	}
+	return ResizeProcess200JSONResponse{Cols: int(size.Cols), Rows: int(size.Rows)}, nil
 }
 
 // signalOf is the signal a request names. The SIG names are those results
@@ -150,6 +161,9 @@ func processView(p service.ProcessInfo) Process {
 	}
 	if p.Signal != "" {
 		out.Signal = &p.Signal
+	}
+	if p.TTY != nil {
+		out.Tty = &TTYSize{Cols: int(p.TTY.Cols), Rows: int(p.TTY.Rows)}
 	}
 	return out
 }

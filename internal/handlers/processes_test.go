@@ -35,6 +35,8 @@ func TestStartProcessTranslation(t *testing.T) {
 				Snapshot:  &shellsnap.Request{ScopeID: "ws", Shell: shellsnap.Shell{Name: "zsh", Path: "/bin/zsh"}},
 				Stdin:     []byte("x"), Timeout: 2 * time.Second, IdleTimeout: 300 * time.Millisecond,
 			}, PipeStdin: true}},
+		{"a terminal", `{"argv":["/bin/bash","-l"],"tty":{"cols":120,"rows":40},"arg0":"-bash"}`,
+			service.StartInput{ExecInput: service.ExecInput{Argv: []string{"/bin/bash", "-l"}, TTY: &exec.TTYSize{Cols: 120, Rows: 40}, Arg0: "-bash"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,6 +88,18 @@ func withProcesses(procs ...service.ProcessInfo) func() *fakeService {
 				p, err := find(id)
 				return p.Status == exec.StatusRunning && sig == syscall.SIGHUP, err
 			},
+			ResizeFn: func(id string, size exec.TTYSize) error {
+				p, err := find(id)
+				switch {
+				case err != nil:
+					return err
+				case p.Status != exec.StatusRunning:
+					return exec.ErrProcessExited
+				case p.TTY == nil:
+					return exec.ErrNotATTY
+				}
+				return nil
+			},
 		}
 	}
 }
@@ -107,8 +121,9 @@ func ended(id string) service.ProcessInfo {
 // HTTP half of cmd/server's TestProcessLifecycle (201 and Location, 409 for a
 // taken id, the terminate and signal answers, 404, the list).
 func TestProcessHandlers(t *testing.T) {
-	running, done := proc("cat-1"), ended("make-1")
-	table := withProcesses(running, done)
+	running, done, term := proc("cat-1"), ended("make-1"), proc("sh-1")
+	term.TTY, term.PipeStdin = &exec.TTYSize{Cols: 80, Rows: 24}, true
+	table, terms := withProcesses(running, done), withProcesses(running, done, term)
 	runHandlerCases(t, []handlerCase{
 		{name: "start", method: "POST", target: "/processes", body: `{"processId":"new-1","argv":["cat"],"pipeStdin":true}`,
 			svc: table, status: 201, calls: []string{"Start"},
@@ -162,6 +177,18 @@ func TestProcessHandlers(t *testing.T) {
 		// nothing is sent.
 		{name: "signal SIGSEGV", method: "POST", target: "/processes/cat-1/signal", body: `{"signal":"SIGSEGV"}`, svc: table, status: 400,
 			want: `{"code":"invalid_request","field":"signal"}`},
+		{name: "resize", method: "POST", target: "/processes/sh-1/resize", body: `{"cols":120,"rows":40}`, svc: terms, status: 200,
+			calls: []string{"Resize sh-1"}, want: `{"cols":120,"rows":40}`},
+		{name: "resize without a terminal", method: "POST", target: "/processes/cat-1/resize", body: `{"cols":120,"rows":40}`, svc: terms, status: 409,
+			calls: []string{"Resize cat-1"}, want: `{"code":"not_a_tty"}`},
+		{name: "resize an ended one", method: "POST", target: "/processes/make-1/resize", body: `{"cols":120,"rows":40}`, svc: terms, status: 409,
+			calls: []string{"Resize make-1"}, want: `{"code":"process_exited"}`},
+		{name: "resize beyond 1000", method: "POST", target: "/processes/sh-1/resize", body: `{"cols":1001,"rows":40}`, svc: terms, status: 400,
+			want: `{"code":"invalid_request","field":"cols"}`},
+		{name: "resize to zero", method: "POST", target: "/processes/sh-1/resize", body: `{"cols":80,"rows":0}`, svc: terms, status: 400,
+			want: `{"code":"invalid_request","field":"rows"}`},
+		{name: "get a terminal", method: "GET", target: "/processes/sh-1", svc: terms, status: 200, calls: []string{"Get sh-1"},
+			want: `{"processId":"sh-1","tty":{"cols":80,"rows":24},"pipeStdin":true}`},
 	})
 }
 

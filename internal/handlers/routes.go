@@ -86,6 +86,7 @@ func NewRouter(s *Server, logger zerolog.Logger, opts RouterOptions) (http.Handl
 	r.Get("/processes/{processId}/events", s.processEvents)
 	r.Get("/files/content", s.readFile)
 	r.Put("/files/content", s.writeFile)
+	r.Get("/processes/{processId}/attach", s.processAttach)
 	if opts.Metrics != nil {
 		r.Method(http.MethodGet, "/metrics", opts.Metrics)
 	}

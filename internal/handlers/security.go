@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"net"
 	"net/http"
@@ -79,6 +80,9 @@ func (sec Security) requireToken(next http.Handler) http.Handler {
 		}
 		if len(token) > 0 {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok {
+				got, ok = protocolToken(r)
+			}
 			if !ok || subtle.ConstantTimeCompare([]byte(got), token) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="snapexec"`)
 				writeProblem(w, r, &problem{status: http.StatusUnauthorized, code: Unauthorized,
@@ -89,6 +93,28 @@ func (sec Security) requireToken(next http.Handler) http.Handler {
 		vouchForConn(r.Context())
 		next.ServeHTTP(w, r)
 	})
+}
+
+// protocolToken returns the token a WebSocket upgrade offers as the
+// subprotocol snapexec.bearer.<base64url of the token, unpadded>, which a
+// browser can send where it cannot send Authorization. It is encoded
+// because a subprotocol is an HTTP token: the '/' and '=' of a base64 token
+// would make the browser refuse it. The answer names only snapexec.v1
+// (attach.go), so the token is never echoed, and it is never in the URL.
+func protocolToken(r *http.Request) (string, bool) {
+	// Only the attach route's upgrade: no other request needs it.
+	if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/attach") || !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		return "", false
+	}
+	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for p := range strings.SplitSeq(v, ",") {
+			if enc, ok := strings.CutPrefix(strings.TrimSpace(p), bearerProtocol); ok {
+				t, err := base64.RawURLEncoding.DecodeString(enc)
+				return string(t), err == nil
+			}
+		}
+	}
+	return "", false
 }
 
 // limitBody refuses a body whose declared length is beyond MaxBodyBytes (an

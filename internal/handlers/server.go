@@ -7,6 +7,7 @@ import (
 
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/service"
+	"github.com/snapexec/snapexec/internal/session"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
 
@@ -26,6 +27,7 @@ type Processes interface {
 	WriteStdin(ctx context.Context, id string, in service.StdinInput) (service.StdinOutput, error)
 	Signal(id string, sig syscall.Signal) (bool, error)
 	Terminate(id string) (bool, error)
+	Resize(id string, size exec.TTYSize) error
 }
 
 // Snapshots is the shell-snapshot registry.
@@ -34,6 +36,17 @@ type Snapshots interface {
 	Snapshots() []shellsnap.EntryInfo
 	ScopeSnapshots(scopeID string) ([]shellsnap.EntryInfo, error)
 	ForgetSnapshots(scopeID string)
+}
+
+// Sessions are the shell sessions, by session id.
+type Sessions interface {
+	CreateSession(ctx context.Context, in service.SessionInput) (session.Info, error)
+	SessionExec(ctx context.Context, id string, in service.SessionExecInput) (service.SessionExecOutput, error)
+	StartSessionExec(ctx context.Context, id string, in service.SessionExecInput) (service.ProcessInfo, func(context.Context) (service.SessionExecOutput, error), error)
+	Sessions() []session.Info
+	Session(id string) (session.Info, error)
+	DeleteSession(id string) error
+	ForkSession(id, forkID string) (session.Info, error)
 }
 
 // StatsSource summarizes the service for /stats.
@@ -53,6 +66,7 @@ type Deps struct {
 	Exec      Executor
 	Processes Processes
 	Snapshots Snapshots
+	Sessions  Sessions
 	Stats     StatsSource
 	Gate      Gate
 	// Files serves /files; nil turns the files API off (files_disabled).
@@ -65,6 +79,7 @@ type Server struct {
 	exec      Executor
 	procs     Processes
 	snapshots Snapshots
+	sessions  Sessions
 	stats     StatsSource
 	spec      []byte
 	version   string
@@ -81,7 +96,7 @@ func New(deps Deps, spec []byte, version string) *Server {
 	if gate == nil {
 		gate = openGate{}
 	}
-	return &Server{exec: deps.Exec, procs: deps.Processes, snapshots: deps.Snapshots, stats: deps.Stats, spec: spec, version: version, gate: gate, files: deps.Files}
+	return &Server{exec: deps.Exec, procs: deps.Processes, snapshots: deps.Snapshots, sessions: deps.Sessions, stats: deps.Stats, spec: spec, version: version, gate: gate, files: deps.Files}
 }
 
 // openGate is the Gate of a server whose deps bring none.

@@ -34,6 +34,10 @@ func (s *Server) GetStats(context.Context, GetStatsRequestObject) (GetStatsRespo
 			Finished: FinishedCounts{Success: st.Success, Error: st.Error, Terminated: st.Terminated},
 			Escaped:  st.Escaped,
 		},
+		Sessions: SessionStats{
+			Active: st.Sessions.Active, Busy: st.Sessions.Busy, Commands: st.Sessions.Commands,
+			StateLost: st.Sessions.StateLost, Deleted: st.Sessions.Deleted, Idle: st.Sessions.Idle,
+		},
 		Http: HTTPStats{Requests: s.http.requests.Load(), Errors: s.http.errors.Load()},
 	}
 	if len(sn.Recent) > 0 {

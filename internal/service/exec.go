@@ -39,6 +39,11 @@ type ExecInput struct {
 	// MaxOutputBytes bounds the output kept per stream for the ending, as
 	// exec.Spec's does.
 	MaxOutputBytes int
+	// TTY runs the command on a new terminal of this size (exec.Spec.TTY);
+	// nil means none.
+	TTY *exec.TTYSize
+	// Arg0 is the argv[0] the program sees; empty means Argv[0].
+	Arg0 string
 }
 
 // ExecOutput is a command's ending. ProcessID is empty and Pid zero when
@@ -123,6 +128,8 @@ func (s *Service) prepare(ctx context.Context, in ExecInput) (exec.Spec, shellsn
 		IdleTimeout:    in.IdleTimeout,
 		MaxOutputBytes: in.MaxOutputBytes,
 		Sandbox:        confine,
+		TTY:            in.TTY,
+		Arg0:           in.Arg0,
 	}, receipt, l.replay, nil
 }
 

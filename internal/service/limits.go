@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/snapexec/snapexec/internal/envpolicy"
+	"github.com/snapexec/snapexec/internal/exec"
 )
 
 // Limits bounds what one request may ask for. A zero bound bounds nothing.
@@ -64,7 +65,27 @@ func (in ExecInput) Validate(l Limits) error {
 	if l.MaxOutputBytes > 0 && in.MaxOutputBytes > l.MaxOutputBytes {
 		return fieldErrorf("maxOutputBytes", "maxOutputBytes must be at most %d", l.MaxOutputBytes)
 	}
+	if err := checkTTY("tty", in.TTY); err != nil {
+		return err
+	}
+	if strings.IndexByte(in.Arg0, 0) >= 0 {
+		return &FieldError{Field: "arg0", Reason: "arg0 contains a NUL byte, which no program can receive"}
+	}
 	return l.checkTimeout("timeoutMs", in.Timeout)
+}
+
+// MaxTTYCells bounds a terminal's columns and its rows.
+const MaxTTYCells = 1000
+
+// checkTTY refuses a terminal size outside 1..MaxTTYCells; nil is none.
+func checkTTY(field string, size *exec.TTYSize) error {
+	if size == nil {
+		return nil
+	}
+	if size.Cols < 1 || size.Cols > MaxTTYCells || size.Rows < 1 || size.Rows > MaxTTYCells {
+		return fieldErrorf(field, "%s.cols and %s.rows must be 1 to %d", field, field, MaxTTYCells)
+	}
+	return nil
 }
 
 // Validate reports the first field of in that l refuses, as ExecInput's

@@ -56,6 +56,10 @@ func TestExecInputValidate(t *testing.T) {
 			in.Timeout, in.IdleTimeout, in.MaxOutputBytes = time.Minute, time.Minute, 1024
 		}), ""},
 		{"no output kept", ok(func(in *ExecInput) { in.MaxOutputBytes = exec.KeepNoOutput }), ""},
+		{"a terminal", ok(func(in *ExecInput) { in.TTY, in.Arg0 = &exec.TTYSize{Cols: 1000, Rows: 1}, "-sh" }), ""},
+		{"a terminal 1001 wide", ok(func(in *ExecInput) { in.TTY = &exec.TTYSize{Cols: 1001, Rows: 24} }), "tty"},
+		{"a terminal of no rows", ok(func(in *ExecInput) { in.TTY = &exec.TTYSize{Cols: 80} }), "tty"},
+		{"arg0 with a NUL", ok(func(in *ExecInput) { in.Arg0 = "a\x00b" }), "arg0"},
 		{"empty argv", ok(func(in *ExecInput) { in.Argv = nil }), "argv"},
 		{"empty program", ok(func(in *ExecInput) { in.Argv = []string{""} }), "argv[0]"},
 		{"too many arguments", ok(func(in *ExecInput) { in.Argv = []string{"a", "b", "c", "d", "e"} }), "argv"},

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/session"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 	"github.com/snapexec/snapexec/internal/shellsnap/standby"
 )
@@ -113,6 +114,8 @@ type Stats struct {
 	// Escaped counts the processes found outside the group they were
 	// started in since the start.
 	Escaped int64
+	// Sessions are the session table's totals.
+	Sessions session.Stats
 }
 
 // Stats returns the summary; its cost does not grow with history.
@@ -121,6 +124,7 @@ func (s *Service) Stats() Stats {
 		StartedAt:  s.startedAt,
 		Snapshots:  s.snapshots.Stats(),
 		Standby:    s.standbys.Stats(),
+		Sessions:   s.sessions.Stats(),
 		Running:    s.procs.Running(),
 		Success:    s.pm.success.Load(),
 		Error:      s.pm.failure.Load(),

@@ -212,8 +212,23 @@ func (s *Service) Terminate(id string) (bool, error) {
 	return p.Terminate(exec.StatusTerminated), nil
 }
 
-// Signal sends sig to a process's whole group and reports whether it was
-// still running to get it.
+// Resize sets the size of a process's terminal, whose foreground group gets
+// SIGWINCH (exec.Process.Resize, and its errors: exec.ErrNotATTY,
+// exec.ErrProcessExited), or ErrNotFound. A size outside 1..MaxTTYCells is
+// a *FieldError.
+func (s *Service) Resize(id string, size exec.TTYSize) error {
+	if err := checkTTY("tty", &size); err != nil {
+		return err
+	}
+	p, _, err := s.lookup(id)
+	if err != nil {
+		return err
+	}
+	return p.Resize(size)
+}
+
+// Signal sends sig to a process's whole group (a terminal's foreground
+// group) and reports whether it was still running to get it.
 func (s *Service) Signal(id string, sig syscall.Signal) (bool, error) {
 	p, _, err := s.lookup(id)
 	if err != nil {

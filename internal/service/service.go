@@ -13,6 +13,7 @@ import (
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/sandbox"
+	"github.com/snapexec/snapexec/internal/session"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 	"github.com/snapexec/snapexec/internal/shellsnap/standby"
 )
@@ -27,6 +28,7 @@ type Service struct {
 	// defaultSandbox confines the requests that give no sandbox.
 	defaultSandbox sandbox.Policy
 	standbys       *standby.Pool
+	sessions       *session.Table
 	pm             *processMetrics
 	tracer         trace.Tracer
 	startedAt      time.Time
@@ -36,6 +38,7 @@ type Service struct {
 
 	mu      sync.Mutex
 	records map[*exec.Process]record // of the processes in procs' table
+
 }
 
 // Options is what a Service is built from.
@@ -57,6 +60,8 @@ type Options struct {
 	// Standby bounds the standby shells of warm snapshot commands; its
 	// Meter is Meter.
 	Standby standby.Options
+	// Sessions bounds the shell sessions.
+	Sessions session.Options
 	// Meter records the process metrics and Tracer the process spans; nil
 	// records nothing.
 	Meter  metric.Meter
@@ -78,6 +83,10 @@ func New(opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	sessions, err := session.New(opts.Sessions, opts.Meter)
+	if err != nil {
+		return nil, err
+	}
 	tracer := opts.Tracer
 	if tracer == nil {
 		tracer = nooptrace.NewTracerProvider().Tracer("")
@@ -86,7 +95,7 @@ func New(opts Options) (*Service, error) {
 	s := &Service{
 		procs: opts.Procs, snapshots: opts.Snapshots, serverEnv: envpolicy.FromList(opts.ServerEnv), limits: opts.Limits,
 		defaultSandbox: opts.DefaultSandbox,
-		standbys:       sb, pm: pm, tracer: tracer, startedAt: time.Now(), life: life, stop: stop,
+		standbys:       sb, sessions: sessions, pm: pm, tracer: tracer, startedAt: time.Now(), life: life, stop: stop,
 		records: make(map[*exec.Process]record),
 	}
 	opts.Procs.OnForget(s.forget)

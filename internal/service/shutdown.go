@@ -24,7 +24,10 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	s.stop(exec.ErrShuttingDown)
 	// After the gate: a waiter whose capture Close ends sees the gate closed.
 	s.snapshots.Close()
-	return s.procs.Shutdown(ctx)
+	err := s.procs.Shutdown(ctx)
+	// After the processes: a session command's files outlive it.
+	s.sessions.Close()
+	return err
 }
 
 // ShuttingDown reports whether Shutdown has begun.
@@ -62,20 +65,35 @@ func (s *Service) prepareSnapshot(ctx context.Context, in ExecInput, l shellsnap
 	}
 	ctx, cancel := s.waitContext(ctx, in.Timeout)
 	defer cancel()
+	// A login terminal uses the snapshot a `shell -lc` command of the scope
+	// uses, as a prewarm asks for it.
+	terminal := in.TTY != nil && shellsnap.LoginTerminal(in.Snapshot.Shell, l.Argv)
+	if terminal {
+		l.Argv = []string{l.Argv[0], "-lc", "true"}
+	}
 	ctx, end := s.snapshotSpan(ctx, *in.Snapshot, shellsnap.Execution)
 	p, err := s.snapshots.Prepare(ctx, in.Snapshot, l)
 	if err == nil && p.Snapshot != nil {
 		_, span := s.tracer.Start(ctx, "shellsnap.replay", trace.WithAttributes(attribute.Int("state_bytes", len(p.Snapshot.State))))
-		out.replay = &shellsnap.ReplayInput{
+		replay := &shellsnap.ReplayInput{
 			Snapshot:   p.Snapshot,
 			Shell:      in.Snapshot.Shell.Name,
-			Command:    l.Argv,
+			Command:    out.argv,
 			ShellStart: 0,
 			Env:        l.Env,
-			RequestEnv: in.Env,
-			CaptureEnv: p.CaptureEnv,
 		}
-		out.argv, out.env = shellsnap.Replay(*out.replay)
+		if terminal {
+			// No standby serves a terminal: replay stays nil. A snapshot
+			// without a restore (none is, today) gives a real login terminal,
+			// as a command's failed capture gives the command as asked.
+			var ok bool
+			if out.argv, out.env, ok = shellsnap.ReplayInteractive(*replay); !ok {
+				p.Receipt.Outcome, p.Receipt.Reason = shellsnap.OutcomeFallback, "the snapshot has no restore for a terminal"
+			}
+		} else {
+			out.replay = replay
+			out.argv, out.env = shellsnap.Replay(*replay)
+		}
 		span.End()
 	}
 	end(p.Receipt, err)

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -174,9 +175,12 @@ func TestTimeoutBoundsTheWholeRequest(t *testing.T) {
 // the request's after its wait for the capture.
 func TestProcessGetsWhatRemains(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		slow := func(ctx context.Context, _ []string, _ string, _ map[string]string, _ sandbox.Policy) ([]byte, error) {
+		slow := func(ctx context.Context, argv []string, _ string, _ map[string]string, _ sandbox.Policy) ([]byte, error) {
 			time.Sleep(400 * time.Millisecond)
-			return []byte("# Snapshot file\n\x00HOME=/nonexistent\x00"), nil
+			// An empty state as the capture script prints it, under the
+			// nonce the script carries (shellsnap's records.go).
+			nonce := regexp.MustCompile(`(?m)^__snapexec_n=([0-9a-f]+)$`).FindStringSubmatch(strings.Join(argv, "\n"))[1]
+			return []byte("# Snapshot file\n" + nonce + " begin bash\n\n" + nonce + " end\n\n\x00HOME=/nonexistent\x00"), nil
 		}
 		s := newTestService(t, slow)
 		spec, receipt, _, err := s.prepare(context.Background(), snapshotInput("r", time.Second))

@@ -219,7 +219,7 @@ func (c *Cache) await(ctx context.Context, req Request, l Launch, purpose Purpos
 	c.metrics.command(ctx, state, outcome, wait)
 	// The history counts a partial replay as used: the snapshot was.
 	c.history.command(state, OutcomeUsed)
-	return Prepared{Receipt: Receipt{Outcome: outcome, State: state, Wait: wait, Unrestored: res.snap.Unrestored}, Snapshot: res.snap, CaptureEnv: res.captureEnv}, nil
+	return Prepared{Receipt: Receipt{Outcome: outcome, State: state, Wait: wait, Unrestored: res.snap.Unrestored}, Snapshot: res.snap}, nil
 }
 
 // lookup finds or inserts the launch's entry, starting a new retry
@@ -340,7 +340,7 @@ func (c *Cache) runCapture(ctx context.Context, req Request, l Launch, purpose P
 
 	if err == nil {
 		return result{
-			snap: snap, captureEnv: l.Env, byPrewarm: purpose == Prewarm,
+			snap: snap, byPrewarm: purpose == Prewarm,
 			capturedAt: started, captureDuration: elapsed, stamps: stamps,
 		}, kept
 	}

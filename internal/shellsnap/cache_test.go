@@ -49,7 +49,7 @@ func (f *fakeCapturer) capture(ctx context.Context, argv []string, cwd string, e
 	if fail != nil {
 		return nil, fail
 	}
-	return []byte("# Snapshot file\nfake_fn() { :; }\n\x00FROM_PROFILE=1\x00"), nil
+	return captureOutput(captureNonce(argv), "bash", "", nil, append(envPairs(env), "FROM_PROFILE=1")...), nil
 }
 
 func (f *fakeCapturer) count(cwd string) int {
@@ -66,7 +66,7 @@ func bashCommand(cwd string) Launch {
 	return Launch{Argv: []string{"/bin/bash", "-lc", "true"}, Cwd: cwd, Env: map[string]string{"HOME": "/h"}}
 }
 
-func newTestCache(t *testing.T, opts Options) *Cache {
+func newTestCache(t testing.TB, opts Options) *Cache {
 	t.Helper()
 	c, err := New(opts)
 	if err != nil {
@@ -101,7 +101,7 @@ func replayOf(req *Request, l Launch, p Prepared) (argv []string, env map[string
 	if p.Snapshot == nil {
 		return l.Argv, l.Env
 	}
-	return Replay(ReplayInput{Snapshot: p.Snapshot, Shell: req.Shell.Name, Command: l.Argv, Env: l.Env, RequestEnv: l.Env, CaptureEnv: p.CaptureEnv})
+	return Replay(ReplayInput{Snapshot: p.Snapshot, Shell: req.Shell.Name, Command: l.Argv, Env: l.Env})
 }
 
 // TestSandboxesKeepTheirSnapshots: the capture of a sandboxed launch runs in
@@ -517,7 +517,7 @@ func TestMaxConcurrentCaptures(t *testing.T) {
 			}
 		}
 		<-release
-		return []byte("# Snapshot file\n\x00"), nil
+		return captureOutput(captureNonce(argv), "bash", "", nil), nil
 	}
 	c := newTestCache(t, Options{Capture: capture, MaxConcurrentCaptures: 2, SlotWait: time.Minute})
 	var wg sync.WaitGroup

@@ -1,11 +1,11 @@
 package shellsnap
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -42,11 +42,10 @@ type snapshotCapture struct {
 	sandbox sandbox.Policy
 }
 
-// capture runs the capture and parses its output. A capture of this
-// server's format is then validated (a second shell evaluates every piece
-// and names those it cannot read back: they are dropped, and the snapshot
-// says so) and its restore file written. It also returns the stamps of every
-// file the login shell read.
+// capture runs the capture, parses its output and validates it: a second
+// shell evaluates every piece and names those it cannot read back, which
+// are dropped, and the snapshot says so. It writes the restore files and
+// returns the stamps of every file the login shell read.
 func (c snapshotCapture) capture(ctx context.Context) (*Snapshot, []fileStamp, error) {
 	nonce := randomToken()
 	argv, env, err := c.command(nonce)
@@ -65,36 +64,30 @@ func (c snapshotCapture) capture(ctx context.Context) (*Snapshot, []fileStamp, e
 	if err != nil {
 		return nil, nil, err
 	}
-	var plan *restorePlan
 	final := exportsOf(out)
-	switch {
-	case recs != nil && c.shell == "bash":
-		plan = bashPlan(recs, c.env, final, filterEnv(final, c.policy))
-		snap.envTouched = bashEnvTouched(recs, c.env, final)
-	case recs != nil && c.shell == "zsh":
-		plan = zshPlan(recs, c.env, final, filterEnv(final, c.policy))
-	case recs != nil && c.shell == "sh":
-		plan = shPlan(recs, c.env, final, filterEnv(final, c.policy))
-	case c.shell == "bash":
-		// A state of the reference's format (a test's fake capture) is
-		// restored as it is.
-		plan = &restorePlan{shell: "bash", steps: []step{{code: snap.State}}}
-	default:
-		return snap, stamps, nil
+	plan := bashPlan
+	switch c.shell {
+	case "zsh":
+		plan = zshPlan
+	case "sh":
+		plan = shPlan
 	}
-	if recs != nil {
-		snap.Unrestored = c.validate(ctx, plan)
-		snap.FunctionCount, snap.AliasCount, snap.OptionCount = plan.counts()
-		stamps = append(stamps, sourcedStamps(recs, stamps, started)...)
-	}
-	if err := c.keep(snap, plan, recs); err != nil {
+	p := plan(recs, c.env, final, filterEnv(final, c.policy))
+	snap.Unrestored = append(p.unrestored, c.validate(ctx, p)...)
+	snap.FunctionCount, snap.AliasCount, snap.OptionCount = p.counts()
+	stamps = append(stamps, sourcedStamps(recs, stamps, started)...)
+	if err := c.keep(snap, p, recs); err != nil {
 		return nil, nil, &CaptureError{Reason: ReasonReadFailed, Message: "cannot keep the shell snapshot: " + err.Error()}
+	}
+	if snap.definitions != nil {
+		snap.definitions.envTouched = bashEnvTouched(recs, c.env, final)
 	}
 	return snap, stamps, nil
 }
 
 // keep writes snap's restore files from plan: the replay's and, for bash,
-// the standby's (bashStandbyRender), and the names recs define.
+// a login terminal's rc file (bashTerminalRC) and the standby's
+// (bashStandbyRender), and the names recs define.
 func (c snapshotCapture) keep(snap *Snapshot, plan *restorePlan, recs []record) error {
 	if c.shell == "zsh" {
 		zshenv, zlogin := zshRender(plan)
@@ -121,11 +114,13 @@ func (c snapshotCapture) keep(snap *Snapshot, plan *restorePlan, recs []record) 
 	}
 	snap.restore = path
 	c.files.own(snap, path)
-	if recs != nil {
-		snap.namesOnce.Do(func() { snap.definitions = bashDefinitions(recs) })
+	if snap.terminal, err = c.files.write(bashTerminalRC(path)); err != nil {
+		return err
 	}
+	c.files.own(snap, snap.terminal)
+	snap.definitions = bashDefinitions(recs)
 	file, goAhead, ok := bashStandbyRender(plan)
-	if !ok || recs == nil && referenceTraced(snap.State) {
+	if !ok {
 		return nil
 	}
 	snap.standby, snap.goAhead = path, goAhead
@@ -209,31 +204,6 @@ func (c snapshotCapture) command(nonce string) ([]string, map[string]string, err
 	return nil, nil, errors.New("no capture script for shell " + c.shell)
 }
 
-// parseCapture parses a capture's output: Parse's state and environment,
-// and the records of a capture of this server's format (nil for another,
-// such as the reference's). The state of this format may hold any bytes: it
-// is restored from a file, never an environment string.
-func parseCapture(out []byte, policy *envpolicy.Policy, nonce string) (*Snapshot, []record, error) {
-	nul := bytes.IndexByte(out, 0)
-	begin := []byte(StateMarker + "\n" + nonce + " begin ")
-	if nul < 0 || !bytes.Contains(out[:nul], begin) {
-		snap, err := Parse(out, policy)
-		return snap, nil, err
-	}
-	start := bytes.Index(out[:nul], begin)
-	recs, ok := splitRecords(out[start+len(StateMarker)+1:nul], nonce)
-	if !ok {
-		return nil, nil, &CaptureError{Reason: ReasonMissingState, Message: "shell snapshot state is incomplete"}
-	}
-	// Parse sees a state that is all UTF-8; the real one is kept.
-	snap, err := Parse(append([]byte(StateMarker+"\n\x00"), out[nul+1:]...), policy)
-	if err != nil {
-		return nil, nil, err
-	}
-	snap.State = string(out[start:nul])
-	return snap, recs, nil
-}
-
 // sourcedStamps stamps the files the capture's records name, those it
 // sourced and those its functions come from, but for those of have. A file
 // changed since the capture started is stamped as it was never seen, so that
@@ -245,6 +215,9 @@ func sourcedStamps(recs []record, have []fileStamp, started time.Time) []fileSta
 	}
 	var out []fileStamp
 	add := func(path string) {
+		if path != "" {
+			path = filepath.Clean(path)
+		}
 		if path == "" || seen[path] {
 			return
 		}

@@ -11,7 +11,6 @@ import (
 // with the time a retry is allowed.
 type result struct {
 	snap            *Snapshot
-	captureEnv      map[string]string // the environment the capture started with
 	byPrewarm       bool
 	capturedAt      time.Time
 	captureDuration time.Duration

@@ -114,7 +114,7 @@ func extension(old, v string) (prefix, suffix string, ok bool) {
 }
 
 // exportsOf returns the environment section of a capture's output (after its
-// first NUL) as NAME=VALUE pairs, values as raw bytes: unlike Parse's Env, it
+// first NUL) as NAME=VALUE pairs, values as raw bytes: unlike parseEnv's, it
 // keeps values that are not UTF-8, which a replay restores too.
 func exportsOf(output []byte) map[string]string {
 	env := make(map[string]string)
@@ -130,7 +130,7 @@ func exportsOf(output []byte) map[string]string {
 	return env
 }
 
-// filterEnv applies to a captured environment what Parse applies to it but
+// filterEnv applies to a captured environment what parseEnv applies to it but
 // for the shell's own names: the managed proxy's stripping, the policy with
 // inherit forced to all, and the names never inherited. It returns a new map.
 func filterEnv(env map[string]string, policy *envpolicy.Policy) map[string]string {

@@ -10,22 +10,18 @@ import (
 // carries free text.
 type Reason string
 
-// The failure reasons. Parse reports the last four of the reference's list; the
-// capture reports the others.
+// The failure reasons, those of the reference's list that a capture here can
+// give. The parse of its output reports the last two; the capture reports
+// the others.
 const (
-	ReasonUnsupportedShell   Reason = "unsupported_shell"
 	ReasonMissingCommand     Reason = "missing_command"
 	ReasonSpawnFailed        Reason = "spawn_failed"
-	ReasonMissingOutput      Reason = "missing_output"
 	ReasonReadFailed         Reason = "read_failed"
 	ReasonTooLarge           Reason = "too_large"
-	ReasonWaitFailed         Reason = "wait_failed"
 	ReasonNonzeroExit        Reason = "nonzero_exit"
 	ReasonTimeout            Reason = "timeout"
 	ReasonMissingEnvironment Reason = "missing_environment"
 	ReasonMissingState       Reason = "missing_state"
-	ReasonInvalidUTF8        Reason = "invalid_utf8"
-	ReasonStateTooLarge      Reason = "state_too_large"
 )
 
 // CaptureError is a failed capture: a Reason for metrics and the reference's

@@ -12,9 +12,10 @@ import (
 	"github.com/snapexec/snapexec/internal/envpolicy"
 )
 
-// FuzzParse feeds Parse arbitrary capture output, with or without a policy,
-// and checks what every caller of Parse relies on. It also checks a round trip:
-// a well-formed capture built from state and exports parses back exactly.
+// FuzzParse feeds parseCapture arbitrary capture output under testNonce,
+// with or without a policy, and checks what every caller relies on. It also
+// checks a round trip: a well-formed capture built from state (a record's
+// payload) and exports parses back exactly.
 //
 // Arguments: output is the raw capture stdout; exclude and includeOnly are
 // ';'-separated pattern lists and set a "NAME:VALUE;NAME:VALUE" list, made valid
@@ -22,8 +23,9 @@ import (
 // policy on, bit 1 sets IgnoreDefaultExcludes; state and exports feed the round
 // trip (exports as env -0 prints them: NAME=VALUE pieces separated by NUL).
 //
-// The seed corpus is testdata/fuzz/FuzzParse: real bash, zsh and sh captures,
-// the reference's parse cases, proxy stripping, and the error cases.
+// The seed corpus is testdata/fuzz/FuzzParse: real bash, zsh and sh captures
+// under testNonce, the reference's parse cases, proxy stripping, and the
+// error cases.
 func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, output []byte, exclude, set, includeOnly string, mode uint8, state string, exports []byte) {
 		var policy *envpolicy.Policy
@@ -44,67 +46,67 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// checkParse checks Parse's invariants on any input.
+// checkParse checks parseCapture's invariants on any input.
 func checkParse(t *testing.T, output []byte, policy *envpolicy.Policy) {
 	t.Helper()
 	var policySet map[string]string
 	if policy != nil {
 		policySet = maps.Clone(policy.Set)
 	}
-	snap, err := Parse(output, policy)
+	snap, recs, err := parseCapture(output, policy, testNonce)
 	if policy != nil && !maps.Equal(policy.Set, policySet) {
-		t.Errorf("Parse modified the policy's Set: %v, was %v", policy.Set, policySet)
+		t.Errorf("parseCapture modified the policy's Set: %v, was %v", policy.Set, policySet)
 	}
 	if err != nil {
 		var ce *CaptureError
 		if !errors.As(err, &ce) {
-			t.Fatalf("Parse(%q) error %T %v, want a *CaptureError", output, err, err)
+			t.Fatalf("parseCapture(%q) error %T %v, want a *CaptureError", output, err, err)
 		}
 		switch ce.Reason {
-		case ReasonMissingEnvironment, ReasonMissingState, ReasonInvalidUTF8:
+		case ReasonMissingEnvironment, ReasonMissingState:
 		default:
-			t.Errorf("Parse(%q) error reason %q, want missing_environment, missing_state or invalid_utf8", output, ce.Reason)
+			t.Errorf("parseCapture(%q) error reason %q, want missing_environment or missing_state", output, ce.Reason)
 		}
 		if ce.Message == "" {
-			t.Errorf("Parse(%q) error %+v has no message", output, ce)
+			t.Errorf("parseCapture(%q) error %+v has no message", output, ce)
 		}
-		if snap != nil {
-			t.Errorf("Parse(%q) = %+v with error %v, want nil", output, snap, err)
+		if snap != nil || recs != nil {
+			t.Errorf("parseCapture(%q) = %+v, %q with error %v, want nil", output, snap, recs, err)
 		}
 		return
 	}
 	if snap == nil {
-		t.Fatalf("Parse(%q) = nil, nil", output)
+		t.Fatalf("parseCapture(%q) = nil, nil", output)
 	}
-	if !strings.HasPrefix(snap.State, StateMarker) {
-		t.Errorf("Parse(%q).State = %q, want it to start with %q", output, snap.State, StateMarker)
+	before, _, _ := bytes.Cut(output, []byte{0})
+	if !strings.HasPrefix(snap.State, StateMarker+"\n"+testNonce+" begin ") || !bytes.HasSuffix(before, []byte(snap.State)) {
+		t.Errorf("parseCapture(%q).State = %q, want the output from the marker and its begin record to the NUL", output, snap.State)
 	}
-	if snap.FunctionCount < 0 || snap.AliasCount < 0 || snap.OptionCount < 0 {
-		t.Errorf("Parse(%q) counts = %d %d %d, want none negative", output, snap.FunctionCount, snap.AliasCount, snap.OptionCount)
+	for _, r := range recs {
+		if r.kind == "" || r.kind == "begin" || r.kind == "end" {
+			t.Errorf("parseCapture(%q) has a record of kind %q", output, r.kind)
+		}
 	}
-	if !utf8.ValidString(snap.State) || strings.ContainsRune(snap.State, 0) {
-		t.Errorf("Parse(%q).State = %q: not UTF-8, or holds a NUL", output, snap.State)
-	}
-	// The exports as Parse must have read them: after the first NUL, the valid
-	// NAME=VALUE pieces, a later one winning.
+	// The exports as parseCapture must have read them: after the first NUL,
+	// the valid NAME=VALUE pieces, a later one winning.
 	exported := parsedExports(output)
 	for name, value := range snap.Env {
 		if strings.ContainsAny(name, "=\x00") || strings.ContainsRune(value, 0) {
-			t.Errorf("Parse(%q).Env has %q=%q: a name with '=' or NUL, or a value with NUL", output, name, value)
+			t.Errorf("parseCapture(%q).Env has %q=%q: a name with '=' or NUL, or a value with NUL", output, name, value)
 		}
 		if !utf8.ValidString(name) || !utf8.ValidString(value) {
-			t.Errorf("Parse(%q).Env has %q=%q, not UTF-8", output, name, value)
+			t.Errorf("parseCapture(%q).Env has %q=%q, not UTF-8", output, name, value)
 		}
 		switch name {
 		case "PWD", "OLDPWD", "SHLVL", "_":
-			t.Errorf("Parse(%q).Env keeps %s", output, name)
+			t.Errorf("parseCapture(%q).Env keeps %s", output, name)
 		}
 		if envpolicy.IsNeverInherited(name) {
-			t.Errorf("Parse(%q).Env keeps the never-inherited %s", output, name)
+			t.Errorf("parseCapture(%q).Env keeps the never-inherited %s", output, name)
 		}
 		if policy == nil {
 			if want, ok := exported[name]; !ok || want != value {
-				t.Errorf("Parse(%q, nil).Env[%q] = %q; the capture exported %q (%v)", output, name, value, want, ok)
+				t.Errorf("parseCapture(%q, nil).Env[%q] = %q; the capture exported %q (%v)", output, name, value, want, ok)
 			}
 			continue
 		}
@@ -113,80 +115,67 @@ func checkParse(t *testing.T, output []byte, policy *envpolicy.Policy) {
 		matches := func(pattern string) bool { return envpolicy.Match(pattern, name) }
 		switch {
 		case inSet && value != setValue:
-			t.Errorf("Parse(%q, %+v).Env[%q] = %q, want Set's %q", output, policy, name, value, setValue)
+			t.Errorf("parseCapture(%q, %+v).Env[%q] = %q, want Set's %q", output, policy, name, value, setValue)
 		case !inSet && (!wasExported || exportedValue != value):
-			t.Errorf("Parse(%q, %+v).Env[%q] = %q, neither exported nor Set", output, policy, name, value)
+			t.Errorf("parseCapture(%q, %+v).Env[%q] = %q, neither exported nor Set", output, policy, name, value)
 		case !inSet && slices.ContainsFunc(policy.Exclude, matches):
-			t.Errorf("Parse(%q, %+v).Env keeps %q, which an Exclude pattern matches", output, policy, name)
+			t.Errorf("parseCapture(%q, %+v).Env keeps %q, which an Exclude pattern matches", output, policy, name)
 		case !inSet && !policy.IgnoreDefaultExcludes && slices.ContainsFunc([]string{"*KEY*", "*SECRET*", "*TOKEN*"}, matches):
-			t.Errorf("Parse(%q, %+v).Env keeps %q, which a default exclude matches", output, policy, name)
+			t.Errorf("parseCapture(%q, %+v).Env keeps %q, which a default exclude matches", output, policy, name)
 		case len(policy.IncludeOnly) > 0 && !slices.ContainsFunc(policy.IncludeOnly, matches):
-			t.Errorf("Parse(%q, %+v).Env keeps %q, which no IncludeOnly pattern matches", output, policy, name)
+			t.Errorf("parseCapture(%q, %+v).Env keeps %q, which no IncludeOnly pattern matches", output, policy, name)
 		}
-	}
-	for name := range snap.Captured {
-		if _, ok := exported[name]; !ok {
-			t.Errorf("Parse(%q).Captured has %q, which the capture did not export", output, name)
-		}
-	}
-	if len(snap.Captured) != len(exported) {
-		t.Errorf("Parse(%q).Captured has %d names, the capture exported %d", output, len(snap.Captured), len(exported))
 	}
 }
 
-// checkRoundTrip builds a well-formed capture from state and exports and checks
-// that Parse returns exactly them, less the names it documents dropping.
+// checkRoundTrip builds a well-formed capture of one record whose payload is
+// state, any bytes but NUL and the nonce, and exports, and checks that
+// parseCapture returns exactly them, less the names it documents dropping.
 func checkRoundTrip(t *testing.T, state string, exports []byte) {
 	t.Helper()
-	state = StateMarker + "\n" + strings.ToValidUTF8(strings.ReplaceAll(state, "\x00", ""), "\uFFFD")
+	state = strings.ReplaceAll(state, "\x00", "")
+	for strings.Contains(state, testNonce) {
+		state = strings.ReplaceAll(state, testNonce, "")
+	}
+	recs := []record{{kind: "vars", payload: state}}
 	want := make(map[string]string)
-	var out bytes.Buffer
-	out.WriteString("profile noise\n")
-	out.WriteString(state)
-	out.WriteByte(0)
+	var pieces []string
 	for piece := range bytes.SplitSeq(exports, []byte{0}) {
 		name, value, _ := strings.Cut(strings.ToValidUTF8(string(piece), "\uFFFD"), "=")
 		if name == "" {
 			continue
 		}
 		want[name] = value
-		out.WriteString(name + "=" + value)
-		out.WriteByte(0)
+		pieces = append(pieces, name+"="+value)
 	}
-	captured := make(map[string]bool)
-	for name := range want {
-		captured[name] = true
-	}
-	snap, err := Parse(out.Bytes(), nil)
+	out := captureOutput(testNonce, "bash", "profile noise\n", recs, pieces...)
+	snap, got, err := parseCapture(out, nil, testNonce)
 	if err != nil {
-		t.Fatalf("Parse(%q) error = %v, want the state and exports back", out.Bytes(), err)
+		t.Fatalf("parseCapture(%q) error = %v, want the state and exports back", out, err)
 	}
-	if snap.State != state {
-		t.Errorf("Parse(%q).State = %q, want %q", out.Bytes(), snap.State, state)
-	}
-	if !maps.Equal(snap.Captured, captured) {
-		t.Errorf("Parse(%q).Captured = %v, want %v", out.Bytes(), snap.Captured, captured)
+	if !slices.Equal(got, recs) {
+		t.Errorf("parseCapture(%q) records = %q, want %q", out, got, recs)
 	}
 	_, proxied := want[ProxyActiveVar]
 	for name, value := range want {
 		got, kept := snap.Env[name]
 		switch dropped := name == "PWD" || name == "OLDPWD" || name == "SHLVL" || name == "_" || envpolicy.IsNeverInherited(name); {
 		case dropped && kept:
-			t.Errorf("Parse(%q).Env keeps %s, which it must drop", out.Bytes(), name)
+			t.Errorf("parseCapture(%q).Env keeps %s, which it must drop", out, name)
 		case dropped:
 		case proxied && isProxyEnvKey(name):
 			if kept {
-				t.Errorf("Parse(%q).Env keeps the proxy variable %s under %s", out.Bytes(), name, ProxyActiveVar)
+				t.Errorf("parseCapture(%q).Env keeps the proxy variable %s under %s", out, name, ProxyActiveVar)
 			}
 		case proxied && isBrokeredCredentialKey(name) && !kept:
 			// A brokered credential still at its dummy value is stripped.
 		case !kept || got != value:
-			t.Errorf("Parse(%q).Env[%q] = %q, %v, want %q", out.Bytes(), name, got, kept, value)
+			t.Errorf("parseCapture(%q).Env[%q] = %q, %v, want %q", out, name, got, kept, value)
 		}
 	}
 	for name := range snap.Env {
 		if _, ok := want[name]; !ok {
-			t.Errorf("Parse(%q).Env has %q, which was not exported", out.Bytes(), name)
+			t.Errorf("parseCapture(%q).Env has %q, which was not exported", out, name)
 		}
 	}
 }

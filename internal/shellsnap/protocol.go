@@ -5,16 +5,11 @@ const (
 	// MaxSnapshotBytes bounds the raw stdout of a capture (512 KiB): the capture
 	// reads one byte more and rejects the output when it is larger.
 	MaxSnapshotBytes = 524288
-	// MaxSnapshotEnvValueBytes bounds each __CODEX_SHELL_SNAPSHOT_STATE_<i> chunk
-	// (60 KiB), well under Linux's 128 KiB MAX_ARG_STRLEN for one env string.
-	MaxSnapshotEnvValueBytes = 61440
 	// MaxScopeBytes bounds a scope id, which must also be non-empty.
 	MaxScopeBytes = 256
 	// StateMarker starts the restorable state in a capture's output; what a
 	// profile prints before it is discarded.
 	StateMarker = "# Snapshot file"
-	// StateEnvPrefix names the replay's chunk variables, followed by an index from 0.
-	StateEnvPrefix = "__CODEX_SHELL_SNAPSHOT_STATE_"
 	// ProxyActiveVar, when present in a captured environment, marks it as built
 	// under a managed network proxy, whose variables must not be cached.
 	ProxyActiveVar = "CODEX_NETWORK_PROXY_ACTIVE"

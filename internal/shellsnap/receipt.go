@@ -68,11 +68,10 @@ type Receipt struct {
 }
 
 // Prepared is what Prepare answers for a launch: the receipt and, when its
-// outcome is used, the snapshot to replay and the environment its capture
-// started with (ReplayInput's Snapshot and CaptureEnv). Both are shared with
-// every launch that uses the snapshot: read them, never change them.
+// outcome is used or partial, the snapshot to replay (ReplayInput's
+// Snapshot), which is shared with every launch that uses it: read it, never
+// change it.
 type Prepared struct {
-	Receipt    Receipt
-	Snapshot   *Snapshot
-	CaptureEnv map[string]string
+	Receipt  Receipt
+	Snapshot *Snapshot
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // A replay restores a snapshot's state from a restore file: shell code that
@@ -28,6 +29,8 @@ type step struct {
 	tail bool
 	// check steps run in a validation too, before the pieces after them.
 	check bool
+	// line is the line a sh function starts on in its file (shRender).
+	line int
 	// late steps would act on a standby shell's wait for its command (a
 	// DEBUG trap would run before each of its commands, a disabled builtin
 	// would stop it): a standby runs them with the go-ahead instead.
@@ -61,6 +64,9 @@ type restorePlan struct {
 	finally []step
 	// options counts the options the plan sets, on or off.
 	options int
+	// unrestored are pieces the plan knows it cannot restore (a sh function
+	// whose text is not known), which no validation needs to find.
+	unrestored []Piece
 }
 
 // drop removes the steps whose indices failed from plan, and returns them
@@ -100,15 +106,6 @@ func quote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// displayName shows a name that may hold any bytes as readable text.
-func displayName(s string) string {
-	q := strconv.Quote(s)
-	if q[1:len(q)-1] == s {
-		return s
-	}
-	return q
-}
-
 // validation renders the script that checks plan's pieces in a shell of its
 // own: the check steps run as they would in the restore, and each piece runs
 // through eval (the shell's check), which prints "F i" when piece i fails.
@@ -137,4 +134,28 @@ func (p *restorePlan) hasPieces() bool {
 		}
 	}
 	return false
+}
+
+// displayName is s as a piece's name shows it: as is, or Go-quoted when it
+// holds bytes a reader could not see.
+func displayName(s string) string {
+	q := strconv.Quote(s)
+	if q[1:len(q)-1] == s {
+		return s
+	}
+	return q
+}
+
+// utf8Safe returns text with every byte that is not UTF-8 made '?', at the
+// same offsets: the parser reads UTF-8 only.
+func utf8Safe(text []byte) []byte {
+	out := bytes.Clone(text)
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRune(text[i:])
+		if r == utf8.RuneError && size == 1 {
+			out[i] = '?'
+		}
+		i += size
+	}
+	return out
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -465,15 +464,7 @@ func optionNames(listing string) []string {
 // copy whose other bytes are '?' (the same offsets), and the statements are
 // cut from text itself, bytes and all.
 func statements(text string) []string {
-	valid := []byte(text)
-	for i := 0; i < len(text); {
-		r, size := utf8.DecodeRuneInString(text[i:])
-		if r == utf8.RuneError && size == 1 {
-			valid[i] = '?'
-		}
-		i += size
-	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(bytes.NewReader(valid), "")
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(bytes.NewReader(utf8Safe([]byte(text))), "")
 	if err != nil {
 		return nil
 	}

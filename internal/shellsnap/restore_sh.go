@@ -34,8 +34,11 @@ var (
 // shPlan builds the restore of a sh capture's records (see bashPlan): the
 // working directory, the profile's changes to the environment (diffEnv)
 // around the request's own, the shell variables and which are read-only,
-// the aliases, the umask, the limits, the traps, and the options last, so
-// that errexit, nounset and xtrace act on the user's command only.
+// the aliases, the umask, the limits, the traps, the functions
+// (functions_sh.go), and the options last, so that errexit, nounset and
+// xtrace act on the user's command only. The alias "." is the capture's
+// own (shCapture). The steps after the aliases quote their first word, so
+// that no alias of the profile stands for it.
 func shPlan(recs []record, captureEnv, final, kept map[string]string) *restorePlan {
 	p := &restorePlan{shell: "sh"}
 	byKind := map[string]string{}
@@ -96,19 +99,19 @@ func shPlan(recs []record, captureEnv, final, kept map[string]string) *restorePl
 		}
 	}
 	for _, stmt := range shStatements(byKind["aliases"]) {
-		if name, _, ok := strings.Cut(stmt, "="); ok {
+		if name, _, ok := strings.Cut(stmt, "="); ok && name != "." {
 			p.steps = append(p.steps, step{kind: "alias", name: name, code: `alias ` + stmt})
 		}
 	}
 	if m := strings.TrimSpace(byKind["umask"]); m != "" {
-		add(`umask ` + quote(m))
+		add(`\umask ` + quote(m))
 	}
 	shLimitSteps(p, byKind["limits0"], byKind["limits"])
 	for _, stmt := range shStatements(byKind["traps"]) {
-		add(stmt)
+		add(`\` + stmt)
 	}
 	if _, ok := byKind["args"]; ok {
-		code := `set --`
+		code := `\set --`
 		for _, r := range recs {
 			if r.kind == "arg" {
 				code += " " + quote(r.payload)
@@ -118,8 +121,14 @@ func shPlan(recs []record, captureEnv, final, kept map[string]string) *restorePl
 	}
 	if _, ok := byKind["background"]; ok {
 		// Only another background job sets $! again.
-		add(`: & wait "$!"`)
+		add(`\: & \wait "$!"`)
 	}
+	// The functions come after every regular builtin the restore calls
+	// (alias, umask, ulimit, wait, cd), which a function of the profile
+	// could stand for.
+	fns, unrestored := shFunctionSteps(recs)
+	p.steps = append(p.steps, fns...)
+	p.unrestored = unrestored
 	var last []string
 	for line := range strings.SplitSeq(byKind["setopts"], "\n") {
 		m := shOption.FindStringSubmatch(line)
@@ -135,10 +144,10 @@ func shPlan(recs []record, captureEnv, final, kept map[string]string) *restorePl
 			}
 			continue
 		}
-		add(line)
+		add(`\` + line)
 	}
 	if len(last) > 0 {
-		add("set " + strings.Join(last, " "))
+		add(`\set ` + strings.Join(last, " "))
 	}
 	return p
 }
@@ -165,8 +174,8 @@ func shLimitSteps(p *restorePlan, before, after string) {
 		if old[flag] == l {
 			continue
 		}
-		soft := `ulimit -S -` + flag + " " + l[0] + " 2>/dev/null"
-		p.steps = append(p.steps, step{code: soft + `; ulimit -H -` + flag + " " + l[1] + " 2>/dev/null; " + soft})
+		soft := `\ulimit -S -` + flag + " " + l[0] + " 2>/dev/null"
+		p.steps = append(p.steps, step{code: soft + `; \ulimit -H -` + flag + " " + l[1] + " 2>/dev/null; " + soft})
 	}
 }
 
@@ -175,20 +184,27 @@ func shLimitSteps(p *restorePlan, before, after string) {
 func shStatements(text string) []string { return statements(text) }
 
 // shValidation is the script a sh runs (sh FILE) to check a plan's pieces:
-// command keeps a syntax error in one from ending dash.
+// command keeps a syntax error in one from ending dash, and printf is
+// called through it, quoted, so that no function or alias a piece defined
+// stands for it.
 func shValidation(p *restorePlan) string {
 	return p.validation("", func(i int, code string) string {
-		return `command eval ` + quote(code) + ` >/dev/null 2>&1 || printf 'F %d\n' ` + strconv.Itoa(i)
+		return `\command eval ` + quote(code) + ` >/dev/null 2>&1 || \command printf 'F %d\n' ` + strconv.Itoa(i)
 	})
 }
 
 // shRender writes the restore file of a sh plan.
 func shRender(p *restorePlan) string {
 	var b strings.Builder
-	for _, s := range p.steps {
-		if s.code != "" {
-			b.WriteString(s.code + "\n")
+	for steps := p.steps; len(steps) > 0; {
+		if steps[0].line > 0 {
+			steps = shRenderFunctions(&b, steps)
+			continue
 		}
+		if steps[0].code != "" {
+			b.WriteString(steps[0].code + "\n")
+		}
+		steps = steps[1:]
 	}
 	return b.String()
 }

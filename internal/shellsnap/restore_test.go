@@ -159,7 +159,7 @@ echo "$LINENO"; no_such_cmd_here`
 	if err != nil || p.Receipt.Outcome != OutcomeUsed {
 		t.Fatalf("Prepare() = %+v, %v; want used", p.Receipt, err)
 	}
-	argv, env := Replay(ReplayInput{Snapshot: p.Snapshot, Shell: "sh", Command: l.Argv, Env: l.Env, RequestEnv: l.Env, CaptureEnv: p.CaptureEnv})
+	argv, env := Replay(ReplayInput{Snapshot: p.Snapshot, Shell: "sh", Command: l.Argv, Env: l.Env})
 	stdout, stderr := runShell(t, home, argv, env)
 	login, loginErr := runShell(t, home, l.Argv, l.Env)
 	if stdout != login || stderr != loginErr {

@@ -202,7 +202,7 @@ func zshPlan(recs []record, captureEnv, final, kept map[string]string) *restoreP
 		for _, r := range byKind[kind] {
 			// The subscript's (Q) takes the quotes off the name; neither +=
 			// nor a quoted subscript does that for these arrays.
-			add(step{tail: true, code: kind + "es[${(Q):-" + quote(r.name) + "}]=" + quote(r.payload)})
+			add(step{tail: true, kind: "alias", name: r.name, code: kind + "es[${(Q):-" + quote(r.name) + "}]=" + quote(r.payload)})
 		}
 	}
 	if _, ok := one("args"); ok {

@@ -87,24 +87,28 @@ func (f *restoreFiles) zshCaptureDir() (string, error) {
 
 // own makes path go restoreGrace after snap is no longer reachable.
 func (f *restoreFiles) own(snap *Snapshot, path string) {
-	runtime.AddCleanup(snap, func(path string) {
+	runtime.AddCleanup(snap, f.release, path)
+}
+
+// release removes path restoreGrace from now, unless the directory goes
+// first.
+func (f *restoreFiles) release(path string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return
+	}
+	var t *time.Timer
+	t = time.AfterFunc(restoreGrace, func() {
+		os.RemoveAll(path)
 		f.mu.Lock()
-		defer f.mu.Unlock()
-		if f.closed {
-			return
-		}
-		var t *time.Timer
-		t = time.AfterFunc(restoreGrace, func() {
-			os.RemoveAll(path)
-			f.mu.Lock()
-			delete(f.timers, t)
-			f.mu.Unlock()
-		})
-		if f.timers == nil {
-			f.timers = map[*time.Timer]bool{}
-		}
-		f.timers[t] = true
-	}, path)
+		delete(f.timers, t)
+		f.mu.Unlock()
+	})
+	if f.timers == nil {
+		f.timers = map[*time.Timer]bool{}
+	}
+	f.timers[t] = true
 }
 
 // close removes the directory and every file in it.

@@ -1,6 +1,7 @@
 package shellsnap
 
-// bashCapture is the capture script of bash. Go runs it as
+// bashCaptureProfile is the first part of bash's capture script, the
+// profile; bashDump follows it. Go runs the whole (bashCapture) as
 // [shell, "--noprofile", "-lc", script, args...]: a login shell (login_shell
 // on, $0 and the positional parameters as the user's command would have them)
 // that skips the profile, so that the script sources the profile itself, in
@@ -43,7 +44,7 @@ package shellsnap
 // attributes are listed for the functions that have any, and the files the
 // functions come from once each ("- 0 FILE"), so that a profile of many
 // functions fits MaxSnapshotBytes nearly as it did in the reference's format.
-const bashCapture = `if [[ -n ${__SNAPEXEC_BASH_ENV+x} ]]; then BASH_ENV=$__SNAPEXEC_BASH_ENV; \builtin export BASH_ENV; \builtin unset -v __SNAPEXEC_BASH_ENV; fi
+const bashCaptureProfile = `if [[ -n ${__SNAPEXEC_BASH_ENV+x} ]]; then BASH_ENV=$__SNAPEXEC_BASH_ENV; \builtin export BASH_ENV; \builtin unset -v __SNAPEXEC_BASH_ENV; fi
 __snapexec_n=@NONCE@
 __snapexec_pwd=$PWD
 __snapexec_args=("$@")
@@ -82,7 +83,26 @@ if [[ -n $__snapexec_rc ]]; then
   __snapexec_shopts=$BASHOPTS
   \command shopt -u expand_aliases
 fi
-__snapexec_so=$SHELLOPTS
+`
+
+// bashCapture is the whole capture: the profile, then the dump.
+const bashCapture = bashCaptureProfile + bashDump
+
+// bashDump prints a bash state as records (records.go) and then, after a
+// NUL, the environment: the part of the capture that runs after the
+// profile, and the one a session command runs at its end (session_bash.go).
+// It expects expand_aliases off and these variables set: __snapexec_n (the
+// nonce), __snapexec_pwd (the directory a cwd record is relative to),
+// __snapexec_args and __snapexec_zero (the parameters the state's own are
+// compared with), __snapexec_flags0 ($- before the watch), __snapexec_tcmds
+// (the watched commands that could change functrace), __snapexec_limits
+// (the limits a change is relative to), __snapexec_srcs (the files
+// sourced), __snapexec_bg ($! of the profile), __snapexec_shopts (BASHOPTS
+// with expand_aliases as the state had it), __snapexec_last and
+// __snapexec_returned ($_ and whether it is known), and __snapexec_fn0 (the
+// request's exported functions; unset for none). It changes the shell's
+// options and traps: it runs last.
+const bashDump = `__snapexec_so=$SHELLOPTS
 \command printf '%s\n%s begin bash\n\n' '# Snapshot file' "$__snapexec_n"
 \command printf '%s traps\n' "$__snapexec_n"; \command trap -p; \command printf '\n'
 \command trap - DEBUG RETURN ERR EXIT

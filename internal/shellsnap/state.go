@@ -5,42 +5,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 )
 
 // What a standby shell (package standby) reads of a snapshot: the names its
 // state defines, its standby restore file and go-ahead line.
-
-// optionsHeader starts the last section of a bash state of the
-// reference's format, its set -o options.
-const optionsHeader = "\n# setopts "
-
-// referenceTraced reports whether a bash state of the reference's format
-// turns xtrace or verbose on in its options section: its restore would
-// trace a standby's wait.
-func referenceTraced(state string) bool {
-	i := strings.LastIndex(state, optionsHeader)
-	return i >= 0 && (strings.Contains(state[i:], "xtrace") || strings.Contains(state[i:], "verbose"))
-}
-
-// WithState returns a copy of s that carries state in place of s.State:
-// Replay of the copy restores that state with everything else of s (its
-// environment and restore files above all) unchanged.
-func (s *Snapshot) WithState(state string) *Snapshot {
-	return &Snapshot{
-		State:         state,
-		Env:           s.Env,
-		Captured:      s.Captured,
-		FunctionCount: s.FunctionCount,
-		AliasCount:    s.AliasCount,
-		OptionCount:   s.OptionCount,
-		Unrestored:    s.Unrestored,
-		restore:       s.restore,
-		standby:       s.standby,
-		goAhead:       s.goAhead,
-		snapshotNames: snapshotNames{envTouched: s.envTouched},
-	}
-}
 
 // StandbyReady reports whether a standby shell can serve s: its state is
 // restored from a file, and sets no option that would act on the standby's
@@ -52,11 +20,9 @@ func (s *Snapshot) StandbyReady() bool { return s.standby != "" }
 // traps, disabled builtins and $_ to GoAhead's line. It defines the same
 // names as s.
 func (s *Snapshot) ForStandby() *Snapshot {
-	c := s.WithState(s.State)
+	c := *s
 	c.restore = s.standby
-	d := s.Definitions()
-	c.namesOnce.Do(func() { c.definitions = d })
-	return c
+	return &c
 }
 
 // GoAhead is the line a standby shell of s runs, with its go-ahead, right
@@ -91,38 +57,16 @@ type Definitions struct {
 	// Traps is set when the state sets a trap, after which bash runs no
 	// command in its own place.
 	Traps bool
-}
-
-var functionHeader = regexp.MustCompile(`(?m)^([^\s()]+) \(\) $`)
-var aliasLine = regexp.MustCompile(`(?m)^alias ([^=\s]+)=`)
-
-// Definitions returns the names s's bash state defines, read once. Heredoc
-// lines that look like definitions count too: a reader that refuses what it
-// cannot be sure of only refuses more.
-func (s *Snapshot) Definitions() *Definitions {
-	s.namesOnce.Do(func() {
-		d := &Definitions{Functions: map[string]bool{}, Aliases: map[string]bool{}}
-		for _, m := range functionHeader.FindAllStringSubmatch(s.State, -1) {
-			d.Functions[m[1]] = true
-		}
-		for _, m := range aliasLine.FindAllStringSubmatch(s.State, -1) {
-			d.Aliases[m[1]] = true
-		}
-		d.ExpandAliases = strings.Contains(s.State, "\nshopt -s expand_aliases\n")
-		s.definitions = d
-	})
-	return s.definitions
-}
-
-// snapshotNames is embedded in Snapshot for Definitions and PassedThrough.
-type snapshotNames struct {
-	namesOnce   sync.Once
-	definitions *Definitions
-	// envTouched holds the names of the variables a bash capture's restore
-	// reads, sets, unsets or gives attributes (bashEnvTouched); nil when
-	// unknown (a state of the reference's format), and then every name is.
+	// envTouched holds the names of the variables the restore reads, sets,
+	// unsets or gives attributes (bashEnvTouched); nil when unknown, and
+	// then every name is.
 	envTouched map[string]bool
 }
+
+// Definitions returns the names s's bash state defines, read from its
+// capture's records; nil for a snapshot of zsh or sh, which no standby
+// serves.
+func (s *Snapshot) Definitions() *Definitions { return s.definitions }
 
 // PassedThrough returns the names of env, the environment of a bash launch
 // of s (before Replay), that a replay of s hands to the command exactly as
@@ -134,7 +78,7 @@ type snapshotNames struct {
 // trace id). There are none when env carries a BASH_ENV of its own: the
 // restore runs that file, which may read any variable.
 func (s *Snapshot) PassedThrough(env map[string]string) map[string]bool {
-	if s.envTouched == nil {
+	if s.definitions == nil || s.definitions.envTouched == nil {
 		return nil
 	}
 	if _, ok := env["BASH_ENV"]; ok {
@@ -145,7 +89,7 @@ func (s *Snapshot) PassedThrough(env map[string]string) map[string]bool {
 	}
 	passed := map[string]bool{}
 	for name := range env {
-		if !s.envTouched[name] && identifier.MatchString(name) && !bashMeaningful(name) {
+		if !s.definitions.envTouched[name] && identifier.MatchString(name) && !bashMeaningful(name) {
 			passed[name] = true
 		}
 	}

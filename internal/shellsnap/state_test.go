@@ -5,33 +5,35 @@ import (
 	"testing"
 )
 
-// TestWithStateKeepsEveryField: a standby shell restores WithState's copy
-// of a snapshot and gets its environment from it, so every exported field
-// but State must come over, those added later included.
-func TestWithStateKeepsEveryField(t *testing.T) {
+// TestForStandbyKeepsEveryField: a standby shell restores ForStandby's copy
+// of a snapshot and gets its environment and names from it, so every field
+// but the restore file must come over, those added later included.
+func TestForStandbyKeepsEveryField(t *testing.T) {
 	var s Snapshot
 	v := reflect.ValueOf(&s).Elem()
 	for i := range v.NumField() {
-		if f := v.Type().Field(i); f.IsExported() {
-			fillValue(t, f.Name, v.Field(i))
-		}
+		f := v.Field(i)
+		reflect.NewAt(f.Type(), f.Addr().UnsafePointer()).Elem().Set(filled(t, v.Type().Field(i).Name, f.Type()))
 	}
-	c := s.WithState("# Snapshot file\nother\n")
-	if c.State != "# Snapshot file\nother\n" {
-		t.Errorf("WithState().State = %q, want the new state", c.State)
+	c := s.ForStandby()
+	if c.restore != s.standby {
+		t.Errorf("ForStandby().restore = %q, want the standby's file %q", c.restore, s.standby)
 	}
 	cv := reflect.ValueOf(c).Elem()
 	for i := range v.NumField() {
-		if f := v.Type().Field(i); f.IsExported() && f.Name != "State" && !reflect.DeepEqual(cv.Field(i).Interface(), v.Field(i).Interface()) {
-			t.Errorf("WithState().%s = %v, want %v", f.Name, cv.Field(i).Interface(), v.Field(i).Interface())
+		name := v.Type().Field(i).Name
+		got, want := cv.Field(i), v.Field(i)
+		if name != "restore" && !reflect.DeepEqual(reflect.NewAt(got.Type(), got.Addr().UnsafePointer()).Elem().Interface(), reflect.NewAt(want.Type(), want.Addr().UnsafePointer()).Elem().Interface()) {
+			t.Errorf("ForStandby().%s differs from the snapshot's", name)
 		}
 	}
 }
 
-// fillValue sets v, a field of Snapshot, to a value that is not its zero.
-func fillValue(t *testing.T, name string, v reflect.Value) {
+// filled returns a value of type typ that is not its zero, from name.
+func filled(t *testing.T, name string, typ reflect.Type) reflect.Value {
 	t.Helper()
-	switch v.Kind() {
+	v := reflect.New(typ).Elem()
+	switch typ.Kind() {
 	case reflect.String:
 		v.SetString(name)
 	case reflect.Int:
@@ -39,21 +41,21 @@ func fillValue(t *testing.T, name string, v reflect.Value) {
 	case reflect.Bool:
 		v.SetBool(true)
 	case reflect.Map:
-		m := reflect.MakeMap(v.Type())
-		key, elem := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
-		fillValue(t, name, key)
-		fillValue(t, name, elem)
-		m.SetMapIndex(key, elem)
+		m := reflect.MakeMap(typ)
+		m.SetMapIndex(filled(t, name, typ.Key()), filled(t, name, typ.Elem()))
 		v.Set(m)
 	case reflect.Struct:
-		for i := range v.NumField() {
-			fillValue(t, name+"."+v.Type().Field(i).Name, v.Field(i))
+		for i := range typ.NumField() {
+			f := v.Field(i)
+			reflect.NewAt(f.Type(), f.Addr().UnsafePointer()).Elem().Set(filled(t, name+"."+typ.Field(i).Name, f.Type()))
 		}
 	case reflect.Slice:
-		elem := reflect.New(v.Type().Elem()).Elem()
-		fillValue(t, name, elem)
-		v.Set(reflect.Append(reflect.MakeSlice(v.Type(), 0, 1), elem))
+		v.Set(reflect.Append(reflect.MakeSlice(typ, 0, 1), filled(t, name, typ.Elem())))
+	case reflect.Pointer:
+		v.Set(reflect.New(typ.Elem()))
+		v.Elem().Set(filled(t, name, typ.Elem()))
 	default:
-		t.Fatalf("Snapshot.%s is a %s: teach fillValue to fill it", name, v.Kind())
+		t.Fatalf("Snapshot.%s is a %s: teach filled to fill it", name, typ.Kind())
 	}
+	return v
 }

@@ -16,16 +16,19 @@ import (
 	"testing"
 )
 
-// Cut says which event streams CutStreams breaks, and how.
+// Cut says which event streams and WebSockets CutStreams breaks, and how.
 type Cut struct {
-	// Streams is how many event streams (text/event-stream answers) to
-	// break, the first ones; later ones pass unchanged.
+	// Streams is how many event streams (text/event-stream answers) or
+	// WebSocket connections to break, the first ones; later ones pass
+	// unchanged.
 	Streams int
-	// After is how many bytes of each broken stream's body pass first.
+	// After is how many bytes of each broken stream's body (of a
+	// WebSocket, of what the server sends) pass first.
 	After int64
 	// Clean ends a broken answer as if it were complete, as a proxy that
 	// times a stream out may; otherwise the connection is aborted, as a
-	// network failure does. Either way the server sees its client gone.
+	// network failure does. Either way the server sees its client gone. A
+	// WebSocket is aborted either way.
 	Clean bool
 	// Before, when not nil, runs just before each cut: a test can wait
 	// there for the state it wants the cut to find.
@@ -33,9 +36,9 @@ type Cut struct {
 }
 
 // CutStreams returns the URL of a reverse proxy to the server at serverURL
-// (a Server's URL) that breaks event streams as cut says, as a dropped
-// connection would. Everything else passes unchanged. The proxy closes in
-// t.Cleanup.
+// (a Server's URL) that breaks event streams and WebSockets as cut says, as
+// a dropped connection would. Everything else passes unchanged. The proxy
+// closes in t.Cleanup.
 func CutStreams(t testing.TB, serverURL string, cut Cut) string {
 	t.Helper()
 	target, err := url.Parse(serverURL)
@@ -47,14 +50,22 @@ func CutStreams(t testing.TB, serverURL string, cut Cut) string {
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) },
 		ModifyResponse: func(resp *http.Response) error {
-			if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") || left.Add(-1) < 0 {
+			upgrade := resp.StatusCode == http.StatusSwitchingProtocols
+			if !upgrade && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") || left.Add(-1) < 0 {
 				return nil
 			}
 			end := errCut
-			if cut.Clean {
+			if cut.Clean && !upgrade {
 				end = io.EOF
 			}
-			resp.Body = &cutBody{ReadCloser: resp.Body, left: cut.After, before: cut.Before, end: end}
+			body := &cutBody{ReadCloser: resp.Body, left: cut.After, before: cut.Before, end: end}
+			if upgrade {
+				// The proxy relays an upgraded connection only through a
+				// body it can also write to.
+				resp.Body = cutConn{cutBody: body, Writer: resp.Body.(io.Writer)}
+				return nil
+			}
+			resp.Body = body
 			return nil
 		},
 		// A cut is the point; the proxy need not log it.
@@ -91,6 +102,13 @@ func (b *cutBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.left -= int64(n)
 	return n, err
+}
+
+// cutConn is an upgraded connection whose reads from the server cutBody
+// breaks; writes to the server pass.
+type cutConn struct {
+	*cutBody
+	io.Writer
 }
 
 // UnixSocket returns the path of a Unix domain socket that relays each

@@ -37,7 +37,7 @@ export async function execOutput(token: string): Promise<string> {
   }
   // The 200 JSON is an ExecResult, not ExecResult | string.
   const result: ExecResult = data;
-  const outcome: "used" | "fallback" | "ineligible" | "not_requested" | "not_run" = result.snapshot.outcome;
+  const outcome: "used" | "partial" | "fallback" | "ineligible" | "not_requested" | "not_run" = result.snapshot.outcome;
   return `${outcome}: ${data.stdout ?? ""}`;
 }
 

@@ -336,6 +336,9 @@ function renderStats(s) {
   const escaped = p.escaped ?? 0;
   setText($("sum-escaped"), `${escaped} escaped`);
   $("sum-escaped").classList.toggle("warn-text", escaped > 0);
+  const ss = s.sessions || {};
+  setText($("sum-sessions"), `${ss.active ?? 0} / ${ss.busy ?? 0}`);
+  setText($("sum-sessions-sub"), `held / running · ${ss.commands ?? 0} commands, ${ss.stateLost ?? 0} kept the state before them`);
   const h = s.http || {};
   setText($("sum-http"), `${h.requests ?? 0} / ${h.errors ?? 0}`);
   const q = sn.captureLatencyMs || {};
@@ -686,6 +689,19 @@ function updateProcessRow(tr, p) {
   exit.classList.toggle("warn-text", p.status !== "running" && (p.exitCode !== 0 || !!p.signal));
   setText(started, fmtTime(p.startedAt));
   setAttr(started, "title", p.startedAt ? new Date(p.startedAt).toLocaleString() : null);
+  let link = actions.querySelector("[data-testid=attach-link]");
+  if (p.status === "running") {
+    if (!link) {
+      // rel=opener: the terminal's tab gets a copy of this tab's session
+      // storage, and so the token.
+      link = el("a", { class: "small", target: "_blank", rel: "opener", "data-testid": "attach-link" }, "Attach");
+      actions.append(link);
+    }
+    setAttr(link, "href", "/ui/terminal.html#p=" + encodeURIComponent(p.processId));
+    setAttr(link, "aria-label", "Attach to process " + p.processId + " in a terminal");
+  } else if (link) {
+    link.remove();
+  }
   let btn = actions.querySelector("[data-testid=terminate-button]");
   if (p.status === "running") {
     if (!btn) {

@@ -106,7 +106,7 @@ func TestStandbyScriptExecsAsBashDoes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.script, func(t *testing.T) {
-			in := shellsnap.ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{bash, "-lc", tt.script}, Env: env, RequestEnv: env, CaptureEnv: env}
+			in := shellsnap.ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{bash, "-lc", tt.script}, Env: env}
 			argv, replayEnv := shellsnap.Replay(in)
 			pairs := envPairs(replayEnv)
 			script, ok := tailScript(in, home, pairs, builtins)

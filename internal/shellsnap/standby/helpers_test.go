@@ -121,23 +121,13 @@ func captureLogin(t *testing.T, home string) *shellsnap.Snapshot {
 	return p.Snapshot
 }
 
-// snapshotOf returns a snapshot of state, a state of the reference's
-// format, as a cache keeps it: restored from a file of its own.
-func snapshotOf(t *testing.T, state string) *shellsnap.Snapshot {
+// snapshotOf returns the snapshot of a bash login whose ~/.bash_profile is
+// profile, as a cache keeps it.
+func snapshotOf(t *testing.T, profile string) *shellsnap.Snapshot {
 	t.Helper()
-	fake := func(context.Context, []string, string, map[string]string, sandbox.Policy) ([]byte, error) {
-		return []byte(state + "\x00"), nil
-	}
-	c, err := shellsnap.New(shellsnap.Options{Capture: fake})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	p, err := c.Prepare(context.Background(), bashRequest("state"), shellsnap.Launch{Argv: []string{bash, "-lc", "true"}, Env: map[string]string{}})
-	if err != nil || p.Snapshot == nil {
-		t.Fatalf("Prepare(a fake capture of %q) = %+v, %v; want a snapshot", state, p.Receipt, err)
-	}
-	return p.Snapshot
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, ".bash_profile"), profile)
+	return captureLogin(t, home)
 }
 
 // lineDiff returns the lines only in a and only in b, ignoring the ones that

@@ -51,7 +51,8 @@ type Options struct {
 const maxSeenLaunches = 256
 
 // launchID identifies a launch: the SHA-256 of its argv[0], cwd, output
-// bound, sandbox and environment but the state chunks, so that no two
+// bound, sandbox and environment but BASH_ENV (the snapshot's restore
+// file), so that no two
 // launches share one (a standby must never run a command with another's
 // environment, nor under another's sandbox: a standby is held under its
 // launch's sandbox, exec.Manager.Hold, which its command inherits).
@@ -144,7 +145,8 @@ const refillDelay = 100 * time.Millisecond
 // command for the CPU. in is nil when no snapshot was replayed: spec just
 // starts. It reports whether a standby ran the command.
 func (sb *Pool) Start(ctx context.Context, spec exec.Spec, in *shellsnap.ReplayInput) (*exec.Process, bool, error) {
-	if sb.opts.Max <= 0 || in == nil || len(spec.Stdin) > 0 || spec.PipeStdin || !serves(*in) {
+	// A standby shell runs on pipes, under its own argv[0].
+	if sb.opts.Max <= 0 || in == nil || len(spec.Stdin) > 0 || spec.PipeStdin || spec.TTY != nil || spec.Arg0 != "" || !serves(*in) {
 		p, err := sb.procs.Start(spec)
 		return p, false, err
 	}
@@ -244,11 +246,11 @@ func keyOf(snap *shellsnap.Snapshot, spec exec.Spec, passed map[string]bool) lau
 	field(strconv.Itoa(spec.MaxOutputBytes))
 	field(spec.Sandbox.Key())
 	for _, kv := range spec.Env {
-		// The state chunks, and BASH_ENV where it names the snapshot's
-		// restore file, are the snapshot, which the key holds: a launch
-		// stays the same launch when its snapshot is captured again.
+		// BASH_ENV names the snapshot's restore file: it is the snapshot,
+		// which the key holds, so a launch stays the same launch when its
+		// snapshot is captured again.
 		name, _, _ := strings.Cut(kv, "=")
-		if !passed[name] && !strings.HasPrefix(kv, shellsnap.StateEnvPrefix) && !(snap.RestoreFile() && name == "BASH_ENV") {
+		if !passed[name] && name != "BASH_ENV" {
 			field(kv)
 		}
 	}

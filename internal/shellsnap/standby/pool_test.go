@@ -23,21 +23,21 @@ import (
 
 func TestStandbyKeyIsTheWholeLaunch(t *testing.T) {
 	snap, other := &shellsnap.Snapshot{}, &shellsnap.Snapshot{}
-	base := exec.Spec{Argv: []string{"/bin/bash", "-pc", "x"}, Dir: "/tmp", Env: []string{"A=1", "B=2", shellsnap.StateEnvPrefix + "0=state"}}
+	base := exec.Spec{Argv: []string{"/bin/bash", "--noprofile", "-lc", "x"}, Dir: "/tmp", Env: []string{"A=1", "B=2", "BASH_ENV=/restore/1"}}
 	key := keyOf(snap, base, nil)
 
 	same := base
-	same.Argv = []string{"/bin/bash", "-pc", "another script"}
-	same.Env = []string{"A=1", "B=2", shellsnap.StateEnvPrefix + "0=other state text"}
+	same.Argv = []string{"/bin/bash", "--noprofile", "-lc", "another script"}
+	same.Env = []string{"A=1", "B=2", "BASH_ENV=/restore/2"}
 	if keyOf(snap, same, nil) != key {
-		t.Errorf("a launch that differs only in its script and state chunks has another key")
+		t.Errorf("a launch that differs only in its script and restore file has another key")
 	}
 	differ := map[string]exec.Spec{
 		"env value":   {Argv: base.Argv, Dir: base.Dir, Env: []string{"A=1", "B=3"}},
 		"env name":    {Argv: base.Argv, Dir: base.Dir, Env: []string{"A=1", "C=2"}},
 		"env split":   {Argv: base.Argv, Dir: base.Dir, Env: []string{"A=1\x00B=2"}},
 		"cwd":         {Argv: base.Argv, Dir: "/", Env: base.Env},
-		"shell":       {Argv: []string{"/usr/bin/bash", "-pc", "x"}, Dir: base.Dir, Env: base.Env},
+		"shell":       {Argv: []string{"/usr/bin/bash", "--noprofile", "-lc", "x"}, Dir: base.Dir, Env: base.Env},
 		"output size": {Argv: base.Argv, Dir: base.Dir, Env: base.Env, MaxOutputBytes: 10},
 		"sandbox":     {Argv: base.Argv, Dir: base.Dir, Env: base.Env, Sandbox: sandbox.Policy{WritableRoots: []string{"/tmp"}}},
 		"network":     {Argv: base.Argv, Dir: base.Dir, Env: base.Env, Sandbox: sandbox.Policy{Network: sandbox.NetworkNone}},
@@ -140,7 +140,7 @@ func (r *rig) run(c command) ran {
 	spec := exec.Spec{Argv: l.Argv, Dir: l.Cwd, Env: envPairs(l.Env), Timeout: c.timeout, Sandbox: c.sandbox}
 	var in *shellsnap.ReplayInput
 	if prepared.Snapshot != nil {
-		in = &shellsnap.ReplayInput{Snapshot: prepared.Snapshot, Shell: "bash", Command: l.Argv, Env: l.Env, RequestEnv: env, CaptureEnv: prepared.CaptureEnv}
+		in = &shellsnap.ReplayInput{Snapshot: prepared.Snapshot, Shell: "bash", Command: l.Argv, Env: l.Env}
 		argv, replayEnv := shellsnap.Replay(*in)
 		spec.Argv, spec.Env = argv, envPairs(replayEnv)
 	}

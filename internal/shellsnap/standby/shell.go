@@ -30,10 +30,10 @@ const waitLine = `\builtin . /dev/fd/3; \exec 3<&-; \builtin eval "\builtin unse
 // fd 3 for the go-ahead of goAhead, which carries the options and the
 // user's script. It is Replay's command for in with the options left out of
 // the state and waitLine as the script: so its environment is Replay's but
-// for the chunk variables, and a standby serves exactly the launches whose
-// Replay environment equals it; and the eval of the user's script is on the
-// line where Replay's command has the script, so LINENO and the line
-// numbers of error messages are Replay's.
+// for BASH_ENV, which names the standby's restore file, and a standby
+// serves exactly the launches whose Replay environment equals it; and the
+// eval of the user's script is on the line where Replay's command has the
+// script, so LINENO and the line numbers of error messages are Replay's.
 //
 // ok is false for launches a standby does not serve (serves).
 func standbyCommand(in shellsnap.ReplayInput) (command []string, env map[string]string, ok bool) {

@@ -1,0 +1,202 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/go-chi/chi/v5"
+	"github.com/rs/zerolog"
+
+	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/service"
+)
+
+// attachProtocol is the attach WebSocket's subprotocol, the one the server
+// answers with.
+const attachProtocol = "snapexec.v1"
+
+// bearerProtocol prefixes the token a browser offers as a subprotocol: a
+// browser cannot set Authorization on a WebSocket, and a token in the URL
+// would end up in logs and history.
+const bearerProtocol = "snapexec.bearer."
+
+// attachReadLimit bounds one message from a client: stdin bytes or a resize.
+const attachReadLimit = 64 << 10
+
+// pongWait is how long a ping waits for its pong. The pong is read by the
+// input loop, which a stdin write to a terminal that does not read holds for
+// up to the service's bound (30 s): a live client that pastes faster than the
+// terminal reads must not be taken for a vanished one.
+const pongWait = time.Minute
+
+// errPeerGone is a client that did not answer a ping.
+var errPeerGone = errors.New("the client did not answer a ping")
+
+// attachMessage is a text message of the attach protocol, either way.
+type attachMessage struct {
+	Type     string  `json:"type"`
+	Cols     int     `json:"cols,omitempty"`
+	Rows     int     `json:"rows,omitempty"`
+	NextSeq  int64   `json:"nextSeq,omitempty"`
+	Seq      int64   `json:"seq,omitempty"`
+	Status   string  `json:"status,omitempty"`
+	ExitCode *int    `json:"exitCode,omitempty"`
+	Signal   *string `json:"signal,omitempty"`
+}
+
+// processAttach serves GET /processes/{processId}/attach: the process's
+// output from afterSeq (or the oldest retained) as binary messages, then live,
+// then an exit message and a normal close; the client's binary messages are
+// its stdin and its resize messages resize its terminal. An unknown process
+// (404), a resume point never sent (400) or evicted (410) is refused before
+// the upgrade.
+func (s *Server) processAttach(w http.ResponseWriter, r *http.Request) {
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		w.Header().Set("Upgrade", "websocket")
+		writeProblem(w, r, &problem{status: http.StatusUpgradeRequired, code: InvalidRequest, field: "Upgrade",
+			detail: "attach is a WebSocket: send the upgrade request"})
+		return
+	}
+	id := chi.URLParam(r, "processId")
+	after, given, err := afterSeqParam(r)
+	seqs := r.URL.Query().Get("seqs") == "true"
+	if err != nil {
+		writeProblem(w, r, err)
+		return
+	}
+	res, err := s.procs.Read(r.Context(), id, service.ReadInput{AfterSeq: after, MaxBytes: 1})
+	switch {
+	case errors.Is(err, exec.ErrOutputLost) && !given:
+		after = res.NextSeq - 1 // from the oldest retained
+	case errors.Is(err, exec.ErrSeqAhead):
+		writeProblem(w, r, invalid("afterSeq", "afterSeq is beyond the output produced so far: resume from a seq the server sent"))
+		return
+	case err != nil:
+		writeProblem(w, r, err)
+		return
+	}
+	// checkOrigin has refused every other origin before the upgrade; Accept
+	// checks it again.
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{attachProtocol}})
+	if err != nil {
+		return // Accept has answered
+	}
+	conn.SetReadLimit(attachReadLimit)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go func() {
+		defer cancel()
+		s.attachInput(ctx, conn, id)
+	}()
+	err = s.attachOutput(ctx, conn, id, after, seqs)
+	switch {
+	case err == nil:
+		_ = conn.Close(websocket.StatusNormalClosure, "")
+	case ctx.Err() != nil, errors.Is(err, errPeerGone):
+		_ = conn.CloseNow() // the client went away, or closed
+	default:
+		zerolog.Ctx(r.Context()).Warn().Err(err).Msg("attach ended")
+		_ = conn.Close(websocket.StatusInternalError, "internal error")
+	}
+}
+
+// afterSeqParam is the afterSeq query parameter, and whether it was given.
+func afterSeqParam(r *http.Request) (int64, bool, error) {
+	v := r.URL.Query().Get("afterSeq")
+	if v == "" {
+		return 0, false, nil
+	}
+	after, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || after < 0 {
+		return 0, false, invalid("afterSeq", "afterSeq must be a seq")
+	}
+	return after, after > 0, nil
+}
+
+// attachOutput sends the output after seq `after` until it is complete, then
+// the exit message; with seqs, a seq message after each batch of output.
+func (s *Server) attachOutput(ctx context.Context, conn *websocket.Conn, id string, after int64, seqs bool) error {
+	for {
+		r, err := s.procs.Read(ctx, id, service.ReadInput{AfterSeq: after, Wait: heartbeat})
+		if errors.Is(err, exec.ErrOutputLost) {
+			// A slow client fell behind the ring: say so, and go on from
+			// what is still there.
+			after = r.NextSeq - 1
+			err = writeMessage(ctx, conn, attachMessage{Type: "lost", NextSeq: r.NextSeq})
+		}
+		if err != nil {
+			return err
+		}
+		for _, c := range r.Chunks {
+			if err := conn.Write(ctx, websocket.MessageBinary, c.Data); err != nil {
+				return err
+			}
+			after = c.Seq
+		}
+		if len(r.Chunks) == 0 && !r.Closed {
+			// Quiet for a heartbeat: a client that vanished without a close
+			// (a dropped network) is found by the pong it does not send.
+			pctx, cancel := context.WithTimeout(ctx, pongWait)
+			err := conn.Ping(pctx)
+			cancel()
+			if err != nil {
+				return errPeerGone
+			}
+		}
+		if seqs && len(r.Chunks) > 0 {
+			if err := writeMessage(ctx, conn, attachMessage{Type: "seq", Seq: after}); err != nil {
+				return err
+			}
+		}
+		if r.Closed {
+			p, err := s.procs.Get(id)
+			if err != nil {
+				return err
+			}
+			exit := attachMessage{Type: "exit", Status: string(p.Status), ExitCode: p.ExitCode}
+			if p.Signal != "" {
+				exit.Signal = &p.Signal
+			}
+			return writeMessage(ctx, conn, exit)
+		}
+	}
+}
+
+// attachInput applies the client's messages until the connection ends:
+// stdin bytes, written in order (a terminal that does not read holds the
+// next message back), and resizes. What cannot be applied (the process has
+// no stdin or no terminal, or has exited) is dropped: the output says the
+// rest.
+func (s *Server) attachInput(ctx context.Context, conn *websocket.Conn, id string) {
+	for {
+		typ, data, err := conn.Read(ctx)
+		if err != nil {
+			return
+		}
+		if typ == websocket.MessageBinary {
+			_, _ = s.procs.WriteStdin(ctx, id, service.StdinInput{Data: data})
+			continue
+		}
+		var m attachMessage
+		if err := json.Unmarshal(data, &m); err != nil || m.Type != "resize" {
+			_ = conn.Close(websocket.StatusUnsupportedData, `text messages are {"type":"resize","cols":C,"rows":R}`)
+			return
+		}
+		_ = s.procs.Resize(id, exec.TTYSize{Cols: uint16(min(max(m.Cols, 0), 1<<16-1)), Rows: uint16(min(max(m.Rows, 0), 1<<16-1))})
+	}
+}
+
+// writeMessage sends m as a text message.
+func writeMessage(ctx context.Context, conn *websocket.Conn, m attachMessage) error {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return conn.Write(ctx, websocket.MessageText, data)
+}

@@ -1,0 +1,277 @@
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/snapexec/snapexec/internal/envpolicy"
+	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/session"
+	"github.com/snapexec/snapexec/internal/shellsnap"
+)
+
+// ErrSessionStart means a new session's first command, which takes the
+// shell's first state, left none (its profile ended the shell, its cwd
+// went): the session is not created.
+var ErrSessionStart = errors.New("the session's shell left no state to start from")
+
+// SessionInput creates a session (docs/design/sessions.md).
+type SessionInput struct {
+	// SessionID is the client's key; empty means generated.
+	SessionID string
+	Shell     shellsnap.Shell
+	// Cwd is the first working directory, absolute; nil means the server's.
+	Cwd       *string
+	Env       map[string]string
+	EnvPolicy *envpolicy.Policy
+	// ScopeID, when set, starts the session from the scope's snapshot of
+	// Shell, Cwd, Env and EnvPolicy; otherwise from a bare shell.
+	ScopeID string
+}
+
+// SessionExecInput is one command of a session.
+type SessionExecInput struct {
+	Script         string
+	Stdin          []byte
+	Timeout        time.Duration
+	IdleTimeout    time.Duration
+	MaxOutputBytes int
+}
+
+// SessionExecOutput is a session command's ending, as Exec answers it, and
+// what it did to the session.
+type SessionExecOutput struct {
+	ExecOutput
+	Session session.Outcome
+}
+
+// Validate reports the first field of in that l refuses, as ExecInput's
+// Validate does.
+func (in SessionInput) Validate(l Limits) error {
+	if in.Shell.Name != "bash" {
+		return shellsnap.ErrSessionShell
+	}
+	if in.Shell.Path == "" || strings.IndexByte(in.Shell.Path, 0) >= 0 {
+		return fieldErrorf("shell.path", "shell.path must be a path without NUL bytes")
+	}
+	return l.checkLaunch(in.Cwd, in.Env, in.EnvPolicy)
+}
+
+// Validate reports the first field of in that l refuses.
+func (in SessionExecInput) Validate(l Limits) error {
+	if strings.IndexByte(in.Script, 0) >= 0 {
+		return fieldErrorf("script", "script contains a NUL byte, which no shell can receive")
+	}
+	if l.MaxArgBytes > 0 && len(in.Script) > l.MaxArgBytes {
+		return fieldErrorf("script", "script is %d bytes; the limit is %d", len(in.Script), l.MaxArgBytes)
+	}
+	if err := l.checkStdin("stdin", len(in.Stdin)); err != nil {
+		return err
+	}
+	if err := l.checkTimeout("idleTimeoutMs", in.IdleTimeout); err != nil {
+		return err
+	}
+	if l.MaxOutputBytes > 0 && in.MaxOutputBytes > l.MaxOutputBytes {
+		return fieldErrorf("maxOutputBytes", "maxOutputBytes must be at most %d", l.MaxOutputBytes)
+	}
+	return l.checkTimeout("timeoutMs", in.Timeout)
+}
+
+// CreateSession creates a session and takes its first state: the scope's
+// snapshot replayed (a capture failure falls back to a bare shell, as a
+// command's does), or a bare shell's. An id in use is session.ErrExists,
+// one too many session.ErrTooMany.
+func (s *Service) CreateSession(ctx context.Context, in SessionInput) (session.Info, error) {
+	if err := in.Validate(s.limits); err != nil {
+		return session.Info{}, err
+	}
+	if err := s.admit(); err != nil {
+		return session.Info{}, err
+	}
+	if err := exec.CheckDir(orZero(in.Cwd)); err != nil {
+		return session.Info{}, err
+	}
+	if in.SessionID == "" {
+		in.SessionID = "s-" + rand.Text()
+	}
+	env := s.childEnv(in.Env, in.EnvPolicy)
+	var snap *shellsnap.Snapshot
+	if in.ScopeID != "" {
+		req := shellsnap.Request{ScopeID: in.ScopeID, Shell: in.Shell}
+		l, err := s.prepareSnapshot(ctx, ExecInput{Argv: []string{in.Shell.Path, "-lc", ":"}, Snapshot: &req, Env: in.Env, Timeout: s.limits.DefaultTimeout},
+			shellsnap.Launch{Argv: []string{in.Shell.Path, "-lc", ":"}, Cwd: orZero(in.Cwd), Env: env, Policy: in.EnvPolicy})
+		if err != nil {
+			var nr *NotRunError
+			if errors.As(err, &nr) {
+				return session.Info{}, nr.Unwrap()
+			}
+			return session.Info{}, err
+		}
+		if l.replay != nil {
+			snap = l.replay.Snapshot
+		}
+	}
+	lease, err := s.sessions.Create(in.SessionID, session.Config{Shell: in.Shell, Env: env, Cwd: orZero(in.Cwd)}, snap)
+	if err != nil {
+		return session.Info{}, err
+	}
+	out, err := s.runSession(ctx, lease, SessionExecInput{Script: ":"}, false)
+	if err != nil {
+		return session.Info{}, err
+	}
+	if !out.Session.StateKept {
+		return session.Info{}, ErrSessionStart
+	}
+	return s.sessions.Get(in.SessionID)
+}
+
+// SessionExec runs in in session id's state, to completion, and makes its
+// end state the session's: session.ErrNotFound, session.ErrBusy while
+// another command of the session runs. A command that ended by itself, with
+// any status, hands its state on; one that was ended (timeout, signal, its
+// client gone) leaves the session as it was, and the outcome says so.
+func (s *Service) SessionExec(ctx context.Context, id string, in SessionExecInput) (SessionExecOutput, error) {
+	run, err := s.beginSession(ctx, id, in)
+	if err != nil {
+		return SessionExecOutput{}, err
+	}
+	run.p.Wait(ctx) // a client that goes away takes its process group with it
+	<-run.done
+	return run.out, nil
+}
+
+// StartSessionExec starts in as SessionExec runs it, without waiting: for
+// a caller that follows its output (Read) and takes its ending with result
+// once the output is closed. The session takes the command's end state
+// when it ends, whoever waits for it; a caller that goes away terminates
+// the process, which leaves the session as it was.
+func (s *Service) StartSessionExec(ctx context.Context, id string, in SessionExecInput) (ProcessInfo, func(context.Context) (SessionExecOutput, error), error) {
+	run, err := s.beginSession(ctx, id, in)
+	if err != nil {
+		return ProcessInfo{}, nil, err
+	}
+	result := func(ctx context.Context) (SessionExecOutput, error) {
+		select {
+		case <-run.done:
+			return run.out, nil
+		case <-ctx.Done():
+			return SessionExecOutput{}, ctx.Err()
+		}
+	}
+	return info(run.p, run.rec), result, nil
+}
+
+// beginSession validates in and starts it in session id.
+func (s *Service) beginSession(ctx context.Context, id string, in SessionExecInput) (*sessionRun, error) {
+	if err := in.Validate(s.limits); err != nil {
+		return nil, err
+	}
+	if err := s.admit(); err != nil {
+		return nil, err
+	}
+	lease, err := s.sessions.Begin(id)
+	if err != nil {
+		return nil, err
+	}
+	return s.startSession(ctx, lease, in, true)
+}
+
+// sessionRun is a session command started: done is closed once it ended
+// and its lease was given back, with out its ending.
+type sessionRun struct {
+	p    *exec.Process
+	rec  record
+	done chan struct{}
+	out  SessionExecOutput
+}
+
+// runSession runs in under lease to its end.
+func (s *Service) runSession(ctx context.Context, lease *session.Lease, in SessionExecInput, listed bool) (SessionExecOutput, error) {
+	run, err := s.startSession(ctx, lease, in, listed)
+	if err != nil {
+		return SessionExecOutput{}, err
+	}
+	run.p.Wait(ctx)
+	<-run.done
+	return run.out, nil
+}
+
+// startSession starts in under lease, which is given back when it ends: a
+// listed process (in the process table, as /exec's are), or for a session's
+// first command an unlisted one.
+func (s *Service) startSession(ctx context.Context, lease *session.Lease, in SessionExecInput, listed bool) (*sessionRun, error) {
+	cmd, err := lease.Command(in.Script)
+	if err != nil {
+		lease.End(in.Script, "", exec.Result{})
+		return nil, err
+	}
+	if in.Timeout == 0 {
+		in.Timeout = s.limits.DefaultTimeout
+	}
+	dir := lease.Cwd()
+	if exec.CheckDir(dir) != nil {
+		// The state's directory is gone: the command starts in the root.
+		dir = "/"
+	}
+	spec := exec.Spec{
+		Argv: cmd.Argv, Dir: dir, Env: envpolicy.List(cmd.Env), Stdin: in.Stdin,
+		Timeout: in.Timeout, IdleTimeout: in.IdleTimeout, MaxOutputBytes: in.MaxOutputBytes,
+	}
+	var p *exec.Process
+	if listed {
+		p, _, err = s.spawn(ctx, spec, nil)
+	} else {
+		p, err = s.procs.Spawn(spec)
+	}
+	if err != nil {
+		lease.End(in.Script, "", exec.Result{})
+		return nil, err
+	}
+	run := &sessionRun{p: p, done: make(chan struct{})}
+	run.rec = record{argv: []string{lease.Shell().Path, "-lc", in.Script}, receipt: shellsnap.Receipt{Outcome: shellsnap.OutcomeNotRequested}}
+	if listed {
+		s.remember(p, run.rec)
+		_, life := s.tracer.Start(ctx, "process", trace.WithAttributes(attribute.String("session.id", lease.ID())))
+		s.pm.track(p, life)
+	}
+	go func() {
+		defer close(run.done)
+		<-p.Done()
+		run.out = SessionExecOutput{ExecOutput: ending(p, run.rec)}
+		run.out.Session = lease.End(in.Script, p.ID(), run.out.Result)
+		if !listed {
+			run.out.ProcessID = ""
+		}
+	}()
+	return run, nil
+}
+
+// Sessions returns the sessions, oldest first.
+func (s *Service) Sessions() []session.Info { return s.sessions.List() }
+
+// Session returns one session, or session.ErrNotFound.
+func (s *Service) Session(id string) (session.Info, error) { return s.sessions.Get(id) }
+
+// DeleteSession ends a session, or is session.ErrNotFound.
+func (s *Service) DeleteSession(id string) error { return s.sessions.Delete(id) }
+
+// ForkSession adds session newID (generated when empty) starting from id's
+// current state.
+func (s *Service) ForkSession(id, forkID string) (session.Info, error) {
+	if err := s.admit(); err != nil {
+		return session.Info{}, err
+	}
+	if forkID == "" {
+		forkID = "s-" + rand.Text()
+	}
+	return s.sessions.Fork(id, forkID)
+}
+
+// SessionStats returns the session table's totals.
+func (s *Service) SessionStats() session.Stats { return s.sessions.Stats() }

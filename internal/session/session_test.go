@@ -1,0 +1,153 @@
+package session
+
+import (
+	"context"
+	"errors"
+	osexec "os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/shellsnap"
+)
+
+// run runs script under l with os/exec, as the service runs it through
+// exec, and ends the lease with its ending.
+func run(t *testing.T, l *Lease, script string) (Outcome, string) {
+	t.Helper()
+	c, err := l.Command(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := osexec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
+	for name, value := range c.Env {
+		cmd.Env = append(cmd.Env, name+"="+value)
+	}
+	cmd.Dir = l.Cwd()
+	out, _ := cmd.Output()
+	code := cmd.ProcessState.ExitCode()
+	return l.End(script, "p-test", exec.Result{Status: exec.StatusExited, ExitCode: &code}), string(out)
+}
+
+func newTable(t *testing.T, opts Options) *Table {
+	t.Helper()
+	tb, err := New(opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tb.Close)
+	return tb
+}
+
+func create(t *testing.T, tb *Table, id string) {
+	t.Helper()
+	l, err := tb.Create(id, Config{Shell: shellsnap.Shell{Name: "bash", Path: "/bin/bash"}, Env: map[string]string{"PATH": "/usr/bin:/bin"}, Cwd: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := run(t, l, ":"); !o.StateKept {
+		t.Fatalf("first command: %s", o.Reason)
+	}
+}
+
+func TestTableOrdersCommandsAndForks(t *testing.T) {
+	tb := newTable(t, Options{History: 2})
+	create(t, tb, "a")
+	l, err := tb.Begin("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.Begin("a"); !errors.Is(err, ErrBusy) {
+		t.Fatalf("second Begin: %v, want ErrBusy", err)
+	}
+	if _, err := tb.Begin("nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Begin of an unknown session: %v, want ErrNotFound", err)
+	}
+	o, _ := run(t, l, "cd /tmp; X=1; f() { :; }")
+	if !o.StateKept || o.Cwd != "/tmp" || !slices.Contains(o.Changes.Variables.Added, "X") || !slices.Contains(o.Changes.Functions.Added, "f") {
+		t.Fatalf("outcome %+v", o)
+	}
+	if _, err := tb.Fork("a", "a"); !errors.Is(err, ErrExists) {
+		t.Fatalf("fork onto its own id: %v, want ErrExists", err)
+	}
+	if _, err := tb.Fork("a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	lb, err := tb.Begin("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, out := run(t, lb, `echo "$PWD $X"; unset X`); out != "/tmp 1\n" {
+		t.Errorf("fork printed %q", out)
+	}
+	la, _ := tb.Begin("a")
+	if _, out := run(t, la, `echo "${X-unset}"`); out != "1\n" {
+		t.Errorf("parent printed %q after its fork's unset", out)
+	}
+	la, _ = tb.Begin("a")
+	run(t, la, "true")
+	info, err := tb.Get("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.History) != 2 || info.Commands != 3 || info.History[1].Script != "true" {
+		t.Errorf("history %+v (%d commands), want the last 2 of 3", info.History, info.Commands)
+	}
+	fork, _ := tb.Get("b")
+	if fork.ForkedFrom != "a" || !slices.Contains(info.Variables, "X") || slices.Contains(fork.Variables, "X") {
+		t.Errorf("fork %+v, parent %+v", fork, info)
+	}
+}
+
+func TestTableKeepsStateOfAKilledCommand(t *testing.T) {
+	tb := newTable(t, Options{})
+	create(t, tb, "a")
+	l, _ := tb.Begin("a")
+	c, err := l.Command("cd /; Y=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c
+	o := l.End("cd /; Y=1", "p-1", exec.Result{Status: exec.StatusTimedOut})
+	if o.StateKept || !strings.Contains(o.Reason, "timed_out") {
+		t.Fatalf("a timed-out command's outcome %+v", o)
+	}
+	info, _ := tb.Get("a")
+	if info.History[0].StateKept || info.Cwd == "/" {
+		t.Errorf("after a killed command: %+v", info)
+	}
+}
+
+func TestTableBounds(t *testing.T) {
+	tb := newTable(t, Options{MaxSessions: 1, IdleTimeout: 50 * time.Millisecond})
+	create(t, tb, "a")
+	if _, err := tb.Create("b", Config{Shell: shellsnap.Shell{Name: "bash", Path: "/bin/bash"}}, nil); !errors.Is(err, ErrTooMany) {
+		t.Fatalf("a second session: %v, want ErrTooMany", err)
+	}
+	if _, err := tb.Create("z", Config{Shell: shellsnap.Shell{Name: "zsh", Path: "/bin/zsh"}}, nil); !errors.Is(err, shellsnap.ErrSessionShell) {
+		t.Fatalf("a zsh session: %v, want ErrSessionShell", err)
+	}
+	// The idle end is checked a quarter of the idle time apart: wait for it,
+	// bounded.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := tb.Get("a"); errors.Is(err, ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an idle session did not end")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := tb.Stats(); st.Idle != 1 || st.Active != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	tb.Close()
+	if _, err := tb.Begin("a"); !errors.Is(err, ErrClosed) {
+		t.Errorf("Begin after Close: %v, want ErrClosed", err)
+	}
+}

@@ -1,0 +1,264 @@
+// Package sessiontest is the differential test of sessions' parts that the
+// service's test and the server's share (docs/design/sessions.md#how-it-is-shown):
+// a generator of state-changing bash commands, the probe, and one persistent
+// bash fed through a pipe to compare with.
+package sessiontest
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// probeNames are the variables the generator touches, which the probe
+// prints with declare -p.
+const probeNames = "V1 V2 V3 N1 arr m S1 LIBV OLDPWD PATH"
+
+// probe prints the state a next command sees: no line of it depends
+// on how the command was run (no $0, line numbers or PIDs).
+const probe = `pwd; dirs -p
+for __v in ` + probeNames + `; do declare -p "$__v" 2>/dev/null || echo "$__v unset"; done; unset __v
+declare -F; alias; set -o; shopt -p; umask; trap -p`
+
+// mark separates the probe's output from the command's.
+const mark = "::probe-end::"
+
+// command returns one generated command of 1 to 3 state-changing
+// statements; dir is a private directory it may cd into and write files in.
+// last says whether the command may end with exit 3 (the reference leaves
+// the exit out: its state at exit is the state before it).
+func command(r *rand.Rand, dir string, n int) (cmd string, exits bool) {
+	vals := []string{"a", "b c", "x'y", `p"q`, "é", "$HOME", "1 2 3", ""}
+	val := func() string { return sq(vals[r.IntN(len(vals))]) }
+	dirs := []string{"/", "/tmp", dir, dir + "/sub", "/usr"}
+	pick := func(s ...string) string { return s[r.IntN(len(s))] }
+	gens := []func() string{
+		func() string { return "cd " + sq(pick(dirs...)) },
+		func() string { return "pushd " + sq(pick(dirs...)) + " >/dev/null" },
+		func() string { return "popd >/dev/null 2>&1" },
+		func() string { return "cd - >/dev/null 2>&1" },
+		func() string { return "export " + pick("V1", "V2", "V3") + "=" + val() },
+		func() string { return pick("V1", "V2", "V3") + "=" + val() },
+		func() string { return "unset " + pick("V1", "V2", "V3", "arr", "m") },
+		func() string { return "export -n " + pick("V1", "V2", "V3") },
+		func() string { return "declare -i N1=" + fmt.Sprint(r.IntN(100)) },
+		func() string { return "arr=(" + val() + " " + val() + ")" },
+		func() string { return "arr+=(" + val() + ")" },
+		func() string { return "declare -A m=([k]=" + val() + " [" + pick("j", "l m") + "]=" + val() + ")" },
+		func() string { return "declare -A m; m[" + pick("x", "y z") + "]=" + val() },
+		func() string { return "export PATH=" + sq(pick("/opt/bin", dir)) + ":$PATH" },
+		func() string {
+			return pick("f1", "f2", "my-fn") + "() { echo " + val() + " \"$@\"; local z=" + fmt.Sprint(n) + "; }"
+		},
+		func() string { return "unset -f " + pick("f1", "f2", "my-fn") },
+		func() string {
+			return "alias " + pick("ll", "la", "g") + "=" + sq(pick("ls -l", "echo 'hi there'", "cd /"))
+		},
+		func() string { return "unalias " + pick("ll", "la", "g") + " 2>/dev/null" },
+		func() string {
+			return pick("set -o ", "set +o ") + pick("noclobber", "allexport", "pipefail", "noglob", "notify")
+		},
+		func() string {
+			return pick("shopt -s ", "shopt -u ") + pick("extglob", "nullglob", "dotglob", "globstar", "expand_aliases", "lastpipe", "nocasematch")
+		},
+		func() string { return "umask " + pick("027", "077", "022", "0002") },
+		func() string {
+			return "trap " + sq(pick("echo usr1", "V2=trapped", "")) + " " + pick("USR1", "USR2", "HUP")
+		},
+		func() string { return "trap - " + pick("USR1", "USR2", "HUP") },
+		func() string {
+			f := filepath.Join(dir, fmt.Sprintf("lib%d.sh", n))
+			return "printf '%s\\n' " + sq("export LIBV="+fmt.Sprint(n)) + " " +
+				sq("S1=("+fmt.Sprint(n)+" two)") + " " +
+				sq("libf() { echo lib; }") + " " +
+				sq("alias lib='echo lib'") + " " +
+				sq("cd "+dir+"/sub") + " " +
+				sq("set -o noclobber") + " >| " + f + "; source " + f
+		},
+		func() string { return pick("false", "ls /nonexistent-dir 2>/dev/null", "(exit 7)") },
+	}
+	k := 1 + r.IntN(3)
+	parts := make([]string, k)
+	for i := range parts {
+		parts[i] = gens[r.IntN(len(gens))]()
+	}
+	cmd = strings.Join(parts, "; ")
+	if r.IntN(8) == 0 {
+		return cmd, true
+	}
+	return cmd, false
+}
+
+// sq quotes s as one single-quoted shell word.
+func sq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// persistentBash is one bash fed commands through a pipe.
+type persistentBash struct {
+	cmd  *osexec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Reader
+	once sync.Once
+}
+
+func startPersistentBash(t *testing.T, env []string, dir string) *persistentBash {
+	t.Helper()
+	cmd := osexec.Command("/bin/bash", "--noprofile", "--norc", "-l")
+	cmd.Env, cmd.Dir = env, dir
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	b := &persistentBash{cmd: cmd, in: in, out: bufio.NewReader(out)}
+	t.Cleanup(b.Close)
+	return b
+}
+
+// Close ends the shell; a second Close does nothing.
+func (b *persistentBash) Close() {
+	b.once.Do(func() {
+		b.in.Close()
+		b.cmd.Process.Kill()
+		b.cmd.Wait()
+	})
+}
+
+// probe runs the probe and returns its output; the shell must answer
+// within a minute.
+func (b *persistentBash) run(t *testing.T, script string) string {
+	t.Helper()
+	if _, err := io.WriteString(b.in, script+"\necho "+mark+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan string, 1)
+	go func() {
+		var sb strings.Builder
+		for {
+			line, err := b.out.ReadString('\n')
+			if err != nil {
+				done <- sb.String() + "<" + err.Error() + ">"
+				return
+			}
+			if line == mark+"\n" {
+				done <- sb.String()
+				return
+			}
+			sb.WriteString(line)
+		}
+	}()
+	select {
+	case s := <-done:
+		return s
+	case <-time.After(time.Minute):
+		t.Fatal("the persistent bash did not answer within a minute")
+		return ""
+	}
+}
+
+// dropSessionTrap removes the session's own EXIT trap from trap -p's
+// listing: the one line a session's probe shows more (docs/design/sessions.md).
+func dropSessionTrap(s string) string {
+	var out []string
+	for line := range strings.SplitSeq(s, "\n") {
+		if !strings.Contains(line, "__snapexec_end") {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// lineDiff shows the lines of want and got that differ.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	for i := range max(len(w), len(g)) {
+		var a, c string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			c = g[i]
+		}
+		if a != c {
+			fmt.Fprintf(&b, "  line %d: persistent %q\n          session    %q\n", i+1, a, c)
+		}
+	}
+	return b.String()
+}
+
+// Seed is the generator's fixed seed; sequence n draws from PCG(Seed, n).
+const Seed = 18
+
+// Session is the session under test: Run runs script in it and returns its
+// stdout and stderr, and whether its end state became the session's (and
+// why not).
+type Session interface {
+	Run(t *testing.T, script string) (stdout, stderr string, kept bool, reason string)
+}
+
+// Sequence runs generated sequence n (5 to 15 commands) in the session
+// start makes (a bash session in home, with env), and in one persistent
+// bash, and reports whether every probe printed the same both ways; the
+// first difference is reported with the sequence's commands. dir is a
+// private directory the commands may use.
+func Sequence(t *testing.T, n int, start func(home string, env map[string]string) Session) bool {
+	t.Helper()
+	r := rand.New(rand.NewPCG(Seed, uint64(n)))
+	home, dir := t.TempDir(), t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"HOME": home, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+	sess := start(home, env)
+	ref := startPersistentBash(t, []string{"HOME=" + home, "PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, home)
+	defer ref.Close()
+	count := 5 + r.IntN(11)
+	var history []string
+	for i := 0; i <= count; i++ {
+		cmd, exits := "", false
+		if i < count {
+			cmd, exits = command(r, dir, i)
+		}
+		script := probe + "\necho " + mark + "\n" + cmd
+		if exits {
+			script += "; exit 3"
+		}
+		stdout, stderr, kept, reason := sess.Run(t, script)
+		got, _, _ := strings.Cut(stdout, mark+"\n")
+		want := ref.run(t, probe)
+		if cmd != "" {
+			// A command ending in exit 3 is fed without it: the state at
+			// exit is the state before it.
+			ref.run(t, cmd)
+		}
+		if !kept {
+			t.Errorf("sequence %d (seed %d): command %q: state not kept: %s", n, Seed, cmd, reason)
+		}
+		if dropSessionTrap(got) != want {
+			t.Errorf("sequence %d (seed %d): after\n  %s\nthe session's probe differs from the persistent bash's:\n%s\nstderr: %s",
+				n, Seed, strings.Join(history, "\n  "), lineDiff(want, dropSessionTrap(got)), stderr)
+			return false
+		}
+		if cmd != "" {
+			if exits {
+				cmd += "; exit 3"
+			}
+			history = append(history, cmd)
+		}
+	}
+	return true
+}

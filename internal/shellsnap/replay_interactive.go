@@ -1,0 +1,84 @@
+package shellsnap
+
+import (
+	"maps"
+	"slices"
+	"strings"
+)
+
+// LoginTerminal reports whether argv starts an interactive login shell of
+// shell with no script ([shell.Path, "-l"], "-il", "-li", "--login", or "-i"
+// beside one of those), which ReplayInteractive can start from a snapshot:
+// bash and zsh only.
+func LoginTerminal(shell Shell, argv []string) bool {
+	if shell.Name != "bash" && shell.Name != "zsh" || len(argv) < 2 || len(argv) > 3 || argv[0] != shell.Path {
+		return false
+	}
+	flags := argv[1:]
+	login := false
+	for _, f := range flags {
+		switch f {
+		case "-l", "--login":
+			login = true
+		case "-il", "-li":
+			login = len(flags) == 1
+		case "-i":
+		default:
+			return false
+		}
+	}
+	return login
+}
+
+// ReplayInteractive rewrites a login terminal's launch (LoginTerminal:
+// in.Command is [shell, flags...] at in.ShellStart) so that an interactive
+// shell opens with the snapshot's state without sourcing any profile, from
+// the snapshot's restore, the one a command's replay reads
+// (docs/design/snapshots.md#replay): the functions, aliases, options, traps
+// and every variable (PS1, PROMPT_COMMAND, HISTFILE, HISTSIZE included),
+// the profile's changes applied to the request's environment.
+//
+// zsh is started as asked: a login shell finds the restore's .zshenv and
+// .zlogin through ZDOTDIR, and no other file in it. bash is started as
+// `bash --noprofile --rcfile RESTORE -i`: an interactive bash reads no
+// BASH_ENV, and a login one no rc file, so the terminal is an interactive
+// shell that is not a login shell (login_shell is off, logout refuses),
+// whose rc file (bashTerminalRC) sources the restore, and
+// the request's BASH_ENV is left out of its environment: the restore would
+// run it, as a non-interactive shell does, and an interactive one never does.
+// Debian's bash reads /etc/bash.bashrc first, as a login shell's
+// /etc/profile does; the restore comes after it, as the profile does.
+//
+// ok is false, and the launch is returned as is, for a snapshot without a
+// restore or a launch that is not a login terminal.
+func ReplayInteractive(in ReplayInput) (command []string, env map[string]string, ok bool) {
+	command = slices.Clone(in.Command)
+	if in.Snapshot == nil || in.Snapshot.restore == "" || in.Shell == "bash" && in.Snapshot.terminal == "" || in.ShellStart < 0 || in.ShellStart >= len(command) ||
+		!LoginTerminal(Shell{Name: in.Shell, Path: command[in.ShellStart]}, command[in.ShellStart:]) {
+		return command, in.Env, false
+	}
+	switch in.Shell {
+	case "zsh":
+		return command, restoreEnv(in, "ZDOTDIR", userZdotdirVar), true
+	default: // bash
+		env = maps.Clone(in.Env)
+		maps.DeleteFunc(env, func(name, _ string) bool {
+			return name == "BASH_ENV" || strings.HasPrefix(name, internalEnvPrefix)
+		})
+		command = append(command[:in.ShellStart+1], "--noprofile", "--rcfile", in.Snapshot.terminal, "-i")
+		return command, env, true
+	}
+}
+
+// bashTerminalRC is the rc file of a login terminal of the bash snapshot
+// whose restore file is restore: the restore, then the options an
+// interactive shell starts with and a non-interactive one without (the
+// capture's), which the restore turned off again: history, its expansion,
+// job control, aliases, and emacs editing unless the profile chose vi. A
+// profile that turns one of them off is not seen by a capture, where it
+// is off already: the terminal has it on, as a new interactive shell has.
+func bashTerminalRC(restore string) string {
+	return `. ` + quote(restore) + `
+{ \builtin set -o history -o histexpand -o monitor; \builtin shopt -s expand_aliases; [[ -o vi ]] || \builtin set -o emacs; } 2>/dev/null
+`
+}

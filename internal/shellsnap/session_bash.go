@@ -1,0 +1,418 @@
+package shellsnap
+
+import (
+	"errors"
+	"maps"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Session commands (package session, docs/design/sessions.md): each command
+// of a session is a fresh `bash --noprofile -lc SCRIPT` whose BASH_ENV
+// restores the session's state, and which dumps its own state at its end
+// with the capture's dump (bashDump) into a private file the server reads.
+// The dump runs from the shell's EXIT trap (exit N, errexit, a syntax error,
+// the end of the script) and, when the script parses, from a line after it
+// as well, so that a script that replaces the EXIT trap still hands its
+// state on when it ends normally. The user's own EXIT trap is carried beside
+// the state, never installed: a persistent shell runs it only when the
+// shell ends, which a session never does.
+
+// Errors of a session command's end.
+var (
+	// ErrNoSessionState is a command that left no state: it was killed,
+	// replaced the shell (exec), or replaced the session's EXIT trap and
+	// then left by exit.
+	ErrNoSessionState = errors.New("the command left no shell state")
+	// ErrSessionStateTooLarge is a state larger than the session allows.
+	ErrSessionStateTooLarge = errors.New("the shell state is larger than the session allows")
+	// ErrSessionShell is a shell sessions do not support.
+	ErrSessionShell = errors.New("sessions support bash only")
+)
+
+// SessionFiles holds the files of session commands in a private directory:
+// the restore file of each state (it goes once the state is unreachable),
+// and each command's start file, end script and dump (they go with the
+// command). Close removes them all.
+type SessionFiles struct {
+	files restoreFiles
+}
+
+// Close removes every file.
+func (f *SessionFiles) Close() { f.files.close() }
+
+// SessionState is a session's bash state between two commands, as the last
+// command's dump left it. It is never changed: a command makes a new one,
+// so that a fork shares it.
+type SessionState struct {
+	recs  []record
+	final map[string]string // every exported variable at the end
+	base  map[string]string // the session's environment, which the restore changes into final
+	// exitTrap is the user's EXIT trap, as trap -p prints it, or "".
+	exitTrap string
+	limits   string // the limits a change is relative to
+	cwd      string
+	size     int
+
+	once    sync.Once
+	restore string
+	err     error
+
+	namesOnce sync.Once
+	named     sessionNames
+}
+
+// Cwd is the state's working directory.
+func (s *SessionState) Cwd() string { return s.cwd }
+
+// Size is the dump's size in bytes.
+func (s *SessionState) Size() int { return s.size }
+
+// SessionLaunch is a session command to build.
+type SessionLaunch struct {
+	// Shell is the session's shell; only bash is supported.
+	Shell Shell
+	// Env is the session's environment: every command starts with it and
+	// the restore changes it into the state's.
+	Env map[string]string
+	// Script is the user's command.
+	Script string
+	// State is the state to start from; nil for a session's first command,
+	// which starts from Snapshot (the scope's, replayed) or, without one,
+	// from a bare shell.
+	State    *SessionState
+	Snapshot *Snapshot
+}
+
+// SessionCommand is one session command, built: what to run, and where its
+// end state will be.
+type SessionCommand struct {
+	// Argv and Env are the command to run.
+	Argv []string
+	Env  map[string]string
+
+	files    *SessionFiles
+	nonce    string
+	prev     *SessionState
+	exitTrap string // the user's EXIT trap before it, for a first command
+	base     map[string]string
+	start    string // the BASH_ENV file
+	end, out string
+	pre      string // the DEBUG and RETURN traps at the end
+}
+
+// Command builds l's command and writes its files.
+func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
+	if l.Shell.Name != "bash" {
+		return nil, ErrSessionShell
+	}
+	c := &SessionCommand{files: f, nonce: randomToken(), prev: l.State, base: l.Env}
+	restore, limits := "", ""
+	switch {
+	case l.State != nil:
+		path, err := l.State.restoreFile(f)
+		if err != nil {
+			return nil, err
+		}
+		restore, limits, c.base = path, l.State.limits, l.State.base
+	case l.Snapshot != nil && l.Snapshot.restore != "":
+		restore, c.exitTrap = l.Snapshot.restore, snapshotExitTrap(l.Snapshot)
+	}
+	var err error
+	// The dump's file is made here, 0600, so that the shell's umask cannot
+	// make it unreadable and noclobber (>|) cannot refuse it.
+	if c.out, err = f.files.write(""); err != nil {
+		return nil, err
+	}
+	if c.end, err = f.files.write(bashSessionEnd(c.nonce, limits)); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if c.pre, err = f.files.write(""); err != nil {
+		c.Close()
+		return nil, err
+	}
+	// bash hides the DEBUG and RETURN traps from a sourced file (without
+	// functrace): they are listed before it, into a file of their own, and
+	// the DEBUG trap goes, so that it cannot act on the dump. The comment
+	// tells the session's own EXIT trap from the user's.
+	dump := `{ __snapexec_status=$?; \builtin trap -p DEBUG RETURN >|` + quote(c.pre) + `; \builtin trap - DEBUG; \builtin . ` + quote(c.end) +
+		`; } >|` + quote(c.out) + ` 2>/dev/null # __snapexec_end`
+	var start strings.Builder
+	if restore == "" {
+		start.WriteString(bashPrelude)
+	} else {
+		start.WriteString(`\builtin . ` + quote(restore) + "\n")
+	}
+	// After the restore, which sets the state's traps, in a group whose
+	// trace goes nowhere should the state set xtrace.
+	start.WriteString(`{ \builtin trap -- ` + quote(dump) + " EXIT; } 2>/dev/null\n")
+	if c.start, err = f.files.write(start.String()); err != nil {
+		c.Close()
+		return nil, err
+	}
+
+	env := maps.Clone(c.base)
+	maps.DeleteFunc(env, func(name, _ string) bool { return strings.HasPrefix(name, internalEnvPrefix) })
+	if v, ok := env["BASH_ENV"]; ok {
+		env[userBashEnvVar] = v
+	}
+	env["BASH_ENV"] = c.start
+	if l.State != nil {
+		// bash takes PWD when it names the directory it starts in: the
+		// logical path, symbolic links and all, as the state had it.
+		env["PWD"] = l.State.cwd
+	}
+	script := l.Script
+	if parses(script) {
+		// A whole script: a line after it cannot be read into a heredoc or
+		// a continued line of it.
+		script += "\n" + dump
+	}
+	c.Argv, c.Env = []string{l.Shell.Path, "--noprofile", "-lc", script}, env
+	return c, nil
+}
+
+// parses reports whether script is whole bash syntax.
+func parses(script string) bool {
+	_, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "")
+	return err == nil
+}
+
+// Close removes the command's files; its state, once Finish made it, has
+// its own.
+func (c *SessionCommand) Close() {
+	for _, p := range []string{c.start, c.end, c.out, c.pre} {
+		if p != "" {
+			os.Remove(p)
+		}
+	}
+}
+
+// Finish reads the state the command dumped at its end: ErrNoSessionState
+// when it dumped none, ErrSessionStateTooLarge when it is larger than
+// maxBytes (zero: no bound). Only a command that ended by itself may be
+// finished; the caller keeps the previous state for one that was killed.
+func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
+	fi, err := os.Stat(c.out)
+	if err != nil {
+		return nil, ErrNoSessionState
+	}
+	if maxBytes > 0 && fi.Size() > int64(maxBytes) {
+		return nil, ErrSessionStateTooLarge
+	}
+	out, err := os.ReadFile(c.out)
+	if err != nil || len(out) == 0 {
+		return nil, ErrNoSessionState
+	}
+	_, recs, err := parseCapture(out, nil, c.nonce)
+	if err != nil || recs == nil {
+		return nil, ErrNoSessionState
+	}
+	s := &SessionState{final: exportsOf(out), base: c.base, size: len(out), exitTrap: c.exitTrap}
+	if c.prev != nil {
+		s.exitTrap = c.prev.exitTrap
+	}
+	for _, r := range recs {
+		switch r.kind {
+		case "cwd":
+			// The next command starts there (its process's directory and
+			// PWD), so that no cd of the restore changes OLDPWD.
+			s.cwd = r.payload
+			continue
+		case "limits0":
+			s.limits = r.payload
+		case "traps":
+			r.payload, s.exitTrap = splitExitTrap(r.payload, s.exitTrap)
+			r.payload = withHiddenTraps(r.payload, c.pre)
+		}
+		s.recs = append(s.recs, r)
+	}
+	// The next command needs the restore file: write it now, off the
+	// answer's path, rather than on the next command's.
+	go s.restoreFile(c.files)
+	return s, nil
+}
+
+// splitExitTrap takes the EXIT trap out of a dump's trap -p listing. The
+// session's own (it names __snapexec_end) means the user's is as it was;
+// another is the user's new one; none means the user removed theirs.
+func splitExitTrap(traps, was string) (rest, user string) {
+	var kept []string
+	for _, stmt := range statements(traps) {
+		if !strings.HasSuffix(stmt, " EXIT") {
+			kept = append(kept, stmt)
+			continue
+		}
+		if strings.Contains(stmt, "__snapexec_") {
+			user = was
+		} else {
+			user = stmt
+		}
+		was = user
+	}
+	return strings.Join(kept, "\n"), user
+}
+
+// withHiddenTraps adds the DEBUG and RETURN traps listed in the file pre
+// to a dump's trap list, in place of any the list has.
+func withHiddenTraps(traps, pre string) string {
+	b, err := os.ReadFile(pre)
+	if err != nil {
+		return traps
+	}
+	hidden := func(stmt string) bool {
+		return strings.HasSuffix(stmt, " DEBUG") || strings.HasSuffix(stmt, " RETURN")
+	}
+	kept := slices.DeleteFunc(statements(traps), hidden)
+	for _, stmt := range statements(string(b)) {
+		if hidden(stmt) {
+			kept = append(kept, stmt)
+		}
+	}
+	return strings.Join(kept, "\n")
+}
+
+// restoreFile writes s's restore file on first use.
+func (s *SessionState) restoreFile(f *SessionFiles) (string, error) {
+	s.once.Do(func() {
+		plan := bashPlan(s.recs, s.base, s.final, filterEnv(s.final, nil))
+		// The user's BASH_ENV ran at the session's start, as a persistent
+		// shell runs it once.
+		text := strings.Replace(bashRender(plan), bashSourceEnv, "", 1)
+		s.restore, s.err = f.files.write(text)
+		if s.err == nil {
+			runtime.AddCleanup(s, f.files.release, s.restore)
+		}
+	})
+	return s.restore, s.err
+}
+
+// bashSessionEnd is the end script of a session command, sourced with
+// __snapexec_status set to the status the shell is leaving with: it sets
+// what bashDump expects, as a session's end has it (no watch of sourced files;
+// the cwd and parameters always recorded), runs it and returns the status
+// the shell ended with, so that the script's line after the user's ends
+// the shell with the user's status.
+func bashSessionEnd(nonce, limits string) string {
+	limitsNow := `$(\builtin ulimit -S -a; \builtin printf -- '--\n'; \builtin ulimit -H -a)`
+	if limits != "" {
+		limitsNow = quote(limits)
+	}
+	return `__snapexec_n=` + nonce + `
+__snapexec_pwd=
+__snapexec_args=()
+__snapexec_zero=$0
+__snapexec_flags0=$-
+__snapexec_tcmds=()
+__snapexec_srcs=()
+__snapexec_limits=` + limitsNow + `
+__snapexec_bg=
+__snapexec_last=
+__snapexec_returned=
+__snapexec_shopts=$BASHOPTS
+\command shopt -u expand_aliases
+` + bashDump + `\builtin return "$__snapexec_status"
+`
+}
+
+// SessionChanges are the names a command added, changed and removed.
+type SessionChanges struct {
+	Variables, Functions, Aliases NameChanges
+}
+
+// NameChanges are names, sorted, by what happened to them.
+type NameChanges struct {
+	Added, Changed, Removed []string
+}
+
+// Changes returns the names of the variables, functions and aliases that
+// differ from prev to s (all of s's are added when prev is nil). The
+// shell's own variables that a session does not carry are left out.
+func (s *SessionState) Changes(prev *SessionState) SessionChanges {
+	var before sessionNames
+	if prev != nil {
+		before = prev.names()
+	}
+	after := s.names()
+	return SessionChanges{
+		Variables: diffNames(before.vars, after.vars),
+		Functions: diffNames(before.fns, after.fns),
+		Aliases:   diffNames(before.aliases, after.aliases),
+	}
+}
+
+// sessionNames are a state's names, each with what identifies its value.
+type sessionNames struct {
+	vars, fns, aliases map[string]string
+}
+
+// names returns s's names, read once.
+func (s *SessionState) names() sessionNames {
+	s.namesOnce.Do(func() { s.named = s.readNames() })
+	return s.named
+}
+
+func (s *SessionState) readNames() sessionNames {
+	n := sessionNames{vars: map[string]string{}, fns: map[string]string{}, aliases: map[string]string{}}
+	byKind := map[string][]record{}
+	for _, r := range s.recs {
+		byKind[r.kind] = append(byKind[r.kind], r)
+		switch r.kind {
+		case "fn", "fntype":
+			n.fns[r.name] = r.payload
+		case "alias":
+			n.aliases[r.name] = r.payload
+		}
+	}
+	for name, v := range bashVars(byKind) {
+		if _, skip := bashSkipped[name]; skip || strings.HasPrefix(name, "__snapexec_") || name == "OLDPWD" {
+			continue
+		}
+		// An exported variable's value is in the environment.
+		n.vars[name] = v.text + "\x00" + s.final[name]
+	}
+	return n
+}
+
+func diffNames(before, after map[string]string) NameChanges {
+	var c NameChanges
+	for _, name := range slices.Sorted(maps.Keys(after)) {
+		old, had := before[name]
+		switch {
+		case !had:
+			c.Added = append(c.Added, displayName(name))
+		case old != after[name]:
+			c.Changed = append(c.Changed, displayName(name))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(before)) {
+		if _, ok := after[name]; !ok {
+			c.Removed = append(c.Removed, displayName(name))
+		}
+	}
+	return c
+}
+
+// snapshotExitTrap is the EXIT trap of a snapshot of this server's format,
+// or "".
+func snapshotExitTrap(snap *Snapshot) string {
+	state, ok := strings.CutPrefix(snap.State, StateMarker+"\n")
+	nonce, _, _ := strings.Cut(state, " ")
+	if !ok || nonce == "" {
+		return ""
+	}
+	recs, _ := splitRecords([]byte(state), nonce)
+	for _, r := range recs {
+		if r.kind == "traps" {
+			_, user := splitExitTrap(r.payload, "")
+			return user
+		}
+	}
+	return ""
+}

@@ -1,0 +1,97 @@
+package shellsnap
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sessionRun runs one session command from state and returns its output,
+// exit code and the state it left (nil, with the error, when none).
+func sessionRun(t *testing.T, f *SessionFiles, home string, state *SessionState, script string) (stdout, stderr string, code int, next *SessionState, err error) {
+	t.Helper()
+	c, err := f.Command(SessionLaunch{Shell: Shell{Name: "bash", Path: "/bin/bash"}, Env: loginEnv(home), Script: script, State: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
+	cmd.Env = envPairs(c.Env)
+	cmd.Dir = home
+	if state != nil && state.Cwd() != "" {
+		cmd.Dir = state.Cwd()
+	}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	runErr := cmd.Run()
+	var ee *exec.ExitError
+	if runErr != nil && !errors.As(runErr, &ee) {
+		t.Fatalf("session command %q: %v", script, runErr)
+	}
+	next, err = c.Finish(0)
+	return out.String(), errOut.String(), cmd.ProcessState.ExitCode(), next, err
+}
+
+func TestSessionCarriesState(t *testing.T) {
+	home := t.TempDir()
+	f := &SessionFiles{}
+	defer f.Close()
+	var st *SessionState
+	steps := []struct {
+		script, out string
+		code        int
+	}{
+		{"cd /tmp && export FOO=bar; x=1; declare -a arr=(a 'b c'); f() { echo f$1; }; alias ll='ls -l'; set -o noclobber; shopt -s extglob; umask 027; trap 'echo usr1' USR1", "", 0},
+		{`pwd; echo FOO=$FOO x=$x "${arr[1]}"; f 1; alias ll; [[ -o noclobber ]] && echo nc; shopt -q extglob && echo eg; umask; trap -p USR1`, "/tmp\nFOO=bar x=1 b c\nf1\nalias ll='ls -l'\nnc\neg\n0027\ntrap -- 'echo usr1' SIGUSR1\n", 0},
+		{"unset FOO; unset -f f; unalias ll; cd /; exit 3", "", 3},
+		{`pwd; echo "FOO=${FOO-unset}"; type f 2>&1 | head -1; alias ll 2>&1`, "/\nFOO=unset\n/bin/bash: line 1: type: f: not found\n/bin/bash: line 1: alias: ll: not found\n", 1},
+		{"set -e; y=2; false; y=3", "", 1},
+		{`echo y=$y`, "y=2\n", 0},
+		{`trap 'echo bye' EXIT; z=1`, "", 0},
+		{`echo z=$z; trap -p EXIT | grep -c bye`, "z=1\n0\n", 1},
+		{`set -- a 'b c'; ulimit -S -n 1000`, "", 0},
+		{`echo "$# $2"; ulimit -S -n`, "2 b c\n1000\n", 0},
+	}
+	for i, s := range steps {
+		out, errOut, code, next, err := sessionRun(t, f, home, st, s.script)
+		if err != nil {
+			t.Fatalf("step %d %q: Finish: %v (stderr %q)", i, s.script, err, errOut)
+		}
+		if out != s.out || code != s.code {
+			t.Errorf("step %d %q: got %q code %d (stderr %q), want %q code %d", i, s.script, out, code, errOut, s.out, s.code)
+		}
+		if i == 0 {
+			ch := next.Changes(st)
+			if !strings.Contains(strings.Join(ch.Variables.Added, " "), "FOO") {
+				t.Errorf("changes %+v lack FOO", ch)
+			}
+		}
+		st = next
+	}
+}
+
+// TestSessionCarriesEveryTrap: the dump runs in a sourced file, where bash
+// hides DEBUG and RETURN traps (without functrace); they carry all the same.
+func TestSessionCarriesEveryTrap(t *testing.T) {
+	home := t.TempDir()
+	f := &SessionFiles{}
+	defer f.Close()
+	_, errOut, _, st, err := sessionRun(t, f, home, nil, `trap 'echo dbg >&2' DEBUG; trap 'echo ret >&2' RETURN; trap 'echo err >&2' ERR; trap 'echo int' INT; X=1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, _, _, err := sessionRun(t, f, home, st, `trap -p DEBUG RETURN ERR INT`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "trap -- 'echo dbg >&2' DEBUG\ntrap -- 'echo ret >&2' RETURN\ntrap -- 'echo err >&2' ERR\ntrap -- 'echo int' SIGINT\n"
+	if out != want {
+		t.Errorf("traps after a command that set them:\n%s\nwant\n%s(its stderr %q)", out, want, errOut)
+	}
+}
