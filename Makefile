@@ -63,7 +63,7 @@ unit:
 run:
 	$(GO) run ./cmd/server
 
-## bench: build the server and measure it against direct spawns; writes bench-results/ (about 30 s).
+## bench: build the server and measure it against direct spawns; writes bench-results/ (about 3 minutes).
 bench: ; go run ./cmd/bench -out bench-results
 
 ## fuzz: run every fuzz target for FUZZTIME each (default 60s); a crasher is kept in its package's testdata/fuzz/.

@@ -19,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -102,10 +103,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err := os.Mkdir(filesDir, 0o755); err != nil {
 		return err
 	}
-	srv, err := startServer(ctx, bin, filepath.Join(tmp, "server.log"), "--files-root", filesDir)
+	// The latency modes keep about a dozen launches warm at once, more than
+	// the default --standby-shells: each would end another's standby.
+	srv, err := startServer(ctx, bin, filepath.Join(tmp, "server.log"), "127.0.0.1:0", "--files-root", filesDir, "--standby-shells", "16")
 	if err != nil {
 		return err
 	}
+	// A second server on a Unix domain socket, for /exec over it: a server
+	// listens on one address.
+	unixSrv, err := startServer(ctx, bin, filepath.Join(tmp, "server-unix.log"), "unix:"+filepath.Join(tmp, "snapexec.sock"))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if stopErr := unixSrv.stop(); stopErr != nil && err == nil {
+			err = stopErr
+		}
+	}()
 	defer func() {
 		if stopErr := srv.stop(); stopErr != nil && err == nil {
 			err = stopErr
@@ -114,7 +128,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			srv.logTail(stderr, 20)
 		}
 	}()
-	b := &bench{srv: srv, home: home, files: filesDir}
+	b := &bench{srv: srv, unix: unixSrv, home: home, files: filesDir}
 	res, err := b.measure(ctx, o, tmp, stdout)
 	if err != nil {
 		return err
@@ -133,7 +147,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	return nil
 }
 
-// loginHome makes a HOME whose .bash_profile sources a copy of the profile.
+// loginHome makes a HOME whose .bash_profile and .zprofile source a copy of
+// the profile.
 func loginHome(tmp, profile string) (string, error) {
 	src, err := os.ReadFile(profile)
 	if err != nil {
@@ -146,7 +161,13 @@ func loginHome(tmp, profile string) (string, error) {
 	if err := os.WriteFile(filepath.Join(home, "profile.sh"), src, 0o644); err != nil {
 		return "", err
 	}
-	return home, os.WriteFile(filepath.Join(home, ".bash_profile"), []byte(". \"$HOME/profile.sh\"\n"), 0o644)
+	// zsh's login reads .zprofile: the same profile, which is zsh too.
+	for _, name := range []string{".bash_profile", ".zprofile"} {
+		if err := os.WriteFile(filepath.Join(home, name), []byte(". \"$HOME/profile.sh\"\n"), 0o644); err != nil {
+			return "", err
+		}
+	}
+	return home, nil
 }
 
 // server is the snapexec subprocess and a client for it.
@@ -159,15 +180,16 @@ type server struct {
 	exited  chan error // receives Wait's result once
 }
 
-// startServer runs bin with args on a free loopback port, its log in
-// logPath, and waits for the line that gives its address.
-func startServer(ctx context.Context, bin, logPath string, args ...string) (*server, error) {
+// startServer runs bin with args listening on addr (a loopback host:port,
+// or unix:PATH), its log in logPath, and waits for the line that gives its
+// address.
+func startServer(ctx context.Context, bin, logPath, addr string, args ...string) (*server, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	defer logFile.Close() // the child holds its own descriptor
-	cmd := exec.Command(bin, append([]string{"--addr", "127.0.0.1:0"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"--addr", addr}, args...)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.Stderr = logFile
 	// The server dies with the bench, even when the bench is killed.
@@ -180,12 +202,12 @@ func startServer(ctx context.Context, bin, logPath string, args ...string) (*ser
 		return nil, err
 	}
 	s := &server{cmd: cmd, logPath: logPath, exited: make(chan error, 1)}
-	addr := make(chan string, 1)
+	listening := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			if a, ok := strings.CutPrefix(sc.Text(), "snapexec listening on "); ok {
-				addr <- a
+				listening <- a
 				break
 			}
 		}
@@ -193,7 +215,7 @@ func startServer(ctx context.Context, bin, logPath string, args ...string) (*ser
 		s.exited <- cmd.Wait()
 	}()
 	select {
-	case s.base = <-addr:
+	case s.base = <-listening:
 	case err := <-s.exited:
 		return nil, fmt.Errorf("the server exited before listening: %v", err)
 	case <-time.After(30 * time.Second):
@@ -203,10 +225,15 @@ func startServer(ctx context.Context, bin, logPath string, args ...string) (*ser
 		_ = cmd.Process.Kill()
 		return nil, ctx.Err()
 	}
-	s.http = &http.Client{
-		Timeout:   30 * time.Second,
-		Transport: &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 32, IdleConnTimeout: time.Minute},
+	transport := &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 32, IdleConnTimeout: time.Minute}
+	if path, ok := strings.CutPrefix(s.base, "unix:"); ok {
+		// The socket whatever the URL's host (client/doc.go).
+		transport.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return new(net.Dialer).DialContext(ctx, "unix", path)
+		}
+		s.base = "http://localhost"
 	}
+	s.http = &http.Client{Timeout: 30 * time.Second, Transport: transport}
 	api, err := client.New(s.base, client.WithHTTPClient(s.http))
 	if err != nil {
 		_ = cmd.Process.Kill()
@@ -252,22 +279,60 @@ const clockTick = 10 * time.Millisecond
 // cpu is the CPU time the server itself has used (user and system, without
 // its children's).
 func (s *server) cpu() (time.Duration, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	return statCPU(s.cmd.Process.Pid, false)
+}
+
+// cpuWithChildren is the CPU time of the server and of every child it has
+// reaped: its commands, captures and standby shells that ended.
+func (s *server) cpuWithChildren() (time.Duration, error) {
+	return statCPU(s.cmd.Process.Pid, true)
+}
+
+// statCPU reads pid's CPU time (user and system) from /proc/PID/stat, with
+// that of its reaped children when children is set.
+func statCPU(pid int, children bool) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
 	}
 	// The command name is in parentheses and may hold spaces: count after it.
-	// Fields 14 and 15 (utime, stime) are the 12th and 13th after it.
+	// Fields 14 to 17 (utime, stime, cutime, cstime) are the 12th to 15th
+	// after it.
 	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
-	if len(f) < 13 {
+	if len(f) < 15 {
 		return 0, errors.New("short /proc stat")
 	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("/proc stat: %w", err)
+	fields := f[11:13]
+	if children {
+		fields = f[11:15]
 	}
-	return time.Duration(utime+stime) * clockTick, nil
+	var ticks int64
+	for _, field := range fields {
+		n, err := strconv.ParseInt(field, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc stat: %w", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * clockTick, nil
+}
+
+// runTime is the time on a CPU, to the nanosecond, of every thread of the
+// server and of its standby shells now (/proc/PID/task/TID/schedstat).
+func (s *server) runTime() time.Duration {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", s.cmd.Process.Pid))
+	for _, pid := range s.standbyPids() {
+		tasks = append(tasks, fmt.Sprintf("/proc/%d/schedstat", pid))
+	}
+	var total time.Duration
+	for _, t := range tasks {
+		data, err := os.ReadFile(t)
+		if f := strings.Fields(string(data)); err == nil && len(f) > 0 {
+			ns, _ := strconv.ParseInt(f[0], 10, 64)
+			total += time.Duration(ns)
+		}
+	}
+	return total
 }
 
 // memory reads the server's resident set now (VmRSS) and at its peak (VmHWM), in MiB.
@@ -275,9 +340,22 @@ func (s *server) memory() (rss, hwm float64, err error) {
 	return statusMemory(s.cmd.Process.Pid)
 }
 
-// standbyMemory counts the server's standby shells (children whose command
-// line carries the standby's script variable) and sums their VmRSS.
+// standbyMemory counts the server's standby shells and sums their VmRSS.
 func (s *server) standbyMemory() (n int, rss float64) {
+	for _, pid := range s.standbyPids() {
+		r, _, err := statusMemory(pid)
+		if err != nil {
+			continue // ended meanwhile
+		}
+		n, rss = n+1, rss+r
+	}
+	return n, round3(rss)
+}
+
+// standbyPids returns the server's standby shells now: children whose
+// command line carries the standby's script variable.
+func (s *server) standbyPids() []int {
+	var pids []int
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, stat := range stats {
 		data, err := os.ReadFile(stat)
@@ -294,13 +372,9 @@ func (s *server) standbyMemory() (n int, rss float64) {
 			continue
 		}
 		pid, _ := strconv.Atoi(filepath.Base(dir))
-		r, _, err := statusMemory(pid)
-		if err != nil {
-			continue // ended meanwhile
-		}
-		n, rss = n+1, rss+r
+		pids = append(pids, pid)
 	}
-	return n, round3(rss)
+	return pids
 }
 
 // statusMemory reads pid's VmRSS and VmHWM in MiB.

@@ -43,8 +43,16 @@ var (
 	catNull = []string{"/bin/bash", "-lc", "cat /dev/null"}
 )
 
-// bashShell is the shell every snapshot request names.
-var bashShell = client.ShellInfo{Name: "bash", Path: "/bin/bash"}
+// bashShell is the shell of the bash snapshot requests, zshShell of the zsh
+// ones, whose command is zshEchoHi.
+var (
+	bashShell = client.ShellInfo{Name: "bash", Path: "/bin/bash"}
+	zshShell  = client.ShellInfo{Name: "zsh", Path: "/usr/bin/zsh"}
+	zshEchoHi = []string{zshShell.Path, "-lc", "echo hi"}
+)
+
+// cwdDirs is how many directories the cwd mode runs in, in turn.
+const cwdDirs = 3
 
 // want is what a correct /exec answer holds besides exit 0 and an empty
 // stderr; standby is "" when either is right, else "yes" or "no".
@@ -67,7 +75,9 @@ type mode struct {
 
 // bench runs commands through the server and directly, under the heavy profile's HOME.
 type bench struct {
-	srv  *server
+	srv *server
+	// unix is a second server, listening on a Unix domain socket.
+	unix *server
 	home string
 	// files is the server's --files-root.
 	files string
@@ -83,8 +93,12 @@ func (b *bench) measure(ctx context.Context, o options, tmp string, log io.Write
 	if res.Memory.IdleRSSMiB, _, err = b.srv.memory(); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(log, "latency: %d interleaved rounds of 13 modes\n", o.rounds)
+	fmt.Fprintf(log, "latency: %d interleaved rounds of 20 modes\n", o.rounds)
 	if res.Latency, err = b.latency(ctx, o.rounds); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "budget: CPU of %d warm commands against %d direct bash -c, then %s idle\n", budgetRuns, budgetRuns, idleWindow)
+	if res.Budget, err = b.budget(ctx); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(log, "first capture: %d runs against a plain login\n", o.firstRuns)
@@ -115,18 +129,52 @@ func (b *bench) measure(ctx context.Context, o options, tmp string, log io.Write
 	return res, nil
 }
 
-// latency times the eleven modes of two short commands, interleaved.
+// latency times the modes of two short commands, interleaved.
 //
 // Every warm scope serves its commands from a standby shell once its first
-// command has run, except "fresh": each of its requests sends an env of its
+// command has run, except "fresh": each of its requests sends a PATH of its
 // own, a launch no standby waits for, so it shows what a warm command costs
-// without one. "burst" times the second of two requests sent back to back,
-// which finds its launch's standby only just started, still restoring.
+// without one. "burst" times the second of two requests sent back to back;
+// "envdiff" sends a trace id of its own each time, and "cwd" runs in one of
+// cwdDirs directories in turn, each its own snapshot.
 func (b *bench) latency(ctx context.Context, rounds int) ([]summary, error) {
-	for _, scope := range []string{"bench-warm", "bench-fresh", "bench-burst"} {
+	for _, scope := range []string{"bench-warm", "bench-fresh", "bench-burst", "bench-env"} {
 		if _, err := b.exec(ctx, b.execBody(echoHi, scope, b.home), want{"hi\n", "used", "on_demand", "no"}); err != nil {
 			return nil, fmt.Errorf("capturing the warm scope %s: %w", scope, err)
 		}
+	}
+	var cwdBodies []client.ExecRequest
+	for i := range cwdDirs {
+		dir := filepath.Join(b.home, fmt.Sprintf("dir-%d", i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		body := b.execBody(echoHi, "bench-cwd", b.home)
+		body.Cwd = &dir
+		for _, state := range []string{"on_demand", "cache_hit"} {
+			if _, err := b.exec(ctx, body, want{"hi\n", "used", state, "no"}); err != nil {
+				return nil, fmt.Errorf("capturing the cwd scope in %s: %w", dir, err)
+			}
+		}
+		cwdBodies = append(cwdBodies, body)
+	}
+	zshBody := b.execBody(zshEchoHi, "bench-zsh", b.home)
+	zshBody.ShellSnapshot.Shell = zshShell
+	for _, state := range []string{"on_demand", "cache_hit"} {
+		if _, err := b.exec(ctx, zshBody, want{"hi\n", "used", state, "no"}); err != nil {
+			return nil, fmt.Errorf("capturing the zsh scope: %w", err)
+		}
+	}
+	envBody := func(trace string) client.ExecRequest {
+		req := b.execBody(echoHi, "bench-env", b.home)
+		(*req.Env)["TRACE_ID"] = trace
+		return req
+	}
+	// The launch repeats, with another trace id: its standby starts. (The
+	// warm scopes' launches are the same shell, cwd and env, which already
+	// repeated: one may wait already.)
+	if _, err := b.exec(ctx, envBody("first"), want{"hi\n", "used", "cache_hit", ""}); err != nil {
+		return nil, err
 	}
 	sandboxedWarm := b.sandboxed(b.execBody(echoHi, "bench-warm", b.home))
 	if _, err := b.exec(ctx, sandboxedWarm, want{"hi\n", "used", "on_demand", "no"}); err != nil {
@@ -146,8 +194,20 @@ func (b *bench) latency(ctx context.Context, rounds int) ([]summary, error) {
 	var nonce atomic.Int64
 	fresh := mode{key: "fresh", label: "/exec bash -lc, warm, no standby", run: func(ctx context.Context) (sample, error) {
 		req := b.execBody(echoHi, "bench-fresh", b.home)
-		(*req.Env)["BENCH_NONCE"] = fmt.Sprint(nonce.Add(1))
+		// A PATH of its own: a launch of its own, which no standby serves.
+		(*req.Env)["PATH"] = childPath + ":/nonexistent/" + fmt.Sprint(nonce.Add(1))
 		return b.exec(ctx, req, want{"hi\n", "used", "cache_hit", "no"})
+	}}
+	envdiff := mode{key: "envdiff", label: "/exec bash -lc, warm, env differs (a trace id)", run: func(ctx context.Context) (sample, error) {
+		return b.exec(ctx, envBody(fmt.Sprint("trace-", nonce.Add(1))), want{"hi\n", "used", "cache_hit", ""})
+	}}
+	var cwdTurn atomic.Int64
+	cwd := mode{key: "cwd", label: fmt.Sprintf("/exec bash -lc, warm, cwd differs (%d dirs)", cwdDirs), run: func(ctx context.Context) (sample, error) {
+		return b.exec(ctx, cwdBodies[cwdTurn.Add(1)%cwdDirs], want{"hi\n", "used", "cache_hit", ""})
+	}}
+	trueBody := b.execBody([]string{"/bin/true"}, "", b.home)
+	unixTrue := mode{key: "unixtrue", label: "/exec /bin/true, Unix socket", run: func(ctx context.Context) (sample, error) {
+		return b.execVia(ctx, b.unix, trueBody, want{"", "not_requested", "", "no"})
 	}}
 	burstBody := b.execBody(echoHi, "bench-burst", b.home)
 	burst := mode{key: "burst", label: "/exec bash -lc, warm, back to back", run: func(ctx context.Context) (sample, error) {
@@ -167,6 +227,12 @@ func (b *bench) latency(ctx context.Context, rounds int) ([]summary, error) {
 		b.execMode("prewarmed", "/exec bash -lc, prewarmed snapshot", echoHi, "bench-prewarm", want{"hi\n", "used", "prewarm_ready", ""}),
 		fresh,
 		burst,
+		envdiff,
+		cwd,
+		{key: "zsh", label: "/exec zsh -lc, warm snapshot", run: func(ctx context.Context) (sample, error) {
+			return b.exec(ctx, zshBody, want{"hi\n", "used", "cache_hit", ""})
+		}},
+		unixTrue,
 		b.execMode("nosnap", "/exec bash -lc, no snapshot", echoHi, "", want{"hi\n", "not_requested", "", "no"}),
 		b.execMode("exectrue", "/exec /bin/true", []string{"/bin/true"}, "", want{"", "not_requested", "", "no"}),
 		{key: "sbwarm", label: "/exec bash -lc, warm snapshot, sandboxed", run: func(ctx context.Context) (sample, error) {
@@ -178,6 +244,7 @@ func (b *bench) latency(ctx context.Context, rounds int) ([]summary, error) {
 		b.spawnMode("bashc", "direct bash -c", "hi\n", "/bin/bash", "-c", "echo hi"),
 		b.spawnMode("bashcat", "direct bash -c 'cat /dev/null'", "", "/bin/bash", "-c", "cat /dev/null"),
 		b.spawnMode("true", "direct /bin/true", "", "/bin/true"),
+		b.spawnMode("zshc", "direct zsh -c", "hi\n", zshShell.Path, "-c", "echo hi"),
 	}
 	return interleave(ctx, modes, rounds, warmupRounds)
 }
@@ -465,8 +532,13 @@ func (b *bench) spawnMode(key, label, stdout string, argv ...string) mode {
 
 // exec runs req through /exec, checks the answer against w and times it.
 func (b *bench) exec(ctx context.Context, req client.ExecRequest, w want) (sample, error) {
+	return b.execVia(ctx, b.srv, req, w)
+}
+
+// execVia is exec through srv.
+func (b *bench) execVia(ctx context.Context, srv *server, req client.ExecRequest, w want) (sample, error) {
 	start := time.Now()
-	r, err := b.srv.api.Exec(ctx, req)
+	r, err := srv.api.Exec(ctx, req)
 	wall := time.Since(start)
 	if err != nil {
 		return sample{}, fmt.Errorf("POST /exec %q: %w", req.Argv, err)
@@ -533,3 +605,89 @@ func selfCPU() (time.Duration, error) {
 
 // ms is d in milliseconds.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// budgetRuns is how many warm commands and direct bash -c the CPU budget
+// times; idleWindow is how long the idle server is watched.
+const (
+	budgetRuns = 40
+	idleWindow = 5 * time.Second
+)
+
+// budgetFigures is what pre-started shells cost: CPU per warm command, with
+// every shell of the server, against a direct bash -c, and the CPU of the
+// idle server with its standbys waiting.
+type budgetFigures struct {
+	// WarmCPUMs is the CPU of the server and of all its children (the
+	// command, the standby's restore, its refill) per warm command.
+	WarmCPUMs float64 `json:"warmCpuMs"`
+	// DirectCPUMs is the bench's own CPU and its child's per direct bash -c.
+	DirectCPUMs float64 `json:"directCpuMs"`
+	// WarmStandbys counts the warm commands a standby ran.
+	WarmStandbys int `json:"warmStandbys"`
+	// IdleCPUMsPerS is the time on a CPU of every thread of the idle server
+	// and of its waiting standbys, per second of idleWindow.
+	IdleCPUMsPerS float64 `json:"idleCpuMsPerS"`
+	// IdleStandbys counts the standbys waiting meanwhile.
+	IdleStandbys int `json:"idleStandbys"`
+}
+
+// budget measures budgetFigures: budgetRuns warm commands, each after the
+// settle pause (so that its refill is in the window), then as many direct
+// bash -c, then the idle server.
+func (b *bench) budget(ctx context.Context) (budgetFigures, error) {
+	var f budgetFigures
+	body := b.execBody(echoHi, "bench-warm", b.home)
+	before, err := b.srv.cpuWithChildren()
+	if err != nil {
+		return f, err
+	}
+	for range budgetRuns {
+		time.Sleep(settle)
+		s, err := b.exec(ctx, body, want{"hi\n", "used", "cache_hit", ""})
+		if err != nil {
+			return f, err
+		}
+		if s.standby {
+			f.WarmStandbys++
+		}
+	}
+	time.Sleep(settle)
+	after, err := b.srv.cpuWithChildren()
+	if err != nil {
+		return f, err
+	}
+	f.WarmCPUMs = round3(ms(after-before) / budgetRuns)
+
+	directBefore, err := benchCPU()
+	if err != nil {
+		return f, err
+	}
+	for range budgetRuns {
+		time.Sleep(settle)
+		if _, err := b.spawn(ctx, "hi\n", "/bin/bash", "-c", "echo hi"); err != nil {
+			return f, err
+		}
+	}
+	directAfter, err := benchCPU()
+	if err != nil {
+		return f, err
+	}
+	f.DirectCPUMs = round3(ms(directAfter-directBefore) / budgetRuns)
+
+	// The refills end; then nothing comes.
+	time.Sleep(time.Second)
+	f.IdleStandbys = len(b.srv.standbyPids())
+	idleBefore := b.srv.runTime()
+	time.Sleep(idleWindow)
+	f.IdleCPUMsPerS = round3(ms(b.srv.runTime()-idleBefore) / idleWindow.Seconds())
+	return f, nil
+}
+
+// benchCPU is the CPU time of the bench and of its reaped children.
+func benchCPU() (time.Duration, error) {
+	var self, children syscall.Rusage
+	if err := errors.Join(syscall.Getrusage(syscall.RUSAGE_SELF, &self), syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)); err != nil {
+		return 0, err
+	}
+	return time.Duration(self.Utime.Nano() + self.Stime.Nano() + children.Utime.Nano() + children.Stime.Nano()), nil
+}

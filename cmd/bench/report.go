@@ -28,6 +28,7 @@ type results struct {
 	Terminal     []summary     `json:"terminal"`
 	Throughput   []level       `json:"throughput"`
 	Memory       memoryFigures `json:"memory"`
+	Budget       budgetFigures `json:"budget"`
 	Files        filesFigures  `json:"files"`
 	Figures      []figure      `json:"figures"`
 }
@@ -165,8 +166,13 @@ func (r *results) figures() []figure {
 		med[s.Key] = s.MedianMs
 	}
 	f := []figure{
+		check("warm, standby ÷ direct bash -c", med["warm"]/med["bashc"], "×", "≤", 0.8),
+		check("warm, back to back ÷ direct bash -c", med["burst"]/med["bashc"], "×", "≤", 1.0),
+		check("warm, env differs ÷ direct bash -c", med["envdiff"]/med["bashc"], "×", "≤", 1.0),
+		check("warm, cwd differs ÷ direct bash -c", med["cwd"]/med["bashc"], "×", "≤", 1.0),
+		check("warm zsh ÷ direct zsh -c", med["zsh"]/med["zshc"], "×", "≤", 1.0),
 		check("/exec true ÷ direct true", med["exectrue"]/med["true"], "×", "≤", 1.3),
-		check("warm ÷ direct bash -c", med["warm"]/med["bashc"], "×", "≤", 2.0),
+		check("/exec true, Unix socket ÷ direct true", med["unixtrue"]/med["true"], "×", "≤", 1.15),
 		check("no snapshot ÷ warm", med["nosnap"]/med["warm"], "×", "≥", 40),
 		check("session command ÷ warm", med["session"]/med["warm"], "×", "≤", 1.5),
 		check("no snapshot ÷ session command", med["nosnap"]/med["session"], "×", "≥", 20),
@@ -174,7 +180,6 @@ func (r *results) figures() []figure {
 		{Name: "prewarmed ÷ direct bash -c", Value: round3(med["prewarmed"] / med["bashc"]), Unit: "×"},
 		{Name: "warm, no standby ÷ direct bash -c", Value: round3(med["fresh"] / med["bashc"]), Unit: "×"},
 		{Name: "no snapshot ÷ warm, no standby", Value: round3(med["nosnap"] / med["fresh"]), Unit: "×"},
-		{Name: "warm, back to back ÷ direct bash -c", Value: round3(med["burst"] / med["bashc"]), Unit: "×"},
 		{Name: "warm 'cat /dev/null' ÷ direct bash -c 'cat /dev/null'", Value: round3(med["warmcat"] / med["bashcat"]), Unit: "×"},
 		{Name: "first capture ÷ plain login", Value: round3(med["first"] / med["login"]), Unit: "×"},
 		check("sandbox cost, /exec true (median, sandboxed − plain)", med["sbtrue"]-med["exectrue"], "ms", "≤", 0.5),
@@ -206,6 +211,13 @@ func (r *results) figures() []figure {
 			figure{Name: fmt.Sprintf("server CPU per /exec true, c=%d", l.Concurrency), Value: l.ServerCPUPerReqMs, Unit: "ms"},
 			figure{Name: fmt.Sprintf("bench CPU per direct spawn, c=%d", l.Concurrency), Value: l.BenchCPUPerSpawnMs, Unit: "ms"})
 	}
+	bu := r.Budget
+	f = append(f,
+		figure{Name: "CPU per warm command, server and all its shells", Value: bu.WarmCPUMs, Unit: "ms"},
+		figure{Name: "CPU per direct bash -c, bench and child", Value: bu.DirectCPUMs, Unit: "ms"},
+		check("CPU per warm command ÷ direct bash -c", bu.WarmCPUMs/bu.DirectCPUMs, "×", "≤", 1.5),
+		check(fmt.Sprintf("CPU of the idle server and its %d waiting standbys, per s", bu.IdleStandbys), bu.IdleCPUMsPerS, "ms", "≤", 0.1),
+	)
 	m := r.Memory
 	return append(f,
 		check("server RSS idle", m.IdleRSSMiB, "MiB", "<", 30),

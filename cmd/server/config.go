@@ -38,6 +38,8 @@ type config struct {
 	retention      time.Duration
 	maxOutputBytes int
 	standbyShells  int
+	standbyLaunch  int
+	standbyFills   int
 	standbyIdle    time.Duration
 	bodyTimeout    time.Duration
 	idleTimeout    time.Duration
@@ -112,7 +114,7 @@ func (c config) options() options {
 				MaxStdinBytes:  c.limits.stdinBytes,
 				MaxOutputBytes: c.maxOutputBytes,
 			},
-			Standby:        standby.Options{Max: c.standbyShells, Idle: c.standbyIdle},
+			Standby:        standby.Options{Max: c.standbyShells, PerLaunch: c.standbyLaunch, Fills: c.standbyFills, Idle: c.standbyIdle},
 			DefaultSandbox: c.defaultSandbox,
 			Sessions:       c.sessions,
 		},
@@ -209,7 +211,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return c, err
 	}
 	fs.IntVar(&c.maxConns, "max-connections", maxConns, "open connections; at the cap a new one closes an idle one, unauthorised ones first (SNAPEXEC_MAX_CONNECTIONS; default 512, or half the open-file limit when that is lower)")
-	fs.IntVar(&c.standbyShells, "standby-shells", 4, "bash shells kept restored ahead of the next warm snapshot command, one per launch (0: none)")
+	fs.IntVar(&c.standbyShells, "standby-shells", 8, "bash shells kept restored ahead of the next warm snapshot command, over all launches (0: none)")
+	fs.IntVar(&c.standbyLaunch, "standby-per-launch", 2, "standby shells one launch may keep when its commands come faster than one is restored")
+	fs.IntVar(&c.standbyFills, "standby-fills", 1, "standby shells restoring at once (the CPU they take from commands)")
 	fs.Int64Var(&c.limits.bodyBytes, "max-body-bytes", 8<<20, "bytes of a request body; beyond it 413")
 	fs.Int64Var(&c.limits.retainedBytes, "max-retained-output-bytes", 256<<20, "output bytes kept over all finished processes")
 	fs.BoolVar(&c.printVersion, "version", false, "print the version and exit")
@@ -266,8 +270,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if c.captureTimeout <= 0 {
 		return c, fmt.Errorf("--capture-timeout must be positive")
 	}
-	if c.standbyShells < 0 || c.standbyIdle <= 0 {
-		return c, fmt.Errorf("--standby-shells must not be negative and --standby-idle must be positive")
+	if c.standbyShells < 0 || c.standbyIdle <= 0 || c.standbyLaunch < 1 || c.standbyFills < 1 {
+		return c, fmt.Errorf("--standby-shells must not be negative, --standby-idle must be positive, and --standby-per-launch and --standby-fills at least 1")
 	}
 	if c.bodyTimeout <= 0 || c.idleTimeout <= 0 || c.maxConns < 1 {
 		return c, fmt.Errorf("--body-timeout and --idle-timeout must be positive and --max-connections at least 1")

@@ -32,7 +32,7 @@ func TestConfigOptions(t *testing.T) {
 		"--allowed-hosts", "a.example, b.example", "--max-output-bytes", "12", "--max-args", "13",
 		"--max-arg-bytes", "14", "--max-env", "15", "--max-env-bytes", "16", "--max-stdin-bytes", "17",
 		"--max-running", "18", "--max-retained", "19", "--max-captures", "20", "--max-connections", "21",
-		"--standby-shells", "22", "--max-body-bytes", "2300", "--max-retained-output-bytes", "24",
+		"--standby-shells", "22", "--standby-per-launch", "3", "--standby-fills", "2", "--max-body-bytes", "2300", "--max-retained-output-bytes", "24",
 		"--files-root", "/r1", "--files-root", "/r2", "--files-max-bytes", "25", "--files-max-list", "26",
 		"--default-sandbox", `{"writableRoots":["/w"],"network":"loopback"}`,
 	}, func(k string) string { return map[string]string{"SNAPEXEC_TOKEN": "tok-0123456789abcdef"}[k] }, io.Discard)
@@ -50,7 +50,7 @@ func TestConfigOptions(t *testing.T) {
 			DefaultTimeout: 4 * time.Minute, MaxTimeout: 5 * time.Hour, MaxArgs: 13, MaxArgBytes: 14,
 			MaxEnv: 15, MaxEnvBytes: 16, MaxStdinBytes: 17, MaxOutputBytes: 12,
 		}},
-		{"standby", got.service.Standby, standby.Options{Max: 22, Idle: 7 * time.Second}},
+		{"standby", got.service.Standby, standby.Options{Max: 22, PerLaunch: 3, Fills: 2, Idle: 7 * time.Second}},
 		{"default sandbox", got.service.DefaultSandbox, sandbox.Policy{WritableRoots: []string{"/w"}, Network: sandbox.NetworkLoopback}},
 		{"files roots", got.filesRoots, []string{"/r1", "/r2"}},
 		{"files", got.files, files.Options{MaxFileBytes: 25, MaxListEntries: 26}},

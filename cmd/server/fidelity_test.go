@@ -215,9 +215,16 @@ func runFidelityCell(t *testing.T, srv *testServer, p *fidelityProfile, sh shell
 	}
 
 	// The standby launch repeats; a server that offers standbys for it
-	// counts both commands (hit, miss or unfit).
+	// counts the commands (hit, miss or unfit). The second sends a variable
+	// of its own, which the profile never touches: a server may serve it
+	// with the same standby and fill the next one after it, which must then
+	// show the scripts nothing of it. (A profile with a BASH_ENV shares no
+	// standby across such requests: the third repeats the launch.)
 	before := cl.standbyStats(t)
+	other := maps.Clone(env)
+	other["FIDELITY_OTHER_REQUEST"] = "another request's value"
 	cl.run(t, fidelityScript{"", ":"}, env, fidelityOutputBytes)
+	cl.run(t, fidelityScript{"", ":"}, other, fidelityOutputBytes)
 	cl.run(t, fidelityScript{"", ":"}, env, fidelityOutputBytes)
 	if after := cl.standbyStats(t); after.considered() == before.considered() {
 		c.skipped[modeStandby] = "the server considers no standby for this launch (its standby counters did not move)"

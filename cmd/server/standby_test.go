@@ -67,8 +67,8 @@ func TestStandbyReceiptStatsAndMetrics(t *testing.T) {
 	}
 	waitIdleStandbys(t, s, 1)
 	_, stats := s.get(t, "/stats")
-	if !strings.Contains(string(stats), `"standby":{"hit":1,"idle":1,"max":4,"miss":2,"unfit":0}`) {
-		t.Errorf("/stats = %s, want standby hit 1, idle 1 of 4, miss 2 (the capture and the repeat), unfit 0", stats)
+	if !strings.Contains(string(stats), `"standby":{"hit":1,"idle":1,"max":8,"miss":2,"unfit":0}`) {
+		t.Errorf("/stats = %s, want standby hit 1, idle 1 of 8, miss 2 (the capture and the repeat), unfit 0", stats)
 	}
 	_, metrics := s.get(t, "/metrics")
 	if !strings.Contains(string(metrics), `snapexec_standby_commands_total{`) || !strings.Contains(string(metrics), `result="hit"`) || !strings.Contains(string(metrics), `snapexec_standby_idle`) {
@@ -79,7 +79,7 @@ func TestStandbyReceiptStatsAndMetrics(t *testing.T) {
 func TestStandbyFlags(t *testing.T) {
 	var stderr bytes.Buffer
 	none := func(string) string { return "" }
-	for _, args := range [][]string{{"--standby-shells", "-1"}, {"--standby-idle", "0s"}} {
+	for _, args := range [][]string{{"--standby-shells", "-1"}, {"--standby-idle", "0s"}, {"--standby-per-launch", "0"}, {"--standby-fills", "0"}} {
 		if _, err := parseConfig(append([]string{"snapexec"}, args...), none, &stderr); err == nil || !strings.Contains(err.Error(), "--standby") {
 			t.Errorf("parseConfig(%q) error = %v, want a --standby refusal", args, err)
 		}
@@ -90,7 +90,7 @@ func TestStandbyFlags(t *testing.T) {
 		}
 		return ""
 	}, &stderr)
-	if err != nil || c.standbyShells != 4 || c.standbyIdle != 5*time.Second {
-		t.Errorf("parseConfig defaults with SNAPEXEC_STANDBY_IDLE=5s = %d shells, idle %v, %v; want 4, 5s, nil", c.standbyShells, c.standbyIdle, err)
+	if err != nil || c.standbyShells != 8 || c.standbyIdle != 5*time.Second {
+		t.Errorf("parseConfig defaults with SNAPEXEC_STANDBY_IDLE=5s = %d shells, idle %v, %v; want 8, 5s, nil", c.standbyShells, c.standbyIdle, err)
 	}
 }

@@ -30,8 +30,12 @@ func (m *Manager) Hold(spec Spec) (*Held, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.reaper.hold(p.pid, true)
 	return &Held{m: m, p: p, release: release}, nil
 }
+
+// Pid is the held process's id.
+func (h *Held) Pid() int { return h.p.pid }
 
 // Done is closed when the held process has ended.
 func (h *Held) Done() <-chan struct{} { return h.p.done }
@@ -74,6 +78,7 @@ func (h *Held) Release(spec Spec, message []byte) (*Process, error) {
 	p.arm(spec)
 	m.enterLocked(p)
 	m.mu.Unlock()
+	p.reaper.hold(p.pid, false)
 
 	go func() {
 		// A child that died meanwhile gives EPIPE: its ending says the rest.

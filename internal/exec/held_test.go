@@ -143,3 +143,36 @@ func TestShutdownEndsHeldProcesses(t *testing.T) {
 		t.Fatalf("Hold() after Shutdown error %v, want ErrShuttingDown", err)
 	}
 }
+
+// TestReaperPausesWhileOnlyHeldProcessesLive: the reaper's looks at /proc
+// pause while every live group is a held process that started nothing, and
+// resume once one is released.
+func TestReaperPausesWhileOnlyHeldProcessesLive(t *testing.T) {
+	m := testManager()
+	h, err := m.Hold(Spec{Argv: []string{"sh", "-c", `read -r msg <&3; eval "$msg"`}})
+	if err != nil {
+		t.Fatalf("Hold() error %v", err)
+	}
+	defer h.Discard()
+	until := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 10 s", what)
+			}
+		}
+	}
+	until("the looks pause with one held process", testReaper.paused.Load)
+	p, err := h.Release(Spec{}, []byte("sleep 5\n"))
+	if err != nil {
+		t.Fatalf("Release() error %v", err)
+	}
+	until("the looks resume once it is released", func() bool { return !testReaper.paused.Load() })
+	// It runs a client's command now: the looks go on while it lives.
+	time.Sleep(1500 * time.Millisecond)
+	if testReaper.paused.Load() {
+		t.Errorf("the looks paused while a released process runs")
+	}
+	p.Terminate(StatusTerminated)
+	p.Wait(context.Background())
+}

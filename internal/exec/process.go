@@ -522,7 +522,11 @@ func (p *Process) supervise(cmd *exec.Cmd, outR, errR *os.File) {
 // read copies one stream into the ring and its collector until EOF.
 func (p *Process) read(r io.Reader, s Stream, sink *headTail) {
 	// No read may be larger than the ring, which then holds at least the last.
-	buf := make([]byte, min(32*1024, p.ring.maxBytes))
+	limit := min(maxReadBytes, p.ring.maxBytes)
+	// Most commands write little: the buffer starts small and grows to
+	// limit once a read fills it, so that a short command does not
+	// allocate two large buffers it never fills.
+	buf := make([]byte, min(firstReadBytes, limit))
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
@@ -533,8 +537,18 @@ func (p *Process) read(r io.Reader, s Stream, sink *headTail) {
 		if err != nil {
 			return
 		}
+		if n == len(buf) && len(buf) < limit {
+			buf = make([]byte, limit)
+		}
 	}
 }
+
+// firstReadBytes and maxReadBytes are the first and the largest read of an
+// output stream.
+const (
+	firstReadBytes = 2 << 10
+	maxReadBytes   = 32 << 10
+)
 
 // retainedBytes is what the ended process holds: its ring, the result's
 // output beside the ring, and the remembered write ids.

@@ -42,6 +42,11 @@ const reapInterval = time.Second
 // Looking at children means reading /proc, so the reaper does it only when
 // asked (Kick, from a group being ended while members remain) and once a
 // second: never once per command, which would cost more than the command.
+// Nor while nothing can escape: when the last look found no escaped process
+// and nothing below a group's members, and every live group is held (a
+// standby waiting for its go-ahead, which runs nothing until Release), the
+// looks pause until a group starts, ends or is released, so that an idle
+// server with standbys waiting uses no CPU.
 type Reaper struct {
 	kick     chan struct{}
 	keeper   *Keeper
@@ -57,9 +62,12 @@ type Reaper struct {
 
 	mu      sync.Mutex
 	groups  map[int]struct{} // live groups the managers started, by id (their leader's pid)
+	held    map[int]struct{} // those groups that are held processes (Manager.Hold), not yet released
 	escaped map[int]int      // adopted processes outside those groups, told to the keeper: pid to process group
 	origins map[int]int      // processes below a member of those groups, at the last look: pid to the group
 	total   atomic.Int64     // escaped processes found since the start
+	// paused is set while the looks wait for a kick only (quietLocked).
+	paused atomic.Bool
 }
 
 // ReaperOptions configures a Reaper.
@@ -98,6 +106,7 @@ func NewReaper(ctx context.Context, opts ReaperOptions) (*Reaper, error) {
 		ownGroup: syscall.Getpgrp(),
 		masked:   takeInheritedSignals(ctx),
 		groups:   make(map[int]struct{}),
+		held:     make(map[int]struct{}),
 		escaped:  make(map[int]int),
 		origins:  make(map[int]int),
 	}
@@ -105,12 +114,20 @@ func NewReaper(ctx context.Context, opts ReaperOptions) (*Reaper, error) {
 		tick := time.NewTicker(reapInterval)
 		defer tick.Stop()
 		for {
+			ticks := tick.C
+			r.mu.Lock()
+			if r.quietLocked() {
+				ticks = nil
+				r.paused.Store(true)
+			}
+			r.mu.Unlock()
 			select {
 			case <-ctx.Done():
 				return
 			case <-r.kick:
-			case <-tick.C:
+			case <-ticks:
 			}
+			r.paused.Store(false)
 			r.look()
 		}
 	}()
@@ -191,6 +208,7 @@ func (r *Reaper) start(cmd *exec.Cmd, sb *sandbox.Sandbox, p sandbox.Policy) (sa
 	r.groups[pgid] = struct{}{}
 	r.mu.Unlock()
 	r.keeper.send(recordGroup, pgid)
+	r.wake()
 	return report, nil
 }
 
@@ -201,8 +219,44 @@ func (r *Reaper) ended(pgid int) {
 	}
 	r.mu.Lock()
 	delete(r.groups, pgid)
+	delete(r.held, pgid)
 	r.mu.Unlock()
 	r.keeper.send(recordGroupEnded, pgid)
+	r.wake()
+}
+
+// hold records that the group pgid is a held process's, which runs nothing
+// of a client's until release. A nil Reaper does nothing.
+func (r *Reaper) hold(pgid int, held bool) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	if _, live := r.groups[pgid]; live && held {
+		r.held[pgid] = struct{}{}
+	} else {
+		delete(r.held, pgid)
+	}
+	r.mu.Unlock()
+	if !held {
+		r.wake()
+	}
+}
+
+// wake resumes the looks if they paused.
+func (r *Reaper) wake() {
+	if r.paused.Load() {
+		r.Kick()
+	}
+}
+
+// quietLocked reports whether no look is needed until a group starts, ends
+// or is released: the last look found nothing escaped and nothing below a
+// group's members, and every live group is held.
+func (r *Reaper) quietLocked() bool {
+	// As PID 1 it adopts every orphan of its container, of which it hears
+	// only by looking.
+	return r.self != 1 && len(r.escaped) == 0 && len(r.origins) == 0 && len(r.held) == len(r.groups)
 }
 
 // look reads the process table and judges this process's children: it reaps

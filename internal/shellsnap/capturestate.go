@@ -79,6 +79,9 @@ func (c snapshotCapture) capture(ctx context.Context) (*Snapshot, []fileStamp, e
 	if err := c.keep(snap, p, recs); err != nil {
 		return nil, nil, &CaptureError{Reason: ReasonReadFailed, Message: "cannot keep the shell snapshot: " + err.Error()}
 	}
+	if snap.definitions != nil {
+		snap.definitions.envTouched = bashEnvTouched(recs, c.env, final)
+	}
 	return snap, stamps, nil
 }
 

@@ -1,5 +1,12 @@
 package shellsnap
 
+import (
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+)
+
 // What a standby shell (package standby) reads of a snapshot: the names its
 // state defines, its standby restore file and go-ahead line.
 
@@ -19,13 +26,25 @@ func (s *Snapshot) ForStandby() *Snapshot {
 }
 
 // GoAhead is the line a standby shell of s runs, with its go-ahead, right
-// before script: BASH_EXECUTION_STRING becomes script, as in a replay, and
-// the part of the state that would have acted on the wait is restored. It
-// is one line, ending in "; ", so that the script's line numbers are a
-// replay's.
-func (s *Snapshot) GoAhead(script string) string {
+// before script, for a launch whose environment (before Replay) is env:
+// the variables of env that PassedThrough names, which the standby started
+// without, are exported as bash would have imported them,
+// BASH_EXECUTION_STRING becomes script, as in a replay, and the part of the
+// state that would have acted on the wait is restored. It is one line,
+// ending in "; ", so that the script's line numbers are a replay's.
+func (s *Snapshot) GoAhead(env map[string]string, script string) string {
+	var b strings.Builder
+	if passed := s.PassedThrough(env); len(passed) > 0 {
+		// Before the deferred state, which may disable export.
+		b.WriteString(`\builtin export`)
+		for _, name := range slices.Sorted(maps.Keys(passed)) {
+			b.WriteString(" " + name + "=" + ansiQuote(env[name]))
+		}
+		b.WriteString("; ")
+	}
 	// export -n: under allexport the assignment would export it.
-	return "BASH_EXECUTION_STRING=" + ansiQuote(script) + "; \\builtin export -n BASH_EXECUTION_STRING; " + s.goAhead
+	b.WriteString("BASH_EXECUTION_STRING=" + ansiQuote(script) + "; \\builtin export -n BASH_EXECUTION_STRING; " + s.goAhead)
+	return b.String()
 }
 
 // Definitions are the names a bash state defines.
@@ -38,9 +57,98 @@ type Definitions struct {
 	// Traps is set when the state sets a trap, after which bash runs no
 	// command in its own place.
 	Traps bool
+	// envTouched holds the names of the variables the restore reads, sets,
+	// unsets or gives attributes (bashEnvTouched); nil when unknown, and
+	// then every name is.
+	envTouched map[string]bool
 }
 
 // Definitions returns the names s's bash state defines, read from its
 // capture's records; nil for a snapshot of zsh or sh, which no standby
 // serves.
 func (s *Snapshot) Definitions() *Definitions { return s.definitions }
+
+// PassedThrough returns the names of env, the environment of a bash launch
+// of s (before Replay), that a replay of s hands to the command exactly as
+// env has them and does nothing else with: the restore neither reads nor
+// changes them, and bash gives them no meaning of its own at start or when
+// they are assigned. Such a variable reaches the command the same whether
+// bash imported it at start or a standby's go-ahead exports it after the
+// restore, so one standby shell serves launches that differ only there (a
+// trace id). There are none when env carries a BASH_ENV of its own: the
+// restore runs that file, which may read any variable.
+func (s *Snapshot) PassedThrough(env map[string]string) map[string]bool {
+	if s.definitions == nil || s.definitions.envTouched == nil {
+		return nil
+	}
+	if _, ok := env["BASH_ENV"]; ok {
+		return nil
+	}
+	if _, ok := env[userBashEnvVar]; ok {
+		return nil
+	}
+	passed := map[string]bool{}
+	for name := range env {
+		if !s.definitions.envTouched[name] && identifier.MatchString(name) && !bashMeaningful(name) {
+			passed[name] = true
+		}
+	}
+	return passed
+}
+
+// bashMeaningful reports whether bash gives a variable of that name a
+// meaning of its own: it reads it at start (SHELLOPTS, BASH_ENV, an
+// exported function, the locale), acts when it is assigned (PATH empties
+// the hash table, TZ, HISTSIZE), or sets it itself (PWD, OLDPWD, SHLVL, _).
+// The list is wider than bash's own, so that a name it misses is only one
+// more launch a standby does not share.
+func bashMeaningful(name string) bool {
+	if _, ok := bashSkipped[name]; ok || bashSpecialPrefix.MatchString(name) {
+		return true
+	}
+	switch name {
+	case "ENV", "HOME", "PATH", "IFS", "CDPATH", "LANG", "LANGUAGE", "TZ", "OPTIND", "OPTARG", "OPTERR",
+		"GLOBIGNORE", "GLOBSORT", "EXECIGNORE", "FIGNORE", "FUNCNEST", "IGNOREEOF", "ignoreeof", "INPUTRC",
+		"TMOUT", "TMPDIR", "COLUMNS", "LINES", "CHILD_MAX", "HOSTFILE", "HOSTNAME", "HOSTTYPE", "MACHTYPE",
+		"OSTYPE", "PROMPT_COMMAND", "PROMPT_DIRTRIM", "TIMEFORMAT", "auto_resume", "histchars", "EMACS",
+		"INSIDE_EMACS", "OLDPWD", "REPLY", "COPROC", "MAPFILE", "NLSPATH", "SHELL":
+		return true
+	}
+	return false
+}
+
+// bashSpecialPrefix matches the families of names bash or this server give
+// a meaning: BASH_*, SHELLOPTS and the like, completion, history, locale,
+// prompts, readline, mail, the terminal, the message catalogue, and the
+// server's own variables.
+var bashSpecialPrefix = regexp.MustCompile(`^(BASH|SHELL|POSIXLY|COMP|HIST|LC_|PS[0-9]|READLINE|MAIL|TERM|TEXTDOMAIN|__SNAPEXEC_|__CODEX_)`)
+
+// bashEnvTouched returns the names a bash capture's restore touches: every
+// variable the profile left other than an exported scalar with the value
+// and attributes the capture started with, and every variable of either
+// environment that the profile set, changed or unset.
+func bashEnvTouched(recs []record, captureEnv, final map[string]string) map[string]bool {
+	byKind := map[string][]record{}
+	for _, r := range recs {
+		byKind[r.kind] = append(byKind[r.kind], r)
+	}
+	touched := map[string]bool{}
+	same := func(name string) bool {
+		c, inCapture := captureEnv[name]
+		f, inFinal := final[name]
+		return inCapture && inFinal && c == f
+	}
+	for _, env := range []map[string]string{captureEnv, final} {
+		for name := range env {
+			if !same(name) {
+				touched[name] = true
+			}
+		}
+	}
+	for name, v := range bashVars(byKind) {
+		if v.flags != "-x" || !same(name) {
+			touched[name] = true
+		}
+	}
+	return touched
+}

@@ -118,7 +118,7 @@ func TestStandbyScriptExecsAsBashDoes(t *testing.T) {
 			}
 			fresh := runEnding(t, argv, home, pairs, nil)
 			sArgv, sEnv, _ := standbyCommand(in)
-			standby := runEnding(t, sArgv, home, envPairs(sEnv), goAhead(snap, script))
+			standby := runEnding(t, sArgv, home, envPairs(sEnv), goAhead(in, script))
 			if fresh != standby {
 				t.Errorf("script %q:\nReplay's command: %+v\nstandby (script %q): %+v", tt.script, fresh, script, standby)
 			}

@@ -1,8 +1,11 @@
 package standby
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/snapexec/snapexec/internal/envpolicy"
@@ -10,47 +13,92 @@ import (
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
 
-// refill starts a standby for key in the background if its launch repeats
-// (Options) and no standby waits for it or is starting.
+// refill starts standbys for key in the background, if its launch repeats
+// (Options), until as many wait or are starting as the launch keeps.
 func (sb *Pool) refill(key launchKey, spec exec.Spec, in *shellsnap.ReplayInput) {
 	if !sb.current(key.snap) {
 		return
 	}
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
-	if !sb.seenLocked(key.launch) || sb.idle[key] != nil || sb.filling[key] {
+	if !sb.seenLocked(key.launch) {
 		return
 	}
-	sb.filling[key] = true
-	go sb.fill(key, spec, *in)
+	want := max(sb.want[key], 1)
+	sb.want[key] = want
+	for n := len(sb.idle[key]) + sb.filling[key]; n < want; n++ {
+		sb.filling[key]++
+		go sb.fill(key, spec, *in)
+	}
 }
 
-// fill spawns key's standby and puts it among the idle ones, ending the
-// least recently idle one when there are Max.
+// fill spawns one of key's standbys, once one of Options.Fills is free,
+// and puts it among the idle ones, ending the least recently idle one when
+// there are Max. The fill is its restore: the token is held until the
+// standby waits, or for at most fillTime.
 func (sb *Pool) fill(key launchKey, spec exec.Spec, in shellsnap.ReplayInput) {
+	sb.fills <- struct{}{}
 	sb.learnBuiltins(spec.Argv[0])
 	h, dir, err := sb.spawn(spec, in)
+	if err == nil {
+		waitRestored(h)
+	}
+	<-sb.fills
 	// Pruned once it is in the map, so that a prune running meanwhile
 	// either sees it or is seen here.
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
-	delete(sb.filling, key)
+	if sb.filling[key]--; sb.filling[key] <= 0 {
+		delete(sb.filling, key)
+	}
 	if err != nil {
 		return // shutting down, or the launch cannot start: its commands will say why
 	}
-	if len(sb.idle) >= sb.opts.Max {
+	if sb.idleLocked() >= sb.opts.Max {
 		sb.dropLocked(sb.oldestLocked())
 	}
 	s := &standby{held: h, dir: dir, since: time.Now()}
 	s.timer = time.AfterFunc(sb.opts.Idle, func() {
 		sb.mu.Lock()
 		defer sb.mu.Unlock()
-		if sb.idle[key] == s {
-			sb.dropLocked(key)
+		if slices.Contains(sb.idle[key], s) {
+			// It waited for nothing: the launch keeps one fewer.
+			sb.want[key] = max(sb.want[key]-1, 1)
+			sb.dropLocked(key, s)
 		}
 	})
-	sb.idle[key] = s
+	sb.idle[key] = append(sb.idle[key], s)
 	sb.pruneLocked() // this one too, if its snapshot went meanwhile
+}
+
+// fillTime bounds how long a fill holds its token (Options.Fills): a
+// standby whose restore takes longer restores on beside the next one.
+const fillTime = 2 * time.Second
+
+// waitRestored returns once h has restored its state and waits for its
+// go-ahead (it sleeps in a read of a pipe, as /proc/PID/stat and wchan
+// show), has ended, or fillTime has passed. It polls: the restore of a large
+// state takes milliseconds, and nothing else tells.
+func waitRestored(h *exec.Held) {
+	dir := "/proc/" + strconv.Itoa(h.Pid())
+	deadline := time.Now().Add(fillTime)
+	for time.Now().Before(deadline) {
+		select {
+		case <-h.Done():
+			return
+		case <-time.After(2 * time.Millisecond):
+		}
+		stat, err1 := os.ReadFile(dir + "/stat")
+		wchan, err2 := os.ReadFile(dir + "/wchan")
+		if err1 != nil || err2 != nil {
+			return
+		}
+		// The state follows the command name in parentheses.
+		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && bytes.HasPrefix(stat[i+1:], []byte(" S")) &&
+			(bytes.HasSuffix(wchan, []byte("pipe_read")) || string(wchan) == "0") {
+			return
+		}
+	}
 }
 
 // spawn holds the standby shell of the launch spec replays from in, and
@@ -103,25 +151,42 @@ func (sb *Pool) learnBuiltins(path string) {
 	sb.mu.Unlock()
 }
 
-// oldestLocked returns the key of the standby idle the longest.
-func (sb *Pool) oldestLocked() launchKey {
+// oldestLocked returns the standby idle the longest, and its key.
+func (sb *Pool) oldestLocked() (launchKey, *standby) {
 	var oldest launchKey
-	var since time.Time
-	for k, s := range sb.idle {
-		if since.IsZero() || s.since.Before(since) {
-			oldest, since = k, s.since
+	var s *standby
+	for k, ss := range sb.idle {
+		for _, c := range ss {
+			if s == nil || c.since.Before(s.since) {
+				oldest, s = k, c
+			}
 		}
 	}
-	return oldest
+	return oldest, s
 }
 
-// dropLocked ends key's idle standby.
-func (sb *Pool) dropLocked(key launchKey) {
-	if s := sb.idle[key]; s != nil {
+// dropLocked ends s, an idle standby of key.
+func (sb *Pool) dropLocked(key launchKey, s *standby) {
+	if s != nil && sb.removeLocked(key, s) {
 		s.timer.Stop()
 		s.held.Discard()
-		delete(sb.idle, key)
 	}
+}
+
+// removeLocked removes s from key's idle standbys, and reports whether it
+// was one.
+func (sb *Pool) removeLocked(key launchKey, s *standby) bool {
+	ss := sb.idle[key]
+	i := slices.Index(ss, s)
+	if i < 0 {
+		return false
+	}
+	if ss = slices.Delete(ss, i, i+1); len(ss) == 0 {
+		delete(sb.idle, key)
+	} else {
+		sb.idle[key] = ss
+	}
+	return true
 }
 
 // Prune ends the idle standbys whose snapshot is no longer the cache's: the
@@ -134,9 +199,16 @@ func (sb *Pool) Prune() {
 }
 
 func (sb *Pool) pruneLocked() {
-	for k := range sb.idle {
+	for k, ss := range sb.idle {
 		if !sb.current(k.snap) {
-			sb.dropLocked(k)
+			for _, s := range slices.Clone(ss) {
+				sb.dropLocked(k, s)
+			}
+		}
+	}
+	for k := range sb.want {
+		if !sb.current(k.snap) || len(sb.want) > maxSeenLaunches && len(sb.idle[k])+sb.filling[k] == 0 {
+			delete(sb.want, k)
 		}
 	}
 }

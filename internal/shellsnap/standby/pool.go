@@ -27,9 +27,19 @@ import (
 // launch ran within Idle before. A client whose every command has an
 // environment of its own costs no standby.
 type Options struct {
-	// Max is how many idle standbys may wait at once, one per launch. The
-	// least recently idle one is ended for a new launch. Zero disables them.
+	// Max is how many idle standbys may wait at once. The least recently
+	// idle one is ended for a new one. Zero disables them. Each holds its
+	// snapshot's state in a process of its own (about 4.5 MiB for a profile
+	// of 500 functions): Max bounds their memory.
 	Max int
+	// PerLaunch is how many standbys one launch may keep: a launch whose
+	// command finds none ready (two at once, or one right after another)
+	// keeps one more, up to PerLaunch, and one fewer each time one of its
+	// standbys waited Idle for nothing. Zero means 2.
+	PerLaunch int
+	// Fills is how many standbys may restore at once, which bounds the CPU
+	// the pool takes from commands. Zero means 1.
+	Fills int
 	// Idle ends a standby that has waited this long, and is how long a
 	// launch is remembered. Zero means a minute.
 	Idle time.Duration
@@ -74,9 +84,15 @@ type Pool struct {
 	// a forgotten, evicted or replaced one is never started or kept.
 	current func(*shellsnap.Snapshot) bool
 
-	mu       sync.Mutex
-	idle     map[launchKey]*standby
-	filling  map[launchKey]bool
+	// fills holds a token for each standby restoring now (Options.Fills).
+	fills chan struct{}
+
+	mu sync.Mutex
+	// idle holds each launch's idle standbys, the most recent last.
+	idle    map[launchKey][]*standby
+	filling map[launchKey]int
+	// want is how many standbys each launch with one keeps (Options.PerLaunch).
+	want     map[launchKey]int
 	seen     map[launchID]time.Time     // when each launch last ran
 	builtins map[string]map[string]bool // by shell path, learnt by the first fill
 }
@@ -88,11 +104,17 @@ func New(procs *exec.Manager, current func(*shellsnap.Snapshot) bool, opts Optio
 	if opts.Idle <= 0 {
 		opts.Idle = time.Minute
 	}
+	if opts.PerLaunch <= 0 {
+		opts.PerLaunch = 2
+	}
+	if opts.Fills <= 0 {
+		opts.Fills = 1
+	}
 	m := opts.Meter
 	if m == nil {
 		m = noop.NewMeterProvider().Meter("")
 	}
-	sb := &Pool{procs: procs, opts: opts, current: current, idle: make(map[launchKey]*standby), filling: make(map[launchKey]bool), seen: make(map[launchID]time.Time), builtins: make(map[string]map[string]bool)}
+	sb := &Pool{procs: procs, opts: opts, current: current, fills: make(chan struct{}, opts.Fills), idle: make(map[launchKey][]*standby), filling: make(map[launchKey]int), want: make(map[launchKey]int), seen: make(map[launchID]time.Time), builtins: make(map[string]map[string]bool)}
 	var err error
 	if sb.claims, err = m.Int64Counter("snapexec.standby.commands", metric.WithUnit("{command}"),
 		metric.WithDescription("Snapshot commands of a launch a standby shell can serve, by result: hit (one ran it), miss (none was ready) or unfit (one was ready, but the script is one only a fresh replay runs exactly).")); err != nil {
@@ -103,7 +125,7 @@ func New(procs *exec.Manager, current func(*shellsnap.Snapshot) bool, opts Optio
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			sb.mu.Lock()
 			defer sb.mu.Unlock()
-			o.Observe(int64(len(sb.idle)))
+			o.Observe(int64(sb.idleLocked()))
 			return nil
 		})); err != nil {
 		return nil, err
@@ -128,7 +150,7 @@ func (sb *Pool) Start(ctx context.Context, spec exec.Spec, in *shellsnap.ReplayI
 		p, err := sb.procs.Start(spec)
 		return p, false, err
 	}
-	key := keyOf(in.Snapshot, spec)
+	key := keyOf(in.Snapshot, spec, in.Snapshot.PassedThrough(in.Env))
 	p, standby, err := sb.startLaunch(ctx, key, spec, in)
 	if err != nil {
 		return nil, false, err
@@ -150,7 +172,12 @@ func (sb *Pool) Start(ctx context.Context, spec exec.Spec, in *shellsnap.ReplayI
 func (sb *Pool) startLaunch(ctx context.Context, key launchKey, spec exec.Spec, in *shellsnap.ReplayInput) (*exec.Process, bool, error) {
 	result := "miss"
 	sb.mu.Lock()
-	waiting := sb.idle[key] != nil
+	waiting := len(sb.idle[key]) > 0
+	if n, ok := sb.want[key]; ok && !waiting {
+		// The launch had a standby and came again before the next was
+		// ready: it keeps one more from now on.
+		sb.want[key] = min(n+1, sb.opts.PerLaunch)
+	}
 	builtins := sb.builtins[spec.Argv[0]] // learnt by the fill that started the one waiting
 	sb.mu.Unlock()
 	if waiting {
@@ -159,7 +186,7 @@ func (sb *Pool) startLaunch(ctx context.Context, key launchKey, spec exec.Spec, 
 		if !exact {
 			result = "unfit"
 		} else if h := sb.take(key, spec.Dir); h != nil {
-			p, err := h.Release(spec, goAhead(in.Snapshot, script))
+			p, err := h.Release(spec, goAhead(*in, script))
 			if err == nil {
 				sb.count(ctx, "hit")
 				return p, true, nil
@@ -198,13 +225,15 @@ type Stats struct {
 // Stats returns the pool's figures now.
 func (sb *Pool) Stats() Stats {
 	sb.mu.Lock()
-	idle := len(sb.idle)
+	idle := sb.idleLocked()
 	sb.mu.Unlock()
 	return Stats{Max: sb.opts.Max, Idle: idle, Hit: sb.hit.Load(), Miss: sb.miss.Load(), Unfit: sb.unfit.Load()}
 }
 
-// keyOf is the launch of spec, whose replay used snap.
-func keyOf(snap *shellsnap.Snapshot, spec exec.Spec) launchKey {
+// keyOf is the launch of spec, whose replay used snap: the variables a
+// replay of snap only passes through (passed, Snapshot.PassedThrough) are
+// not part of it, since the go-ahead brings them.
+func keyOf(snap *shellsnap.Snapshot, spec exec.Spec, passed map[string]bool) launchKey {
 	h := sha256.New()
 	// Each field is prefixed by its length, so that no two launches hash
 	// the same fields.
@@ -220,7 +249,8 @@ func keyOf(snap *shellsnap.Snapshot, spec exec.Spec) launchKey {
 		// BASH_ENV names the snapshot's restore file: it is the snapshot,
 		// which the key holds, so a launch stays the same launch when its
 		// snapshot is captured again.
-		if !strings.HasPrefix(kv, "BASH_ENV=") {
+		name, _, _ := strings.Cut(kv, "=")
+		if !passed[name] && name != "BASH_ENV" {
 			field(kv)
 		}
 	}
@@ -229,18 +259,29 @@ func keyOf(snap *shellsnap.Snapshot, spec exec.Spec) launchKey {
 	return k
 }
 
-// take removes and returns the idle standby of key, or nil. A standby whose
-// cwd is no longer the directory at that path (removed, or replaced) is
-// ended instead: a fresh start finds out what is there now.
+// idleLocked counts the idle standbys.
+func (sb *Pool) idleLocked() int {
+	n := 0
+	for _, ss := range sb.idle {
+		n += len(ss)
+	}
+	return n
+}
+
+// take removes and returns the most recently idle standby of key, or nil,
+// so that those a launch no longer needs are the ones that wait Idle. A
+// standby whose cwd is no longer the directory at that path (removed, or
+// replaced) is ended instead: a fresh start finds out what is there now.
 func (sb *Pool) take(key launchKey, dir string) *exec.Held {
 	sb.mu.Lock()
-	s := sb.idle[key]
-	if s == nil {
+	ss := sb.idle[key]
+	if len(ss) == 0 {
 		sb.mu.Unlock()
 		return nil
 	}
+	s := ss[len(ss)-1]
 	s.timer.Stop()
-	delete(sb.idle, key)
+	sb.removeLocked(key, s)
 	sb.mu.Unlock()
 	if s.dir != nil {
 		if now, err := os.Stat(dir); err != nil || !os.SameFile(now, s.dir) {

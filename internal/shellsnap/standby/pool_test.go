@@ -24,12 +24,12 @@ import (
 func TestStandbyKeyIsTheWholeLaunch(t *testing.T) {
 	snap, other := &shellsnap.Snapshot{}, &shellsnap.Snapshot{}
 	base := exec.Spec{Argv: []string{"/bin/bash", "--noprofile", "-lc", "x"}, Dir: "/tmp", Env: []string{"A=1", "B=2", "BASH_ENV=/restore/1"}}
-	key := keyOf(snap, base)
+	key := keyOf(snap, base, nil)
 
 	same := base
 	same.Argv = []string{"/bin/bash", "--noprofile", "-lc", "another script"}
 	same.Env = []string{"A=1", "B=2", "BASH_ENV=/restore/2"}
-	if keyOf(snap, same) != key {
+	if keyOf(snap, same, nil) != key {
 		t.Errorf("a launch that differs only in its script and restore file has another key")
 	}
 	differ := map[string]exec.Spec{
@@ -43,11 +43,11 @@ func TestStandbyKeyIsTheWholeLaunch(t *testing.T) {
 		"network":     {Argv: base.Argv, Dir: base.Dir, Env: base.Env, Sandbox: sandbox.Policy{Network: sandbox.NetworkNone}},
 	}
 	for name, spec := range differ {
-		if keyOf(snap, spec) == key {
+		if keyOf(snap, spec, nil) == key {
 			t.Errorf("launches that differ in %s share a key", name)
 		}
 	}
-	if keyOf(other, base) == key {
+	if keyOf(other, base, nil) == key {
 		t.Errorf("launches of two snapshots share a key")
 	}
 }
@@ -160,10 +160,12 @@ func (r *rig) idle() []*exec.Held {
 	r.pool.mu.Lock()
 	defer r.pool.mu.Unlock()
 	var held []*exec.Held
-	for _, s := range r.pool.idle {
-		held = append(held, s.held)
-		if !slices.Contains(r.seen, s.held) {
-			r.seen = append(r.seen, s.held)
+	for _, ss := range r.pool.idle {
+		for _, s := range ss {
+			held = append(held, s.held)
+			if !slices.Contains(r.seen, s.held) {
+				r.seen = append(r.seen, s.held)
+			}
 		}
 	}
 	return held
@@ -302,11 +304,26 @@ func TestStandbyServesTheNextWarmCommand(t *testing.T) {
 	}
 	r.waitIdle(1)
 
-	// Another launch (its env differs) gets no standby of this one, and none
-	// of its own until it repeats.
-	other := command{scope: scope, script: "echo $EXTRA", env: map[string]string{"EXTRA": "x"}}
-	if got := r.run(other); got.stdout != "x\n" || got.standby {
-		t.Errorf("command of another launch = %+v, want x, not from the first launch's standby", got)
+	// A command whose environment differs only in a variable the replay
+	// passes through (a trace id) is the same launch: the standby runs it
+	// with its own value, and every later one with theirs.
+	for _, trace := range []string{"t-1", "t-2"} {
+		got := r.run(command{scope: scope, script: "echo ${TRACE_ID-unset} $FROM_PROFILE", env: map[string]string{"TRACE_ID": trace}})
+		if got.stdout != trace+" yes\n" || !got.standby {
+			t.Errorf("command with TRACE_ID=%s = %+v, want its own trace id from a standby", trace, got)
+		}
+		r.waitIdle(1)
+	}
+	if got := r.run(command{scope: scope, script: "echo ${TRACE_ID-unset}"}); got.stdout != "unset\n" || !got.standby {
+		t.Errorf("command without TRACE_ID after commands with one = %+v, want unset, from a standby", got)
+	}
+	r.waitIdle(1)
+
+	// Another launch (a variable the profile's restore reads differs) gets
+	// no standby of this one, and none of its own until it repeats.
+	other := command{scope: scope, script: "echo $PATH", env: map[string]string{"PATH": "/bin:/usr/bin"}}
+	if got := r.run(other); got.stdout == "" || got.standby {
+		t.Errorf("command of another launch = %+v, want a PATH, not from the first launch's standby", got)
 	}
 	time.Sleep(100 * time.Millisecond)
 	r.waitIdle(1)
@@ -386,7 +403,8 @@ func TestStandbyLimitsStartAtRelease(t *testing.T) {
 }
 
 func TestStandbyBounds(t *testing.T) {
-	r := newRig(t, "f() { :; }\n", Options{Max: 1, Idle: time.Second})
+	// The profile reads LAUNCH, so that each value is a launch of its own.
+	r := newRig(t, "f() { :; }\nexport LAUNCH=\"$LAUNCH:profile\"\n", Options{Max: 1, Idle: time.Second})
 	launch := func(n int) command {
 		return command{scope: "bounds", script: "true", env: map[string]string{"LAUNCH": strconv.Itoa(n)}}
 	}
@@ -488,5 +506,57 @@ func TestStandbyOfAStaleSnapshotIsReplaced(t *testing.T) {
 	}
 	if got := r.run(c); got.stdout != "two\n" || !got.standby {
 		t.Fatalf("next command = %+v, want two from the new standby", got)
+	}
+}
+
+// TestStandbyPoolGrowsWithArrivals: a launch whose commands come two at
+// once keeps two standbys, up to PerLaunch, so that the next two find one
+// each; standbys that wait for nothing end, and the launch keeps fewer.
+func TestStandbyPoolGrowsWithArrivals(t *testing.T) {
+	r := newRig(t, "f() { echo f; }\n", Options{Max: 4, PerLaunch: 2, Idle: 2 * time.Second})
+	c := command{scope: "burst", script: "f"}
+	r.run(c)
+	r.run(c)
+	r.waitIdle(1)
+	both := func() (standbys int) {
+		results := make(chan ran, 2)
+		for range 2 {
+			go func() { results <- r.run(c) }()
+		}
+		for range 2 {
+			if got := <-results; got.stdout != "f\n" {
+				t.Errorf("command of a burst = %+v, want f", got)
+			} else if got.standby {
+				standbys++
+			}
+		}
+		return standbys
+	}
+	if n := both(); n != 1 {
+		t.Fatalf("two at once with one standby waiting: %d ran in a standby, want 1", n)
+	}
+	// The one that found none makes the launch keep two.
+	r.waitIdle(2)
+	if n := both(); n != 2 {
+		t.Errorf("two at once with two standbys waiting: %d ran in a standby, want 2", n)
+	}
+	r.waitIdle(2)
+	r.pool.mu.Lock()
+	var key launchKey
+	for k := range r.pool.want {
+		key = k
+	}
+	want := r.pool.want[key]
+	r.pool.mu.Unlock()
+	if want != 2 {
+		t.Errorf("the launch keeps %d standbys, want 2 (PerLaunch)", want)
+	}
+	// Nothing comes: they end after Idle, and the launch keeps one again.
+	r.waitNone()
+	r.pool.mu.Lock()
+	want = r.pool.want[key]
+	r.pool.mu.Unlock()
+	if want != 1 {
+		t.Errorf("after its standbys waited for nothing the launch keeps %d, want 1", want)
 	}
 }

@@ -1,6 +1,7 @@
 package standby
 
 import (
+	"maps"
 	"regexp"
 	"strings"
 
@@ -39,6 +40,12 @@ func standbyCommand(in shellsnap.ReplayInput) (command []string, env map[string]
 	if !serves(in) {
 		return nil, nil, false
 	}
+	// The variables a replay only passes through come with the go-ahead:
+	// a standby serves every launch that differs only there, and never
+	// shows one request's values to another.
+	passed := in.Snapshot.PassedThrough(in.Env)
+	in.Env = maps.Clone(in.Env)
+	maps.DeleteFunc(in.Env, func(name, _ string) bool { return passed[name] })
 	in.Snapshot = in.Snapshot.ForStandby()
 	in.Command = []string{in.Command[0], "-lc", waitLine}
 	command, env = shellsnap.Replay(in)
@@ -85,16 +92,17 @@ func serves(in shellsnap.ReplayInput) bool {
 // launch is replayed as usual.
 var traced = regexp.MustCompile(`\bset\s+[-+][[:alpha:]]*[xv]|xtrace|verbose`)
 
-// goAhead is the message that makes a standby shell of snap run script:
-// SECONDS restarts, BASH_EXECUTION_STRING becomes the script, the part of
+// goAhead is the message that makes a standby shell of in's snapshot run
+// script for the launch in: SECONDS restarts, the variables the standby
+// started without are exported, BASH_EXECUTION_STRING becomes the script, the part of
 // the state that would have acted on the wait is restored
 // (shellsnap.Snapshot.GoAhead), then the script runs, in one eval, parsed
 // after the restore as Replay's command parses it.
-func goAhead(snap *shellsnap.Snapshot, script string) []byte {
+func goAhead(in shellsnap.ReplayInput, script string) []byte {
 	var run strings.Builder
 	// One line, so that the script's first line is the eval's first, as in
 	// Replay's command.
-	run.WriteString("SECONDS=0; " + snap.GoAhead(script))
+	run.WriteString("SECONDS=0; " + in.Snapshot.GoAhead(in.Env, script))
 	run.WriteString(script)
 	return []byte(scriptVar + "=" + quote(run.String()) + "\n")
 }

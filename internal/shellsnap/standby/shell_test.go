@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	snapexec "github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
@@ -139,7 +140,7 @@ func standbyCode(t *testing.T, in shellsnap.ReplayInput, dir, script string) (st
 	if !ok {
 		t.Fatalf("standbyCommand(%q) = _, _, false, want a standby", in.Command)
 	}
-	cmd, stdout, stderr := runShell(t, argv, dir, envPairs(env), goAhead(in.Snapshot, script))
+	cmd, stdout, stderr := runShell(t, argv, dir, envPairs(env), goAhead(in, script))
 	return stdout, stderr, cmd.ProcessState.ExitCode()
 }
 
@@ -229,5 +230,111 @@ func TestStandbyServesOnlyPlainBashLaunches(t *testing.T) {
 		if _, _, ok := standbyCommand(shellsnap.ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", script}}); !ok {
 			t.Errorf("standbyCommand(bash -lc %q) = _, _, false, want true", script)
 		}
+	}
+}
+
+// TestStandbyServesAnotherEnvironment: a standby started for one request
+// runs another whose environment differs only in variables the replay
+// passes through, exactly as a fresh replay of that request, and shows
+// nothing of the first request's values, not even in its own
+// /proc/PID/environ.
+func TestStandbyServesAnotherEnvironment(t *testing.T) {
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, ".bash_profile"), richProfile+`HIST_LIKE=1
+export KEPT_BY_PROFILE
+declare -i COUNTER=3
+readonly LOCKED=1
+shell_only=v
+export ATTR_LATER; declare -l ATTR_LATER
+`)
+	base := map[string]string{"HOME": home, "PATH": "/usr/bin:/bin", "DROP_ME": "x", "LANG": "C", "KEPT_BY_PROFILE": "k", "ATTR_LATER": "Mixed"}
+	c := newTestCache(t, newTestProcs(t))
+	const probe = fidelityProbe + `
+echo "--- passed"; declare -p TRACE_ID ONLY_FIRST ONLY_SECOND ODD 2>&1
+echo "--- export"; export -p | grep -v -e ' _=' -e SHLVL
+echo "--- environ"; tr '\0' '\n' </proc/$$/environ | grep -c secret-of-first`
+	request := func(extra map[string]string) shellsnap.ReplayInput {
+		env := maps.Clone(base)
+		maps.Copy(env, extra)
+		l := shellsnap.Launch{Argv: []string{bash, "-lc", probe}, Cwd: home, Env: env}
+		p, err := c.Prepare(context.Background(), bashRequest("env"), l)
+		if err != nil || p.Receipt.Outcome != shellsnap.OutcomeUsed {
+			t.Fatalf("Prepare() = %+v, %v; want used", p.Receipt, err)
+		}
+		return shellsnap.ReplayInput{Snapshot: p.Snapshot, Shell: "bash", Command: l.Argv, Env: env}
+	}
+	first := request(map[string]string{"TRACE_ID": "secret-of-first-1", "ONLY_FIRST": "secret-of-first-2"})
+	second := request(map[string]string{"TRACE_ID": "t-2", "ONLY_SECOND": "s", "ODD": "a'b\"c\\\n$(x)\x01\xff"})
+
+	key := func(in shellsnap.ReplayInput) launchKey {
+		_, env := shellsnap.Replay(in)
+		return keyOf(in.Snapshot, snapexec.Spec{Argv: []string{bash}, Dir: home, Env: envPairs(env)}, in.Snapshot.PassedThrough(in.Env))
+	}
+	if key(first) != key(second) {
+		t.Fatalf("launches that differ only in passed-through variables have two keys")
+	}
+	for name, value := range map[string]string{"PATH": "/bin", "EDITOR": "nano", "DROP_ME": "y", "LANG": "C.UTF-8",
+		"ATTR_LATER": "x", "COUNTER": "1", "LOCKED": "2", "shell_only": "w", "HIST_LIKE": "2", "BASH_ENV": "/dev/null", "SHELLOPTS": "xtrace", "BASH_FUNC_f%%": "() { :; }", "A-B": "1"} {
+		other := request(map[string]string{name: value})
+		if key(other) == key(first) {
+			t.Errorf("a launch with %s=%q shares the key of one without", name, value)
+		}
+	}
+
+	argv, env := shellsnap.Replay(second)
+	fresh, freshErr, freshCode := runCode(t, argv, home, env)
+	sArgv, sEnv, ok := standbyCommand(first)
+	if !ok {
+		t.Fatal("standbyCommand() = _, _, false, want a standby")
+	}
+	cmd, stdout, stderr := runShell(t, sArgv, home, envPairs(sEnv), goAhead(second, probe))
+	// The one line a standby may differ in: its own process's start-up
+	// environment lacks the passed-through variables; it must never hold
+	// the first request's.
+	fresh = strings.Replace(fresh, "--- environ\n0\n", "--- environ\n", 1)
+	stdout = strings.Replace(stdout, "--- environ\n0\n", "--- environ\n", 1)
+	if missing, extra := lineDiff(fresh, stdout); len(missing)+len(extra) > 0 || cmd.ProcessState.ExitCode() != freshCode {
+		t.Errorf("standby of another environment differs from the replay (exit %d vs %d):\nonly in the replay: %q\nonly in the standby: %q", cmd.ProcessState.ExitCode(), freshCode, missing, extra)
+	}
+	if stderr != freshErr {
+		t.Errorf("standby stderr = %q, want the replay's %q", stderr, freshErr)
+	}
+	if strings.Contains(stdout, "secret-of-first") || strings.Contains(stderr, "secret-of-first") {
+		t.Errorf("the second request sees the first's values:\n%s%s", stdout, stderr)
+	}
+	if !strings.Contains(stdout, "declare -x ODD=") || !strings.Contains(stdout, "ONLY_SECOND=s") {
+		t.Errorf("probe output lacks the second request's variables:\n%s", stdout)
+	}
+}
+
+// TestPassedThroughNames: bash's own names and their families stay part of
+// a launch; their near misses pass through.
+func TestPassedThroughNames(t *testing.T) {
+	home := t.TempDir()
+	snap := captureLogin(t, home)
+	passes := []string{"TRACE_ID", "HOMEBREW_PREFIX", "PATHEXT", "LCOV", "PS", "TZDATA", "IFSX", "ENVIRONMENT", "OLDPWDS", "lang", "path", "X"}
+	stays := []string{"HOME", "PATH", "LC_ALL", "LC_CTYPE", "LANG", "TZ", "IFS", "ENV", "BASH_ENV", "BASH_XTRACEFD", "BASHOPTS", "SHELLOPTS", "POSIXLY_CORRECT",
+		"PS1", "PS4", "PROMPT_COMMAND", "HISTFILE", "HISTSIZE", "TERM", "COMP_WORDBREAKS", "CDPATH", "GLOBIGNORE", "OPTIND", "PWD", "OLDPWD", "SHLVL", "_",
+		"SECONDS", "RANDOM", "auto_resume", "histchars", "__SNAPEXEC_BASH_ENV", "__CODEX_SHELL_SNAPSHOT_SCRIPT", "BASH_FUNC_f%%", "A-B", "1X", "MAILPATH", "TMOUT"}
+	env := map[string]string{}
+	for _, name := range append(slices.Clone(passes), stays...) {
+		env[name] = "v"
+	}
+	delete(env, "BASH_ENV") // which would keep every name in the launch
+	delete(env, "__SNAPEXEC_BASH_ENV")
+	passed := snap.PassedThrough(env)
+	for _, name := range passes {
+		if !passed[name] {
+			t.Errorf("PassedThrough() leaves out %s, which bash gives no meaning", name)
+		}
+	}
+	for _, name := range stays {
+		if passed[name] {
+			t.Errorf("PassedThrough() has %s, which bash reads or sets itself", name)
+		}
+	}
+	env["BASH_ENV"] = "/dev/null"
+	if got := snap.PassedThrough(env); len(got) != 0 {
+		t.Errorf("PassedThrough() with a BASH_ENV of the request's own = %v, want none", slices.Sorted(maps.Keys(got)))
 	}
 }
