@@ -50,6 +50,7 @@ __snapexec_pwd=$PWD
 __snapexec_args=("$@")
 __snapexec_zero=$0
 __snapexec_flags0=$-
+__snapexec_tmp=
 \builtin declare -A __snapexec_fn0
 \builtin mapfile -t __snapexec_fns <<<"$(\builtin compgen -A function)"
 for __snapexec_f in "${__snapexec_fns[@]}"; do
@@ -99,9 +100,17 @@ const bashCapture = bashCaptureProfile + bashDump
 // (the limits a change is relative to), __snapexec_srcs (the files
 // sourced), __snapexec_bg ($! of the profile), __snapexec_shopts (BASHOPTS
 // with expand_aliases as the state had it), __snapexec_last and
-// __snapexec_returned ($_ and whether it is known), and __snapexec_fn0 (the
-// request's exported functions; unset for none). It changes the shell's
-// options and traps: it runs last.
+// __snapexec_returned ($_ and whether it is known), __snapexec_fn0 (the
+// request's exported functions; unset for none), and __snapexec_tmp (a
+// file it may write over, or empty). It changes the shell's options and
+// traps: it runs last.
+//
+// With a file in __snapexec_tmp the dump forks no process but the one
+// subshell that prints the variables and the final env: what a builtin
+// prints is written there and read back with mapfile, where a process
+// substitution would fork the shell (a fork of a shell holding a large
+// state costs about as much as the rest of the dump) and read its pipe a
+// byte at a time.
 const bashDump = `__snapexec_so=$SHELLOPTS
 \command printf '%s\n%s begin bash\n\n' '# Snapshot file' "$__snapexec_n"
 \command printf '%s traps\n' "$__snapexec_n"; \command trap -p; \command printf '\n'
@@ -111,7 +120,10 @@ const bashDump = `__snapexec_so=$SHELLOPTS
 \command enable printf declare set shopt trap compgen mapfile umask ulimit complete hash enable eval unset
 \command printf '%s vars\n' "$__snapexec_n"
 (
-  \command mapfile -t __snapexec_xs < <(\command compgen -A export)
+  if [[ -n $__snapexec_tmp ]]; then
+    \command compgen -A export >|"$__snapexec_tmp"; \command mapfile -t __snapexec_xs <"$__snapexec_tmp"
+  else \command mapfile -t __snapexec_xs < <(\command compgen -A export)
+  fi
   for __snapexec_f in "${__snapexec_xs[@]}"; do
     if [[ ${!__snapexec_f@a} != *[aAr]* ]]; then \command printf -v "$__snapexec_f" ''; fi
   done
@@ -136,7 +148,10 @@ fi
 \command printf '%s setnames\n' "$__snapexec_n"; \command set -o; \command printf '\n'
 \command printf '%s shopts\n%s\n' "$__snapexec_n" "$__snapexec_shopts"
 \command printf '%s shoptnames\n' "$__snapexec_n"; \command shopt; \command printf '\n'
-\command mapfile -t __snapexec_fns < <(\command compgen -A function)
+if [[ -n $__snapexec_tmp ]]; then
+  \command compgen -A function >|"$__snapexec_tmp"; \command mapfile -t __snapexec_fns <"$__snapexec_tmp"
+else \command mapfile -t __snapexec_fns < <(\command compgen -A function)
+fi
 for __snapexec_f in "${__snapexec_fns[@]}"; do
   if [[ $__snapexec_f == *=* ]]; then
     \command printf '%s fntype %q\n' "$__snapexec_n" "$__snapexec_f"; \command type -- "$__snapexec_f"; \command printf '\n'
@@ -145,9 +160,13 @@ for __snapexec_f in "${__snapexec_fns[@]}"; do
   fi
 done
 \command printf '%s fnattrs\n' "$__snapexec_n"
-while IFS= \command read -r __snapexec_f; do
+if [[ -n $__snapexec_tmp ]]; then
+  \command declare -F >|"$__snapexec_tmp"; \command mapfile -t __snapexec_xs <"$__snapexec_tmp"
+else \command mapfile -t __snapexec_xs < <(\command declare -F)
+fi
+for __snapexec_f in "${__snapexec_xs[@]}"; do
   if [[ $__snapexec_f != "declare -f "* ]]; then \command printf '%s\n' "$__snapexec_f"; fi
-done < <(\command declare -F)
+done
 \command printf '\n'
 for __snapexec_f in "${!BASH_ALIASES[@]}"; do
   \command printf '%s alias %q\n%s\n' "$__snapexec_n" "$__snapexec_f" "${BASH_ALIASES[$__snapexec_f]}"
@@ -182,10 +201,14 @@ done
 if [[ -n ${__snapexec_fns[0]+x} ]]; then
   \command shopt -s extdebug
   \command declare -A __snapexec_seen
-  while IFS= \command read -r __snapexec_f; do
+  if [[ -n $__snapexec_tmp ]]; then
+    \command declare -F -- "${__snapexec_fns[@]}" >|"$__snapexec_tmp"; \command mapfile -t __snapexec_xs <"$__snapexec_tmp"
+  else \command mapfile -t __snapexec_xs < <(\command declare -F -- "${__snapexec_fns[@]}")
+  fi
+  for __snapexec_f in "${__snapexec_xs[@]}"; do
     __snapexec_f=${__snapexec_f#* }
     __snapexec_seen[${__snapexec_f#* }]=1
-  done < <(\command declare -F -- "${__snapexec_fns[@]}")
+  done
   \command printf '%s fnfiles\n' "$__snapexec_n"
   for __snapexec_f in "${!__snapexec_seen[@]}"; do \command printf -- '- 0 %s\n' "$__snapexec_f"; done
   \command printf '\n'

@@ -104,6 +104,7 @@ type SessionCommand struct {
 	start    string // the BASH_ENV file
 	end, out string
 	pre      string // the DEBUG and RETURN traps at the end
+	tmp      string // the dump's scratch file
 }
 
 // Command builds l's command and writes its files.
@@ -129,11 +130,15 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 	if c.out, err = f.files.write(""); err != nil {
 		return nil, err
 	}
-	if c.end, err = f.files.write(bashSessionEnd(c.nonce, limits)); err != nil {
+	if c.pre, err = f.files.write(""); err != nil {
 		c.Close()
 		return nil, err
 	}
-	if c.pre, err = f.files.write(""); err != nil {
+	if c.tmp, err = f.files.write(""); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if c.end, err = f.files.write(bashSessionEnd(c.nonce, limits, c.tmp)); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -187,7 +192,7 @@ func parses(script string) bool {
 // Close removes the command's files; its state, once Finish made it, has
 // its own.
 func (c *SessionCommand) Close() {
-	for _, p := range []string{c.start, c.end, c.out, c.pre} {
+	for _, p := range []string{c.start, c.end, c.out, c.pre, c.tmp} {
 		if p != "" {
 			os.Remove(p)
 		}
@@ -299,7 +304,7 @@ func (s *SessionState) restoreFile(f *SessionFiles) (string, error) {
 // the cwd and parameters always recorded), runs it and returns the status
 // the shell ended with, so that the script's line after the user's ends
 // the shell with the user's status.
-func bashSessionEnd(nonce, limits string) string {
+func bashSessionEnd(nonce, limits, tmp string) string {
 	limitsNow := `$(\builtin ulimit -S -a; \builtin printf -- '--\n'; \builtin ulimit -H -a)`
 	if limits != "" {
 		limitsNow = quote(limits)
@@ -316,6 +321,7 @@ __snapexec_bg=
 __snapexec_last=
 __snapexec_returned=
 __snapexec_shopts=$BASHOPTS
+__snapexec_tmp=` + quote(tmp) + `
 \command shopt -u expand_aliases
 ` + bashDump + `\builtin return "$__snapexec_status"
 `
