@@ -51,6 +51,7 @@ __snapexec_args=("$@")
 __snapexec_zero=$0
 __snapexec_flags0=$-
 __snapexec_tmp=
+__snapexec_fnfiles=1
 \builtin declare -A __snapexec_fn0
 \builtin mapfile -t __snapexec_fns <<<"$(\builtin compgen -A function)"
 for __snapexec_f in "${__snapexec_fns[@]}"; do
@@ -101,16 +102,19 @@ const bashCapture = bashCaptureProfile + bashDump
 // sourced), __snapexec_bg ($! of the profile), __snapexec_shopts (BASHOPTS
 // with expand_aliases as the state had it), __snapexec_last and
 // __snapexec_returned ($_ and whether it is known), __snapexec_fn0 (the
-// request's exported functions; unset for none), and __snapexec_tmp (a
-// file it may write over, or empty). It changes the shell's options and
-// traps: it runs last.
+// request's exported functions; unset for none), __snapexec_fnfiles (set:
+// list the files the functions come from, which a snapshot's stamps need),
+// and __snapexec_tmp (a file it may write over, or empty). It changes the
+// shell's options and traps: it runs last.
 //
-// With a file in __snapexec_tmp the dump forks no process but the one
-// subshell that prints the variables and the final env: what a builtin
-// prints is written there and read back with mapfile, where a process
-// substitution would fork the shell (a fork of a shell holding a large
-// state costs about as much as the rest of the dump) and read its pipe a
-// byte at a time.
+// A fork of a shell that holds a large state costs about as much as the
+// rest of the dump, so with a file in __snapexec_tmp (a session's) the dump
+// forks nothing but env: what a builtin prints goes to the file and is read
+// back with mapfile (a process substitution would fork, and read its pipe a
+// byte at a time); the environment goes to the file as well, not after the
+// NUL, and the variables are printed last, by this shell, which empties the
+// exported values first (the subshell that does it otherwise keeps them
+// for env). The variables of the dump itself are left to the reader.
 const bashDump = `__snapexec_so=$SHELLOPTS
 \command printf '%s\n%s begin bash\n\n' '# Snapshot file' "$__snapexec_n"
 \command printf '%s traps\n' "$__snapexec_n"; \command trap -p; \command printf '\n'
@@ -118,19 +122,18 @@ const bashDump = `__snapexec_so=$SHELLOPTS
 \command set +o errexit +o nounset +o xtrace +o verbose +o onecmd
 \command printf '%s disabled\n' "$__snapexec_n"; \command enable -n; \command printf '\n'
 \command enable printf declare set shopt trap compgen mapfile umask ulimit complete hash enable eval unset
-\command printf '%s vars\n' "$__snapexec_n"
-(
-  if [[ -n $__snapexec_tmp ]]; then
-    \command compgen -A export >|"$__snapexec_tmp"; \command mapfile -t __snapexec_xs <"$__snapexec_tmp"
-  else \command mapfile -t __snapexec_xs < <(\command compgen -A export)
-  fi
-  for __snapexec_f in "${__snapexec_xs[@]}"; do
-    if [[ ${!__snapexec_f@a} != *[aAr]* ]]; then \command printf -v "$__snapexec_f" ''; fi
-  done
-  \command unset -v __snapexec_u __snapexec_last __snapexec_xs BASH_EXECUTION_STRING
-  \command declare -p
-)
-\command printf '\n'
+if [[ -z $__snapexec_tmp ]]; then
+  \command printf '%s vars\n' "$__snapexec_n"
+  (
+    \command mapfile -t __snapexec_xs < <(\command compgen -A export)
+    for __snapexec_f in "${__snapexec_xs[@]}"; do
+      if [[ ${!__snapexec_f@a} != *[aAr]* ]]; then \command printf -v "$__snapexec_f" ''; fi
+    done
+    \command unset -v __snapexec_u __snapexec_last __snapexec_xs BASH_EXECUTION_STRING
+    \command declare -p
+  )
+  \command printf '\n'
+fi
 \command set +o posix
 if [[ -n ${__snapexec_tcmds[0]+x} ]]; then
   __snapexec_t=$(\command set +T; if [[ $__snapexec_flags0 == *T* ]]; then \command set -T; fi
@@ -198,17 +201,13 @@ if [[ -n $__snapexec_returned ]]; then \command printf '%s underscore\n%s\n' "$_
 for __snapexec_f in "${__snapexec_srcs[@]}"; do
   if [[ -n $__snapexec_f ]]; then \command printf '%s file\n%s\n' "$__snapexec_n" "$__snapexec_f"; fi
 done
-if [[ -n ${__snapexec_fns[0]+x} ]]; then
+if [[ -n ${__snapexec_fns[0]+x} && -n $__snapexec_fnfiles ]]; then
   \command shopt -s extdebug
   \command declare -A __snapexec_seen
-  if [[ -n $__snapexec_tmp ]]; then
-    \command declare -F -- "${__snapexec_fns[@]}" >|"$__snapexec_tmp"; \command mapfile -t __snapexec_xs <"$__snapexec_tmp"
-  else \command mapfile -t __snapexec_xs < <(\command declare -F -- "${__snapexec_fns[@]}")
-  fi
-  for __snapexec_f in "${__snapexec_xs[@]}"; do
+  while IFS= \command read -r __snapexec_f; do
     __snapexec_f=${__snapexec_f#* }
     __snapexec_seen[${__snapexec_f#* }]=1
-  done
+  done < <(\command declare -F -- "${__snapexec_fns[@]}")
   \command printf '%s fnfiles\n' "$__snapexec_n"
   for __snapexec_f in "${!__snapexec_seen[@]}"; do \command printf -- '- 0 %s\n' "$__snapexec_f"; done
   \command printf '\n'
@@ -216,6 +215,18 @@ fi
 for __snapexec_f in "${!__snapexec_fn0[@]}"; do
   \command printf '%s fn0 %q\n%s\n' "$__snapexec_n" "$__snapexec_f" "${__snapexec_fn0[$__snapexec_f]}"
 done
-\command printf '%s end\n\n\0' "$__snapexec_n"
-\command /usr/bin/env -0
+if [[ -n $__snapexec_tmp ]]; then
+  \command compgen -A export >|"$__snapexec_tmp"; \command mapfile -t __snapexec_xs <"$__snapexec_tmp"
+  \command /usr/bin/env -0 >|"$__snapexec_tmp"
+  \command printf '%s vars\n' "$__snapexec_n"
+  for __snapexec_f in "${__snapexec_xs[@]}"; do
+    if [[ $__snapexec_f != __snapexec_* && ${!__snapexec_f@a} != *[aAr]* ]]; then \command printf -v "$__snapexec_f" ''; fi
+  done
+  \command unset -v __snapexec_u __snapexec_last __snapexec_xs BASH_EXECUTION_STRING __snapexec_limits __snapexec_fns __snapexec_fn0
+  \command declare -p
+  \command printf '\n%s end\n\n\0' "$__snapexec_n"
+else
+  \command printf '%s end\n\n\0' "$__snapexec_n"
+  \command /usr/bin/env -0
+fi
 `

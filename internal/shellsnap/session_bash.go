@@ -204,17 +204,27 @@ func (c *SessionCommand) Close() {
 // maxBytes (zero: no bound). Only a command that ended by itself may be
 // finished; the caller keeps the previous state for one that was killed.
 func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
-	fi, err := os.Stat(c.out)
-	if err != nil {
-		return nil, ErrNoSessionState
+	// The dump leaves the environment in its scratch file (bashDump).
+	var size int64
+	for _, p := range []string{c.out, c.tmp} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, ErrNoSessionState
+		}
+		size += fi.Size()
 	}
-	if maxBytes > 0 && fi.Size() > int64(maxBytes) {
+	if maxBytes > 0 && size > int64(maxBytes) {
 		return nil, ErrSessionStateTooLarge
 	}
 	out, err := os.ReadFile(c.out)
 	if err != nil || len(out) == 0 {
 		return nil, ErrNoSessionState
 	}
+	env, err := os.ReadFile(c.tmp)
+	if err != nil {
+		return nil, ErrNoSessionState
+	}
+	out = append(out, env...)
 	_, recs, err := parseCapture(out, nil, c.nonce)
 	if err != nil || recs == nil {
 		return nil, ErrNoSessionState

@@ -95,3 +95,21 @@ func TestSessionCarriesEveryTrap(t *testing.T) {
 		t.Errorf("traps after a command that set them:\n%s\nwant\n%s(its stderr %q)", out, want, errOut)
 	}
 }
+
+// TestSessionCarriesAllexport: with allexport on, every variable the dump
+// sets is exported, and the dump, which empties the exported values before
+// it prints the variables, must leave its own alone.
+func TestSessionCarriesAllexport(t *testing.T) {
+	f := &SessionFiles{}
+	defer f.Close()
+	home := t.TempDir()
+	_, errOut, _, st, err := sessionRun(t, f, home, nil, "arr=(x p); v=1; set -o allexport; w=2")
+	if err != nil {
+		t.Fatalf("Finish after set -o allexport: %v (stderr %q)", err, errOut)
+	}
+	out, _, _, _, err := sessionRun(t, f, home, st, `declare -p arr v w; [[ -o allexport ]] && echo on`)
+	want := "declare -a arr=([0]=\"x\" [1]=\"p\")\ndeclare -- v=\"1\"\ndeclare -x w=\"2\"\non\n"
+	if err != nil || out != want {
+		t.Errorf("after set -o allexport: %q, %v; want %q", out, err, want)
+	}
+}
