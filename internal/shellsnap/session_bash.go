@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -95,6 +96,10 @@ type SessionCommand struct {
 	// Argv and Env are the command to run.
 	Argv []string
 	Env  map[string]string
+	// Dir is the private directory the shell writes its end state in: a
+	// command confined by a sandbox must be able to write there, and
+	// nowhere else of the server's.
+	Dir string
 
 	files    *SessionFiles
 	nonce    string
@@ -102,9 +107,9 @@ type SessionCommand struct {
 	exitTrap string // the user's EXIT trap before it, for a first command
 	base     map[string]string
 	start    string // the BASH_ENV file
-	end, out string
-	pre      string // the DEBUG and RETURN traps at the end
-	tmp      string // the dump's scratch file
+	end, out string // the end script; the dump (in Dir)
+	pre      string // the DEBUG and RETURN traps at the end (in Dir)
+	tmp      string // the dump's scratch file (in Dir)
 }
 
 // Command builds l's command and writes its files.
@@ -125,19 +130,13 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 		restore, c.exitTrap = l.Snapshot.restore, snapshotExitTrap(l.Snapshot)
 	}
 	var err error
-	// The dump's file is made here, 0600, so that the shell's umask cannot
-	// make it unreadable and noclobber (>|) cannot refuse it.
-	if c.out, err = f.files.write(""); err != nil {
+	// The files the shell writes are made here, 0600, so that the shell's
+	// umask cannot make them unreadable and noclobber (>|) cannot refuse
+	// them, in a directory of their own: the one a sandbox lets it write.
+	if c.Dir, err = f.files.writeDir(map[string]string{"dump": "", "pre": "", "tmp": ""}); err != nil {
 		return nil, err
 	}
-	if c.pre, err = f.files.write(""); err != nil {
-		c.Close()
-		return nil, err
-	}
-	if c.tmp, err = f.files.write(""); err != nil {
-		c.Close()
-		return nil, err
-	}
+	c.out, c.pre, c.tmp = filepath.Join(c.Dir, "dump"), filepath.Join(c.Dir, "pre"), filepath.Join(c.Dir, "tmp")
 	if c.end, err = f.files.write(bashSessionEnd(c.nonce, limits, c.tmp)); err != nil {
 		c.Close()
 		return nil, err
@@ -192,10 +191,13 @@ func parses(script string) bool {
 // Close removes the command's files; its state, once Finish made it, has
 // its own.
 func (c *SessionCommand) Close() {
-	for _, p := range []string{c.start, c.end, c.out, c.pre, c.tmp} {
+	for _, p := range []string{c.start, c.end} {
 		if p != "" {
 			os.Remove(p)
 		}
+	}
+	if c.Dir != "" {
+		os.RemoveAll(c.Dir)
 	}
 }
 
