@@ -50,7 +50,7 @@ __snapexec_pwd=$PWD
 __snapexec_args=("$@")
 __snapexec_zero=$0
 __snapexec_flags0=$-
-__snapexec_tmp=
+__snapexec_tmp= __snapexec_fnfile= __snapexec_fnprev=
 __snapexec_fnfiles=1
 \builtin declare -A __snapexec_fn0
 \builtin mapfile -t __snapexec_fns <<<"$(\builtin compgen -A function)"
@@ -104,8 +104,15 @@ const bashCapture = bashCaptureProfile + bashDump
 // __snapexec_returned ($_ and whether it is known), __snapexec_fn0 (the
 // request's exported functions; unset for none), __snapexec_fnfiles (set:
 // list the files the functions come from, which a snapshot's stamps need),
-// and __snapexec_tmp (a file it may write over, or empty). It changes the
-// shell's options and traps: it runs last.
+// __snapexec_tmp (a file it may write over, or empty), __snapexec_fnfile (a
+// file for declare -f's listing of every function, or empty) and
+// __snapexec_fnprev (the listing of the state the shell was restored from,
+// or empty). It changes the shell's options and traps: it runs last.
+//
+// When the two listings are the same, so are the functions (names and
+// text: declare -f prints each as bash reads it back), and the dump says
+// so in a fnsame record in place of one record per function, which in a
+// state of 200 functions costs as much as the rest of the dump.
 //
 // A fork of a shell that holds a large state costs about as much as the
 // rest of the dump, so with a file in __snapexec_tmp (a session's) the dump
@@ -114,7 +121,9 @@ const bashCapture = bashCaptureProfile + bashDump
 // byte at a time); the environment goes to the file as well, not after the
 // NUL, and the variables are printed last, by this shell, which empties the
 // exported values first (the subshell that does it otherwise keeps them
-// for env). The variables of the dump itself are left to the reader.
+// for env), and the function attributes are listed whole, "declare -f"
+// lines of functions that have none included. The variables of the dump
+// itself are left to the reader.
 const bashDump = `__snapexec_so=$SHELLOPTS
 \command printf '%s\n%s begin bash\n\n' '# Snapshot file' "$__snapexec_n"
 \command printf '%s traps\n' "$__snapexec_n"; \command trap -p; \command printf '\n'
@@ -155,21 +164,32 @@ if [[ -n $__snapexec_tmp ]]; then
   \command compgen -A function >|"$__snapexec_tmp"; \command mapfile -t __snapexec_fns <"$__snapexec_tmp"
 else \command mapfile -t __snapexec_fns < <(\command compgen -A function)
 fi
-for __snapexec_f in "${__snapexec_fns[@]}"; do
-  if [[ $__snapexec_f == *=* ]]; then
-    \command printf '%s fntype %q\n' "$__snapexec_n" "$__snapexec_f"; \command type -- "$__snapexec_f"; \command printf '\n'
-  else
-    \command printf '%s fn %q\n' "$__snapexec_n" "$__snapexec_f"; \command declare -f -- "$__snapexec_f"; \command printf '\n'
+__snapexec_fnsame=
+if [[ -n $__snapexec_fnfile ]]; then
+  \command declare -f >|"$__snapexec_fnfile"
+  if [[ -n $__snapexec_fnprev ]]; then
+    \command mapfile -d '' __snapexec_xs <"$__snapexec_fnfile"
+    \command mapfile -d '' __snapexec_ys <"$__snapexec_fnprev"
+    if [[ ${__snapexec_xs[0]-} == "${__snapexec_ys[0]-}" ]]; then __snapexec_fnsame=1; fi
   fi
-done
-\command printf '%s fnattrs\n' "$__snapexec_n"
-if [[ -n $__snapexec_tmp ]]; then
-  \command declare -F >|"$__snapexec_tmp"; \command mapfile -t __snapexec_xs <"$__snapexec_tmp"
-else \command mapfile -t __snapexec_xs < <(\command declare -F)
 fi
-for __snapexec_f in "${__snapexec_xs[@]}"; do
-  if [[ $__snapexec_f != "declare -f "* ]]; then \command printf '%s\n' "$__snapexec_f"; fi
-done
+if [[ -n $__snapexec_fnsame ]]; then \command printf '%s fnsame\n\n' "$__snapexec_n"
+else
+  for __snapexec_f in "${__snapexec_fns[@]}"; do
+    if [[ $__snapexec_f == *=* ]]; then
+      \command printf '%s fntype %q\n' "$__snapexec_n" "$__snapexec_f"; \command type -- "$__snapexec_f"; \command printf '\n'
+    else
+      \command printf '%s fn %q\n' "$__snapexec_n" "$__snapexec_f"; \command declare -f -- "$__snapexec_f"; \command printf '\n'
+    fi
+  done
+fi
+\command printf '%s fnattrs\n' "$__snapexec_n"
+if [[ -n $__snapexec_tmp ]]; then \command declare -F
+else
+  while IFS= \command read -r __snapexec_f; do
+    if [[ $__snapexec_f != "declare -f "* ]]; then \command printf '%s\n' "$__snapexec_f"; fi
+  done < <(\command declare -F)
+fi
 \command printf '\n'
 for __snapexec_f in "${!BASH_ALIASES[@]}"; do
   \command printf '%s alias %q\n%s\n' "$__snapexec_n" "$__snapexec_f" "${BASH_ALIASES[$__snapexec_f]}"

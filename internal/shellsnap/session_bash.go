@@ -59,6 +59,9 @@ type SessionState struct {
 	limits   string // the limits a change is relative to
 	cwd      string
 	size     int
+	// fns is declare -f's listing of the state's functions, which the next
+	// dump compares its own with; nil when unknown.
+	fns *fnListing
 
 	once    sync.Once
 	restore string
@@ -67,6 +70,10 @@ type SessionState struct {
 	namesOnce sync.Once
 	named     sessionNames
 }
+
+// fnListing is a file holding a declare -f listing, shared by the states
+// whose functions it lists: it goes once none of them is reachable.
+type fnListing struct{ path string }
 
 // Cwd is the state's working directory.
 func (s *SessionState) Cwd() string { return s.cwd }
@@ -110,6 +117,7 @@ type SessionCommand struct {
 	end, out string // the end script; the dump (in Dir)
 	pre      string // the DEBUG and RETURN traps at the end (in Dir)
 	tmp      string // the dump's scratch file (in Dir)
+	fns      string // the dump's declare -f listing (in Dir)
 }
 
 // Command builds l's command and writes its files.
@@ -118,7 +126,7 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 		return nil, ErrSessionShell
 	}
 	c := &SessionCommand{files: f, nonce: randomToken(), prev: l.State, base: l.Env}
-	restore, limits := "", ""
+	restore, limits, fnPrev := "", "", ""
 	switch {
 	case l.State != nil:
 		path, err := l.State.restoreFile(f)
@@ -126,6 +134,9 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 			return nil, err
 		}
 		restore, limits, c.base = path, l.State.limits, l.State.base
+		if l.State.fns != nil {
+			fnPrev = l.State.fns.path
+		}
 	case l.Snapshot != nil && l.Snapshot.restore != "":
 		restore, c.exitTrap = l.Snapshot.restore, snapshotExitTrap(l.Snapshot)
 	}
@@ -133,11 +144,11 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 	// The files the shell writes are made here, 0600, so that the shell's
 	// umask cannot make them unreadable and noclobber (>|) cannot refuse
 	// them, in a directory of their own: the one a sandbox lets it write.
-	if c.Dir, err = f.files.writeDir(map[string]string{"dump": "", "pre": "", "tmp": ""}); err != nil {
+	if c.Dir, err = f.files.writeDir(map[string]string{"dump": "", "pre": "", "tmp": "", "fns": ""}); err != nil {
 		return nil, err
 	}
-	c.out, c.pre, c.tmp = filepath.Join(c.Dir, "dump"), filepath.Join(c.Dir, "pre"), filepath.Join(c.Dir, "tmp")
-	if c.end, err = f.files.write(bashSessionEnd(c.nonce, limits, c.tmp)); err != nil {
+	c.out, c.pre, c.tmp, c.fns = filepath.Join(c.Dir, "dump"), filepath.Join(c.Dir, "pre"), filepath.Join(c.Dir, "tmp"), filepath.Join(c.Dir, "fns")
+	if c.end, err = f.files.write(bashSessionEnd(c.nonce, limits, c.tmp, c.fns, fnPrev)); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -237,6 +248,14 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 	}
 	for _, r := range recs {
 		switch r.kind {
+		case "fnsame":
+			// The functions are the previous state's, and so is their listing.
+			if c.prev == nil || c.prev.fns == nil {
+				return nil, ErrNoSessionState
+			}
+			s.fns = c.prev.fns
+			s.recs = append(s.recs, c.prev.fnRecords()...)
+			continue
 		case "cwd":
 			// The next command starts there (its process's directory and
 			// PWD), so that no cd of the restore changes OLDPWD.
@@ -250,10 +269,40 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 		}
 		s.recs = append(s.recs, r)
 	}
+	if s.fns == nil {
+		s.fns = c.files.keepListing(c.fns)
+	}
 	// The next command needs the restore file: write it now, off the
 	// answer's path, rather than on the next command's.
 	go s.restoreFile(c.files)
 	return s, nil
+}
+
+// fnRecords returns s's function records.
+func (s *SessionState) fnRecords() []record {
+	var out []record
+	for _, r := range s.recs {
+		if r.kind == "fn" || r.kind == "fntype" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// keepListing moves the declare -f listing at path (in a command's
+// directory, which goes with the command) beside the restore files, for
+// the states that will share it; nil when it cannot.
+func (f *SessionFiles) keepListing(path string) *fnListing {
+	dir, err := f.files.directory()
+	if err != nil {
+		return nil
+	}
+	l := &fnListing{path: filepath.Join(dir, randomToken())}
+	if os.Rename(path, l.path) != nil {
+		return nil
+	}
+	runtime.AddCleanup(l, f.files.release, l.path)
+	return l
 }
 
 // splitExitTrap takes the EXIT trap out of a dump's trap -p listing. The
@@ -316,7 +365,7 @@ func (s *SessionState) restoreFile(f *SessionFiles) (string, error) {
 // the cwd and parameters always recorded), runs it and returns the status
 // the shell ended with, so that the script's line after the user's ends
 // the shell with the user's status.
-func bashSessionEnd(nonce, limits, tmp string) string {
+func bashSessionEnd(nonce, limits, tmp, fnFile, fnPrev string) string {
 	limitsNow := `$(\builtin ulimit -S -a; \builtin printf -- '--\n'; \builtin ulimit -H -a)`
 	if limits != "" {
 		limitsNow = quote(limits)
@@ -334,6 +383,8 @@ __snapexec_last=
 __snapexec_returned=
 __snapexec_shopts=$BASHOPTS
 __snapexec_tmp=` + quote(tmp) + `
+__snapexec_fnfile=` + quote(fnFile) + `
+__snapexec_fnprev=` + quote(fnPrev) + `
 \command shopt -u expand_aliases
 ` + bashDump + `\builtin return "$__snapexec_status"
 `

@@ -113,3 +113,41 @@ func TestSessionCarriesAllexport(t *testing.T) {
 		t.Errorf("after set -o allexport: %q, %v; want %q", out, err, want)
 	}
 }
+
+// TestSessionFunctionsUnchanged: a command that leaves the functions as
+// they were hands on the previous state's function records (fnsame), and
+// one that changes any function's text, even to one of the same length,
+// dumps them again.
+func TestSessionFunctionsUnchanged(t *testing.T) {
+	f := &SessionFiles{}
+	defer f.Close()
+	home := t.TempDir()
+	run := func(st *SessionState, script string) (string, *SessionState) {
+		t.Helper()
+		out, errOut, _, next, err := sessionRun(t, f, home, st, script)
+		if err != nil {
+			t.Fatalf("%q: Finish: %v (stderr %q)", script, err, errOut)
+		}
+		return out, next
+	}
+	_, s1 := run(nil, `f() { echo one; }; g() { echo "two"; }; function a=b { echo ab; }`)
+	out, s2 := run(s1, `x=1; f; g; type -t a=b`)
+	if out != "one\ntwo\nfunction\n" {
+		t.Errorf("functions after their definition: %q", out)
+	}
+	if s2.fns == nil || s2.fns != s1.fns {
+		t.Errorf("a command that changed no function has listing %v, want its state's %v", s2.fns, s1.fns)
+	}
+	out, s3 := run(s2, `f; g; type -t a=b; f() { echo eno; }`)
+	if out != "one\ntwo\nfunction\n" || s3.fns == s2.fns {
+		t.Errorf("before the change: %q, listing kept %t", out, s3.fns == s2.fns)
+	}
+	out, s4 := run(s3, `f; g; type -t a=b; declare -F | wc -l`)
+	if out != "eno\ntwo\nfunction\n3\n" || s4.fns != s3.fns {
+		t.Errorf("after the change: %q, listing kept %t", out, s4.fns == s3.fns)
+	}
+	fork, _ := run(s2, `f`)
+	if fork != "one\n" {
+		t.Errorf("from the earlier state: %q, want one", fork)
+	}
+}
