@@ -167,9 +167,8 @@ fi
 __snapexec_fnsame=
 if [[ -n $__snapexec_fnfile ]]; then
   \command declare -f >|"$__snapexec_fnfile"
-  if [[ -n $__snapexec_fnprev ]]; then
-    \command mapfile -d '' __snapexec_xs <"$__snapexec_fnfile"
-    \command mapfile -d '' __snapexec_ys <"$__snapexec_fnprev"
+  __snapexec_xs=() __snapexec_ys=()
+  if [[ -n $__snapexec_fnprev ]] && \command mapfile -d '' __snapexec_xs <"$__snapexec_fnfile" && \command mapfile -d '' __snapexec_ys <"$__snapexec_fnprev"; then
     if [[ ${__snapexec_xs[0]-} == "${__snapexec_ys[0]-}" ]]; then __snapexec_fnsame=1; fi
   fi
 fi

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -149,5 +150,15 @@ func TestSessionFunctionsUnchanged(t *testing.T) {
 	fork, _ := run(s2, `f`)
 	if fork != "one\n" {
 		t.Errorf("from the earlier state: %q, want one", fork)
+	}
+
+	// A listing that cannot be read is no listing: removing every function
+	// must not be taken for "the same as an empty listing".
+	if err := os.Remove(s4.fns.path); err != nil {
+		t.Fatal(err)
+	}
+	_, s5 := run(s4, `unset -f f g a=b`)
+	if out, _ := run(s5, `declare -F | wc -l`); out != "0\n" {
+		t.Errorf("functions after unset -f of all, the listing gone: %q, want 0", out)
 	}
 }
