@@ -241,7 +241,7 @@ if [[ -n $__snapexec_tmp ]]; then
   for __snapexec_f in "${__snapexec_xs[@]}"; do
     if [[ $__snapexec_f != __snapexec_* && ${!__snapexec_f@a} != *[aAr]* ]]; then \command printf -v "$__snapexec_f" ''; fi
   done
-  \command unset -v __snapexec_u __snapexec_last __snapexec_xs BASH_EXECUTION_STRING __snapexec_limits __snapexec_fns __snapexec_fn0
+  \command unset -v __snapexec_u __snapexec_last __snapexec_xs __snapexec_ys BASH_EXECUTION_STRING __snapexec_limits __snapexec_fns __snapexec_fn0
   \command declare -p
   \command printf '\n%s end\n\n\0' "$__snapexec_n"
 else

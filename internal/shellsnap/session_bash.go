@@ -254,7 +254,14 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 				return nil, ErrNoSessionState
 			}
 			s.fns = c.prev.fns
-			s.recs = append(s.recs, c.prev.fnRecords()...)
+			for _, fn := range c.prev.fnRecords() {
+				// They count in the state's size as if dumped again.
+				s.size += len(fn.kind) + len(fn.name) + len(fn.payload)
+				s.recs = append(s.recs, fn)
+			}
+			if maxBytes > 0 && s.size > maxBytes {
+				return nil, ErrSessionStateTooLarge
+			}
 			continue
 		case "cwd":
 			// The next command starts there (its process's directory and

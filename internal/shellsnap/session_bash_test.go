@@ -162,3 +162,36 @@ func TestSessionFunctionsUnchanged(t *testing.T) {
 		t.Errorf("functions after unset -f of all, the listing gone: %q, want 0", out)
 	}
 }
+
+// TestSessionSizeCountsUnchangedFunctions: a state whose functions were
+// handed on unchanged is as large as if they were dumped again, for
+// stateBytes and for the bound.
+func TestSessionSizeCountsUnchangedFunctions(t *testing.T) {
+	f := &SessionFiles{}
+	defer f.Close()
+	home := t.TempDir()
+	_, _, _, s1, err := sessionRun(t, f, home, nil, `f() { echo "`+strings.Repeat("x", 4000)+`"; }`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, s2, err := sessionRun(t, f, home, s1, `:`)
+	if err != nil || s2.fns != s1.fns {
+		t.Fatalf("an unchanged command: %v, listing kept %t", err, s2 != nil && s2.fns == s1.fns)
+	}
+	if d := s1.Size() - s2.Size(); d > 1000 || d < -1000 {
+		t.Errorf("Size() = %d after the function's definition, %d after a command that left it: want about the same", s1.Size(), s2.Size())
+	}
+	c, err := f.Command(SessionLaunch{Shell: Shell{Name: "bash", Path: "/bin/bash"}, Env: loginEnv(home), Script: ":", State: s2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
+	cmd.Env, cmd.Dir = envPairs(c.Env), home
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Finish(s2.Size() - 1000); !errors.Is(err, ErrSessionStateTooLarge) {
+		t.Errorf("Finish(bound below the state's size) = %v, want ErrSessionStateTooLarge", err)
+	}
+}
