@@ -971,8 +971,18 @@ type Session struct {
 	// History The last commands (at most --session-history), oldest first.
 	History    []SessionCommand `json:"history"`
 	LastUsedAt time.Time        `json:"lastUsedAt"`
-	SessionId  string           `json:"sessionId"`
-	Shell      ShellInfo        `json:"shell"`
+
+	// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and
+	// a network namespace for none and loopback); its shell snapshot capture runs confined
+	// alike. The command reads everything the server may read, and writes only beneath
+	// writableRoots (besides /dev/null, /dev/tty and its terminals). Absent: the server's
+	// --default-sandbox (none unless the operator set one). A sandbox that confines nothing
+	// ({} or network full alone) runs the command unconfined, answered as sandbox.type none.
+	// A sandbox the server cannot enforce is refused, 422 sandbox_unavailable naming what is
+	// missing, and nothing runs; a writable root that is not a directory is 400.
+	Sandbox   *Sandbox  `json:"sandbox,omitempty"`
+	SessionId string    `json:"sessionId"`
+	Shell     ShellInfo `json:"shell"`
 
 	// StateBytes The size of the state's dump.
 	StateBytes int `json:"stateBytes"`
@@ -1027,6 +1037,16 @@ type SessionCreateRequest struct {
 	// includeOnly. Patterns use * and ?, match the whole name, and ignore ASCII case.
 	// The server's own secrets never reach a child.
 	EnvPolicy *EnvPolicy `json:"envPolicy,omitempty"`
+
+	// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and
+	// a network namespace for none and loopback); its shell snapshot capture runs confined
+	// alike. The command reads everything the server may read, and writes only beneath
+	// writableRoots (besides /dev/null, /dev/tty and its terminals). Absent: the server's
+	// --default-sandbox (none unless the operator set one). A sandbox that confines nothing
+	// ({} or network full alone) runs the command unconfined, answered as sandbox.type none.
+	// A sandbox the server cannot enforce is refused, 422 sandbox_unavailable naming what is
+	// missing, and nothing runs; a writable root that is not a directory is 400.
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
 
 	// SessionId Client key, unique among the sessions; generated when absent.
 	SessionId *string   `json:"sessionId,omitempty"`
@@ -2031,9 +2051,12 @@ type ClientInterface interface {
 	// variables and arrays, functions, aliases, set -o and shopt options, umask, traps) without
 	// a long-lived shell: each command is a fresh shell restored from the state the previous one
 	// ended with. The first state is the scope's shell snapshot (shellSnapshot; a capture failure
-	// falls back to a bare shell, as a command's does) or a bare shell's. bash only: any other
-	// shell is 422 unsupported_shell. 409 session_exists for an id in use, 429
-	// too_many_sessions beyond the server's --max-sessions.
+	// falls back to a bare shell, as a command's does) or a bare shell's. Every command of the
+	// session, its first state's capture included, runs confined by its sandbox (the request's,
+	// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
+	// sandbox_unavailable and no session is made. bash only: any other shell is 422
+	// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
+	// server's --max-sessions.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2046,9 +2069,12 @@ type ClientInterface interface {
 	// variables and arrays, functions, aliases, set -o and shopt options, umask, traps) without
 	// a long-lived shell: each command is a fresh shell restored from the state the previous one
 	// ended with. The first state is the scope's shell snapshot (shellSnapshot; a capture failure
-	// falls back to a bare shell, as a command's does) or a bare shell's. bash only: any other
-	// shell is 422 unsupported_shell. 409 session_exists for an id in use, 429
-	// too_many_sessions beyond the server's --max-sessions.
+	// falls back to a bare shell, as a command's does) or a bare shell's. Every command of the
+	// session, its first state's capture included, runs confined by its sandbox (the request's,
+	// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
+	// sandbox_unavailable and no session is made. bash only: any other shell is 422
+	// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
+	// server's --max-sessions.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2852,9 +2878,12 @@ func (c *APIClient) ListSessions(ctx context.Context, reqEditors ...RequestEdito
 // variables and arrays, functions, aliases, set -o and shopt options, umask, traps) without
 // a long-lived shell: each command is a fresh shell restored from the state the previous one
 // ended with. The first state is the scope's shell snapshot (shellSnapshot; a capture failure
-// falls back to a bare shell, as a command's does) or a bare shell's. bash only: any other
-// shell is 422 unsupported_shell. 409 session_exists for an id in use, 429
-// too_many_sessions beyond the server's --max-sessions.
+// falls back to a bare shell, as a command's does) or a bare shell's. Every command of the
+// session, its first state's capture included, runs confined by its sandbox (the request's,
+// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
+// sandbox_unavailable and no session is made. bash only: any other shell is 422
+// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
+// server's --max-sessions.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2877,9 +2906,12 @@ func (c *APIClient) CreateSessionWithBody(ctx context.Context, contentType strin
 // variables and arrays, functions, aliases, set -o and shopt options, umask, traps) without
 // a long-lived shell: each command is a fresh shell restored from the state the previous one
 // ended with. The first state is the scope's shell snapshot (shellSnapshot; a capture failure
-// falls back to a bare shell, as a command's does) or a bare shell's. bash only: any other
-// shell is 422 unsupported_shell. 409 session_exists for an id in use, 429
-// too_many_sessions beyond the server's --max-sessions.
+// falls back to a bare shell, as a command's does) or a bare shell's. Every command of the
+// session, its first state's capture included, runs confined by its sandbox (the request's,
+// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
+// sandbox_unavailable and no session is made. bash only: any other shell is 422
+// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
+// server's --max-sessions.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5115,9 +5147,12 @@ type ClientWithResponsesInterface interface {
 	// variables and arrays, functions, aliases, set -o and shopt options, umask, traps) without
 	// a long-lived shell: each command is a fresh shell restored from the state the previous one
 	// ended with. The first state is the scope's shell snapshot (shellSnapshot; a capture failure
-	// falls back to a bare shell, as a command's does) or a bare shell's. bash only: any other
-	// shell is 422 unsupported_shell. 409 session_exists for an id in use, 429
-	// too_many_sessions beyond the server's --max-sessions.
+	// falls back to a bare shell, as a command's does) or a bare shell's. Every command of the
+	// session, its first state's capture included, runs confined by its sandbox (the request's,
+	// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
+	// sandbox_unavailable and no session is made. bash only: any other shell is 422
+	// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
+	// server's --max-sessions.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5130,9 +5165,12 @@ type ClientWithResponsesInterface interface {
 	// variables and arrays, functions, aliases, set -o and shopt options, umask, traps) without
 	// a long-lived shell: each command is a fresh shell restored from the state the previous one
 	// ended with. The first state is the scope's shell snapshot (shellSnapshot; a capture failure
-	// falls back to a bare shell, as a command's does) or a bare shell's. bash only: any other
-	// shell is 422 unsupported_shell. 409 session_exists for an id in use, 429
-	// too_many_sessions beyond the server's --max-sessions.
+	// falls back to a bare shell, as a command's does) or a bare shell's. Every command of the
+	// session, its first state's capture included, runs confined by its sandbox (the request's,
+	// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
+	// sandbox_unavailable and no session is made. bash only: any other shell is 422
+	// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
+	// server's --max-sessions.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8404,9 +8442,12 @@ func (c *ClientWithResponses) ListSessionsWithResponse(ctx context.Context, reqE
 // variables and arrays, functions, aliases, set -o and shopt options, umask, traps) without
 // a long-lived shell: each command is a fresh shell restored from the state the previous one
 // ended with. The first state is the scope's shell snapshot (shellSnapshot; a capture failure
-// falls back to a bare shell, as a command's does) or a bare shell's. bash only: any other
-// shell is 422 unsupported_shell. 409 session_exists for an id in use, 429
-// too_many_sessions beyond the server's --max-sessions.
+// falls back to a bare shell, as a command's does) or a bare shell's. Every command of the
+// session, its first state's capture included, runs confined by its sandbox (the request's,
+// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
+// sandbox_unavailable and no session is made. bash only: any other shell is 422
+// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
+// server's --max-sessions.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8425,9 +8466,12 @@ func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Cont
 // variables and arrays, functions, aliases, set -o and shopt options, umask, traps) without
 // a long-lived shell: each command is a fresh shell restored from the state the previous one
 // ended with. The first state is the scope's shell snapshot (shellSnapshot; a capture failure
-// falls back to a bare shell, as a command's does) or a bare shell's. bash only: any other
-// shell is 422 unsupported_shell. 409 session_exists for an id in use, 429
-// too_many_sessions beyond the server's --max-sessions.
+// falls back to a bare shell, as a command's does) or a bare shell's. Every command of the
+// session, its first state's capture included, runs confined by its sandbox (the request's,
+// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
+// sandbox_unavailable and no session is made. bash only: any other shell is 422
+// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
+// server's --max-sessions.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

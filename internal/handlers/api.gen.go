@@ -969,8 +969,18 @@ type Session struct {
 	// History The last commands (at most --session-history), oldest first.
 	History    []SessionCommand `json:"history"`
 	LastUsedAt time.Time        `json:"lastUsedAt"`
-	SessionId  string           `json:"sessionId"`
-	Shell      ShellInfo        `json:"shell"`
+
+	// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and
+	// a network namespace for none and loopback); its shell snapshot capture runs confined
+	// alike. The command reads everything the server may read, and writes only beneath
+	// writableRoots (besides /dev/null, /dev/tty and its terminals). Absent: the server's
+	// --default-sandbox (none unless the operator set one). A sandbox that confines nothing
+	// ({} or network full alone) runs the command unconfined, answered as sandbox.type none.
+	// A sandbox the server cannot enforce is refused, 422 sandbox_unavailable naming what is
+	// missing, and nothing runs; a writable root that is not a directory is 400.
+	Sandbox   *Sandbox  `json:"sandbox,omitempty"`
+	SessionId string    `json:"sessionId"`
+	Shell     ShellInfo `json:"shell"`
 
 	// StateBytes The size of the state's dump.
 	StateBytes int `json:"stateBytes"`
@@ -1025,6 +1035,16 @@ type SessionCreateRequest struct {
 	// includeOnly. Patterns use * and ?, match the whole name, and ignore ASCII case.
 	// The server's own secrets never reach a child.
 	EnvPolicy *EnvPolicy `json:"envPolicy,omitempty"`
+
+	// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and
+	// a network namespace for none and loopback); its shell snapshot capture runs confined
+	// alike. The command reads everything the server may read, and writes only beneath
+	// writableRoots (besides /dev/null, /dev/tty and its terminals). Absent: the server's
+	// --default-sandbox (none unless the operator set one). A sandbox that confines nothing
+	// ({} or network full alone) runs the command unconfined, answered as sandbox.type none.
+	// A sandbox the server cannot enforce is refused, 422 sandbox_unavailable naming what is
+	// missing, and nothing runs; a writable root that is not a directory is 400.
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
 
 	// SessionId Client key, unique among the sessions; generated when absent.
 	SessionId *string   `json:"sessionId,omitempty"`

@@ -18,6 +18,7 @@ func (s *Server) CreateSession(ctx context.Context, req CreateSessionRequestObje
 		Cwd:       b.Cwd,
 		Env:       orZero(b.Env),
 		EnvPolicy: policyFrom(b.EnvPolicy),
+		Sandbox:   sandboxFrom(b.Sandbox),
 	}
 	if b.ShellSnapshot != nil {
 		in.ScopeID = b.ShellSnapshot.ScopeId
@@ -159,7 +160,7 @@ func sessionView(in session.Info) Session {
 		SessionId: in.ID, Shell: ShellInfo{Name: in.Shell.Name, Path: in.Shell.Path}, Cwd: in.Cwd, Busy: in.Busy,
 		CreatedAt: in.CreatedAt.UTC(), LastUsedAt: in.LastUsedAt.UTC(), Commands: in.Commands, StateBytes: in.StateBytes,
 		Variables: orEmpty(in.Variables), Functions: orEmpty(in.Functions), Aliases: orEmpty(in.Aliases),
-		History: make([]SessionCommand, len(in.History)),
+		History: make([]SessionCommand, len(in.History)), Sandbox: sandboxView(in.Sandbox),
 	}
 	if in.ForkedFrom != "" {
 		out.ForkedFrom = &in.ForkedFrom

@@ -4,10 +4,12 @@ import (
 	"context"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/service"
 	"github.com/snapexec/snapexec/internal/session"
 	"github.com/snapexec/snapexec/internal/shellsnap"
@@ -17,7 +19,7 @@ func TestSessionTranslation(t *testing.T) {
 	var gotCreate service.SessionInput
 	var gotExec service.SessionExecInput
 	var gotFork string
-	info := session.Info{ID: "s1", Shell: shellsnap.Shell{Name: "bash", Path: "/bin/bash"}, Cwd: "/w"}
+	info := session.Info{ID: "s1", Shell: shellsnap.Shell{Name: "bash", Path: "/bin/bash"}, Cwd: "/w", Sandbox: sandbox.Policy{WritableRoots: []string{"/w"}, Network: sandbox.NetworkNone}}
 	f := &fakeService{
 		CreateSessionFn: func(_ context.Context, in service.SessionInput) (session.Info, error) {
 			gotCreate = in
@@ -29,13 +31,17 @@ func TestSessionTranslation(t *testing.T) {
 		},
 		ForkSessionFn: func(_, forkID string) (session.Info, error) { gotFork = forkID; return info, nil },
 	}
-	rec := serve(t, f, http.MethodPost, "/sessions", `{"sessionId":"s1","shell":{"name":"bash","path":"/bin/bash"},"cwd":"/w","env":{"A":"1"},"shellSnapshot":{"scopeId":"ws"}}`, nil)
+	rec := serve(t, f, http.MethodPost, "/sessions", `{"sessionId":"s1","shell":{"name":"bash","path":"/bin/bash"},"cwd":"/w","env":{"A":"1"},"shellSnapshot":{"scopeId":"ws"},"sandbox":{"writableRoots":["/w"],"network":"none"}}`, nil)
 	if rec.Code != http.StatusCreated {
 		t.Fatalf("POST /sessions = %d %s", rec.Code, rec.Body)
 	}
-	want := service.SessionInput{SessionID: "s1", Shell: shellsnap.Shell{Name: "bash", Path: "/bin/bash"}, Cwd: ptr("/w"), Env: map[string]string{"A": "1"}, ScopeID: "ws"}
+	want := service.SessionInput{SessionID: "s1", Shell: shellsnap.Shell{Name: "bash", Path: "/bin/bash"}, Cwd: ptr("/w"), Env: map[string]string{"A": "1"}, ScopeID: "ws",
+		Sandbox: &sandbox.Policy{WritableRoots: []string{"/w"}, Network: sandbox.NetworkNone}}
 	if !reflect.DeepEqual(gotCreate, want) {
 		t.Errorf("POST /sessions gave %+v, want %+v", gotCreate, want)
+	}
+	if !strings.Contains(rec.Body.String(), `"sandbox":{"network":"none","writableRoots":["/w"]}`) {
+		t.Errorf("POST /sessions answered %s, want the session's sandbox", rec.Body)
 	}
 	rec = serve(t, f, http.MethodPost, "/sessions/s1/exec", `{"script":"cd /","stdin":"x","timeoutMs":1500,"idleTimeoutMs":20,"maxOutputBytes":0}`, nil)
 	if rec.Code != http.StatusOK {

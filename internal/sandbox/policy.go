@@ -68,6 +68,19 @@ func (p Policy) Key() string {
 	return fmt.Sprintf("network=%s readOnly=%t writableRoots=%q", p.network(), p.ReadOnly, roots)
 }
 
+// WithWritable returns p with dir writable as well, for a file the server
+// reads back from a confined command (a session's end state): a policy that
+// confines files gains dir as a root (a read-only one becomes dir's alone);
+// one that does not is returned as it is.
+func (p Policy) WithWritable(dir string) Policy {
+	if !p.confinesFiles() {
+		return p
+	}
+	p.ReadOnly = false
+	p.WritableRoots = append(slices.Clip(p.WritableRoots), dir)
+	return p
+}
+
 func (p Policy) confinesFiles() bool { return p.ReadOnly || len(p.WritableRoots) > 0 }
 
 func (p Policy) network() Network {

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -61,6 +62,29 @@ func TestIsZero(t *testing.T) {
 		if got := tt.policy.IsZero(); got != tt.want {
 			t.Errorf("%+v.IsZero() = %v, want %v", tt.policy, got, tt.want)
 		}
+	}
+}
+
+func TestWithWritable(t *testing.T) {
+	roots := []string{"/a", "/b"}
+	tests := []struct {
+		name   string
+		policy Policy
+		want   Policy
+	}{
+		{"none", Policy{}, Policy{}},
+		{"network only", Policy{Network: NetworkNone}, Policy{Network: NetworkNone}},
+		{"read-only", Policy{ReadOnly: true, Network: NetworkLoopback}, Policy{WritableRoots: []string{"/d"}, Network: NetworkLoopback}},
+		{"roots", Policy{WritableRoots: roots[:1:2]}, Policy{WritableRoots: []string{"/a", "/d"}}},
+	}
+	for _, tt := range tests {
+		got := tt.policy.WithWritable("/d")
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: %+v.WithWritable(/d) = %+v, want %+v", tt.name, tt.policy, got, tt.want)
+		}
+	}
+	if roots[1] != "/b" {
+		t.Errorf("WithWritable wrote into its policy's roots: %q", roots)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/session"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
@@ -33,6 +34,9 @@ type SessionInput struct {
 	// ScopeID, when set, starts the session from the scope's snapshot of
 	// Shell, Cwd, Env and EnvPolicy; otherwise from a bare shell.
 	ScopeID string
+	// Sandbox confines every command of the session and the capture of its
+	// first state; nil means the server's default (Options.DefaultSandbox).
+	Sandbox *sandbox.Policy
 }
 
 // SessionExecInput is one command of a session.
@@ -59,6 +63,10 @@ func (in SessionInput) Validate(l Limits) error {
 	}
 	if in.Shell.Path == "" || strings.IndexByte(in.Shell.Path, 0) >= 0 {
 		return fieldErrorf("shell.path", "shell.path must be a path without NUL bytes")
+	}
+	if in.Sandbox != nil && len(in.Sandbox.WritableRoots) >= sandbox.MaxWritableRoots {
+		// One root is the session's own: where each command leaves its state.
+		return fieldErrorf("sandbox.writableRoots", "a session's sandbox takes at most %d roots", sandbox.MaxWritableRoots-1)
 	}
 	return l.checkLaunch(in.Cwd, in.Env, in.EnvPolicy)
 }
@@ -94,6 +102,10 @@ func (s *Service) CreateSession(ctx context.Context, in SessionInput) (session.I
 	if err := s.admit(); err != nil {
 		return session.Info{}, err
 	}
+	confine, err := s.sandbox(in.Sandbox)
+	if err != nil {
+		return session.Info{}, err
+	}
 	if err := exec.CheckDir(orZero(in.Cwd)); err != nil {
 		return session.Info{}, err
 	}
@@ -104,8 +116,8 @@ func (s *Service) CreateSession(ctx context.Context, in SessionInput) (session.I
 	var snap *shellsnap.Snapshot
 	if in.ScopeID != "" {
 		req := shellsnap.Request{ScopeID: in.ScopeID, Shell: in.Shell}
-		l, err := s.prepareSnapshot(ctx, ExecInput{Argv: []string{in.Shell.Path, "-lc", ":"}, Snapshot: &req, Env: in.Env, Timeout: s.limits.DefaultTimeout},
-			shellsnap.Launch{Argv: []string{in.Shell.Path, "-lc", ":"}, Cwd: orZero(in.Cwd), Env: env, Policy: in.EnvPolicy})
+		l, err := s.prepareSnapshot(ctx, ExecInput{Argv: []string{in.Shell.Path, "-lc", ":"}, Snapshot: &req, Env: in.Env, Timeout: s.limits.DefaultTimeout, Sandbox: &confine},
+			shellsnap.Launch{Argv: []string{in.Shell.Path, "-lc", ":"}, Cwd: orZero(in.Cwd), Env: env, Policy: in.EnvPolicy, Sandbox: confine})
 		if err != nil {
 			var nr *NotRunError
 			if errors.As(err, &nr) {
@@ -117,7 +129,7 @@ func (s *Service) CreateSession(ctx context.Context, in SessionInput) (session.I
 			snap = l.replay.Snapshot
 		}
 	}
-	lease, err := s.sessions.Create(in.SessionID, session.Config{Shell: in.Shell, Env: env, Cwd: orZero(in.Cwd)}, snap)
+	lease, err := s.sessions.Create(in.SessionID, session.Config{Shell: in.Shell, Env: env, Cwd: orZero(in.Cwd), Sandbox: confine}, snap)
 	if err != nil {
 		return session.Info{}, err
 	}
@@ -222,6 +234,8 @@ func (s *Service) startSession(ctx context.Context, lease *session.Lease, in Ses
 	spec := exec.Spec{
 		Argv: cmd.Argv, Dir: dir, Env: envpolicy.List(cmd.Env), Stdin: in.Stdin,
 		Timeout: in.Timeout, IdleTimeout: in.IdleTimeout, MaxOutputBytes: in.MaxOutputBytes,
+		// The shell writes its end state in cmd.Dir, its own.
+		Sandbox: lease.Sandbox().WithWritable(cmd.Dir),
 	}
 	var p *exec.Process
 	if listed {

@@ -23,7 +23,7 @@ var testReaper = sync.OnceValues(func() (*exec.Reaper, error) {
 
 // newSessionService returns a Service on a real exec.Manager whose captures
 // run real login shells, bounded by opts; it shuts down with the test.
-func newSessionService(t *testing.T, opts session.Options) *Service {
+func newSessionService(t testing.TB, opts session.Options) *Service {
 	t.Helper()
 	reaper, err := testReaper()
 	if err != nil {

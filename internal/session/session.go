@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
 
@@ -63,6 +64,8 @@ type Config struct {
 	Env map[string]string
 	// Cwd is the first working directory, absolute; "" is the server's.
 	Cwd string
+	// Sandbox confines every command of the session (and of its forks).
+	Sandbox sandbox.Policy
 }
 
 // Command is one command in a session's history.
@@ -85,6 +88,8 @@ type Info struct {
 	Cwd        string
 	Busy       bool
 	ForkedFrom string
+	// Sandbox is the sandbox every command runs in.
+	Sandbox    sandbox.Policy
 	CreatedAt  time.Time
 	LastUsedAt time.Time
 	// Commands counts every command the session ran.
@@ -243,6 +248,9 @@ func (l *Lease) ID() string { return l.s.id }
 
 // Shell is the session's shell.
 func (l *Lease) Shell() shellsnap.Shell { return l.s.cfg.Shell }
+
+// Sandbox is the session's sandbox.
+func (l *Lease) Sandbox() sandbox.Policy { return l.s.cfg.Sandbox }
 
 // Cwd is the directory the command starts in: the state's, or the
 // session's first.
@@ -465,7 +473,7 @@ func info(s *session) Info {
 	in := Info{
 		ID: s.id, Shell: s.cfg.Shell, Busy: s.busy, ForkedFrom: s.forkedFrom,
 		CreatedAt: s.created, LastUsedAt: s.used, Commands: s.commands, History: slices.Clone(s.history),
-		Cwd: s.cfg.Cwd,
+		Cwd: s.cfg.Cwd, Sandbox: s.cfg.Sandbox,
 	}
 	if s.state != nil {
 		if s.state.Cwd() != "" {

@@ -238,7 +238,14 @@ func exportSteps(p *restorePlan, captureEnv, final, kept map[string]string, vars
 // extraFlags returns a variable's attributes other than export, as a
 // declare option ("-ir"), or "".
 func extraFlags(flags string) string {
-	f := strings.NewReplacer("-", "", "x", "").Replace(flags)
+	// Not a strings.Replacer, which would be built on every call: this runs
+	// for every variable of every restore, a session command's included.
+	f := strings.Map(func(r rune) rune {
+		if r == '-' || r == 'x' {
+			return -1
+		}
+		return r
+	}, flags)
 	if f == "" {
 		return ""
 	}

@@ -50,6 +50,8 @@ __snapexec_pwd=$PWD
 __snapexec_args=("$@")
 __snapexec_zero=$0
 __snapexec_flags0=$-
+__snapexec_tmp= __snapexec_fnfile= __snapexec_fnprev=
+__snapexec_fnfiles=1
 \builtin declare -A __snapexec_fn0
 \builtin mapfile -t __snapexec_fns <<<"$(\builtin compgen -A function)"
 for __snapexec_f in "${__snapexec_fns[@]}"; do
@@ -99,9 +101,29 @@ const bashCapture = bashCaptureProfile + bashDump
 // (the limits a change is relative to), __snapexec_srcs (the files
 // sourced), __snapexec_bg ($! of the profile), __snapexec_shopts (BASHOPTS
 // with expand_aliases as the state had it), __snapexec_last and
-// __snapexec_returned ($_ and whether it is known), and __snapexec_fn0 (the
-// request's exported functions; unset for none). It changes the shell's
-// options and traps: it runs last.
+// __snapexec_returned ($_ and whether it is known), __snapexec_fn0 (the
+// request's exported functions; unset for none), __snapexec_fnfiles (set:
+// list the files the functions come from, which a snapshot's stamps need),
+// __snapexec_tmp (a file it may write over, or empty), __snapexec_fnfile (a
+// file for declare -f's listing of every function, or empty) and
+// __snapexec_fnprev (the listing of the state the shell was restored from,
+// or empty). It changes the shell's options and traps: it runs last.
+//
+// When the two listings are the same, so are the functions (names and
+// text: declare -f prints each as bash reads it back), and the dump says
+// so in a fnsame record in place of one record per function, which in a
+// state of 200 functions costs as much as the rest of the dump.
+//
+// A fork of a shell that holds a large state costs about as much as the
+// rest of the dump, so with a file in __snapexec_tmp (a session's) the dump
+// forks nothing but env: what a builtin prints goes to the file and is read
+// back with mapfile (a process substitution would fork, and read its pipe a
+// byte at a time); the environment goes to the file as well, not after the
+// NUL, and the variables are printed last, by this shell, which empties the
+// exported values first (the subshell that does it otherwise keeps them
+// for env), and the function attributes are listed whole, "declare -f"
+// lines of functions that have none included. The variables of the dump
+// itself are left to the reader.
 const bashDump = `__snapexec_so=$SHELLOPTS
 \command printf '%s\n%s begin bash\n\n' '# Snapshot file' "$__snapexec_n"
 \command printf '%s traps\n' "$__snapexec_n"; \command trap -p; \command printf '\n'
@@ -109,16 +131,18 @@ const bashDump = `__snapexec_so=$SHELLOPTS
 \command set +o errexit +o nounset +o xtrace +o verbose +o onecmd
 \command printf '%s disabled\n' "$__snapexec_n"; \command enable -n; \command printf '\n'
 \command enable printf declare set shopt trap compgen mapfile umask ulimit complete hash enable eval unset
-\command printf '%s vars\n' "$__snapexec_n"
-(
-  \command mapfile -t __snapexec_xs < <(\command compgen -A export)
-  for __snapexec_f in "${__snapexec_xs[@]}"; do
-    if [[ ${!__snapexec_f@a} != *[aAr]* ]]; then \command printf -v "$__snapexec_f" ''; fi
-  done
-  \command unset -v __snapexec_u __snapexec_last __snapexec_xs BASH_EXECUTION_STRING
-  \command declare -p
-)
-\command printf '\n'
+if [[ -z $__snapexec_tmp ]]; then
+  \command printf '%s vars\n' "$__snapexec_n"
+  (
+    \command mapfile -t __snapexec_xs < <(\command compgen -A export)
+    for __snapexec_f in "${__snapexec_xs[@]}"; do
+      if [[ ${!__snapexec_f@a} != *[aAr]* ]]; then \command printf -v "$__snapexec_f" ''; fi
+    done
+    \command unset -v __snapexec_u __snapexec_last __snapexec_xs BASH_EXECUTION_STRING
+    \command declare -p
+  )
+  \command printf '\n'
+fi
 \command set +o posix
 if [[ -n ${__snapexec_tcmds[0]+x} ]]; then
   __snapexec_t=$(\command set +T; if [[ $__snapexec_flags0 == *T* ]]; then \command set -T; fi
@@ -136,18 +160,35 @@ fi
 \command printf '%s setnames\n' "$__snapexec_n"; \command set -o; \command printf '\n'
 \command printf '%s shopts\n%s\n' "$__snapexec_n" "$__snapexec_shopts"
 \command printf '%s shoptnames\n' "$__snapexec_n"; \command shopt; \command printf '\n'
-\command mapfile -t __snapexec_fns < <(\command compgen -A function)
-for __snapexec_f in "${__snapexec_fns[@]}"; do
-  if [[ $__snapexec_f == *=* ]]; then
-    \command printf '%s fntype %q\n' "$__snapexec_n" "$__snapexec_f"; \command type -- "$__snapexec_f"; \command printf '\n'
-  else
-    \command printf '%s fn %q\n' "$__snapexec_n" "$__snapexec_f"; \command declare -f -- "$__snapexec_f"; \command printf '\n'
+if [[ -n $__snapexec_tmp ]]; then
+  \command compgen -A function >|"$__snapexec_tmp"; \command mapfile -t __snapexec_fns <"$__snapexec_tmp"
+else \command mapfile -t __snapexec_fns < <(\command compgen -A function)
+fi
+__snapexec_fnsame=
+if [[ -n $__snapexec_fnfile ]]; then
+  \command declare -f >|"$__snapexec_fnfile"
+  __snapexec_xs=() __snapexec_ys=()
+  if [[ -n $__snapexec_fnprev ]] && \command mapfile -d '' __snapexec_xs <"$__snapexec_fnfile" && \command mapfile -d '' __snapexec_ys <"$__snapexec_fnprev"; then
+    if [[ ${__snapexec_xs[0]-} == "${__snapexec_ys[0]-}" ]]; then __snapexec_fnsame=1; fi
   fi
-done
+fi
+if [[ -n $__snapexec_fnsame ]]; then \command printf '%s fnsame\n\n' "$__snapexec_n"
+else
+  for __snapexec_f in "${__snapexec_fns[@]}"; do
+    if [[ $__snapexec_f == *=* ]]; then
+      \command printf '%s fntype %q\n' "$__snapexec_n" "$__snapexec_f"; \command type -- "$__snapexec_f"; \command printf '\n'
+    else
+      \command printf '%s fn %q\n' "$__snapexec_n" "$__snapexec_f"; \command declare -f -- "$__snapexec_f"; \command printf '\n'
+    fi
+  done
+fi
 \command printf '%s fnattrs\n' "$__snapexec_n"
-while IFS= \command read -r __snapexec_f; do
-  if [[ $__snapexec_f != "declare -f "* ]]; then \command printf '%s\n' "$__snapexec_f"; fi
-done < <(\command declare -F)
+if [[ -n $__snapexec_tmp ]]; then \command declare -F
+else
+  while IFS= \command read -r __snapexec_f; do
+    if [[ $__snapexec_f != "declare -f "* ]]; then \command printf '%s\n' "$__snapexec_f"; fi
+  done < <(\command declare -F)
+fi
 \command printf '\n'
 for __snapexec_f in "${!BASH_ALIASES[@]}"; do
   \command printf '%s alias %q\n%s\n' "$__snapexec_n" "$__snapexec_f" "${BASH_ALIASES[$__snapexec_f]}"
@@ -179,7 +220,7 @@ if [[ -n $__snapexec_returned ]]; then \command printf '%s underscore\n%s\n' "$_
 for __snapexec_f in "${__snapexec_srcs[@]}"; do
   if [[ -n $__snapexec_f ]]; then \command printf '%s file\n%s\n' "$__snapexec_n" "$__snapexec_f"; fi
 done
-if [[ -n ${__snapexec_fns[0]+x} ]]; then
+if [[ -n ${__snapexec_fns[0]+x} && -n $__snapexec_fnfiles ]]; then
   \command shopt -s extdebug
   \command declare -A __snapexec_seen
   while IFS= \command read -r __snapexec_f; do
@@ -193,6 +234,18 @@ fi
 for __snapexec_f in "${!__snapexec_fn0[@]}"; do
   \command printf '%s fn0 %q\n%s\n' "$__snapexec_n" "$__snapexec_f" "${__snapexec_fn0[$__snapexec_f]}"
 done
-\command printf '%s end\n\n\0' "$__snapexec_n"
-\command /usr/bin/env -0
+if [[ -n $__snapexec_tmp ]]; then
+  \command compgen -A export >|"$__snapexec_tmp"; \command mapfile -t __snapexec_xs <"$__snapexec_tmp"
+  \command /usr/bin/env -0 >|"$__snapexec_tmp"
+  \command printf '%s vars\n' "$__snapexec_n"
+  for __snapexec_f in "${__snapexec_xs[@]}"; do
+    if [[ $__snapexec_f != __snapexec_* && ${!__snapexec_f@a} != *[aAr]* ]]; then \command printf -v "$__snapexec_f" ''; fi
+  done
+  \command unset -v __snapexec_u __snapexec_last __snapexec_xs __snapexec_ys BASH_EXECUTION_STRING __snapexec_limits __snapexec_fns __snapexec_fn0
+  \command declare -p
+  \command printf '\n%s end\n\n\0' "$__snapexec_n"
+else
+  \command printf '%s end\n\n\0' "$__snapexec_n"
+  \command /usr/bin/env -0
+fi
 `

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -58,6 +59,9 @@ type SessionState struct {
 	limits   string // the limits a change is relative to
 	cwd      string
 	size     int
+	// fns is declare -f's listing of the state's functions, which the next
+	// dump compares its own with; nil when unknown.
+	fns *fnListing
 
 	once    sync.Once
 	restore string
@@ -66,6 +70,10 @@ type SessionState struct {
 	namesOnce sync.Once
 	named     sessionNames
 }
+
+// fnListing is a file holding a declare -f listing, shared by the states
+// whose functions it lists: it goes once none of them is reachable.
+type fnListing struct{ path string }
 
 // Cwd is the state's working directory.
 func (s *SessionState) Cwd() string { return s.cwd }
@@ -95,6 +103,10 @@ type SessionCommand struct {
 	// Argv and Env are the command to run.
 	Argv []string
 	Env  map[string]string
+	// Dir is the private directory the shell writes its end state in: a
+	// command confined by a sandbox must be able to write there, and
+	// nowhere else of the server's.
+	Dir string
 
 	files    *SessionFiles
 	nonce    string
@@ -102,8 +114,10 @@ type SessionCommand struct {
 	exitTrap string // the user's EXIT trap before it, for a first command
 	base     map[string]string
 	start    string // the BASH_ENV file
-	end, out string
-	pre      string // the DEBUG and RETURN traps at the end
+	end, out string // the end script; the dump (in Dir)
+	pre      string // the DEBUG and RETURN traps at the end (in Dir)
+	tmp      string // the dump's scratch file (in Dir)
+	fns      string // the dump's declare -f listing (in Dir)
 }
 
 // Command builds l's command and writes its files.
@@ -112,7 +126,7 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 		return nil, ErrSessionShell
 	}
 	c := &SessionCommand{files: f, nonce: randomToken(), prev: l.State, base: l.Env}
-	restore, limits := "", ""
+	restore, limits, fnPrev := "", "", ""
 	switch {
 	case l.State != nil:
 		path, err := l.State.restoreFile(f)
@@ -120,20 +134,21 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 			return nil, err
 		}
 		restore, limits, c.base = path, l.State.limits, l.State.base
+		if l.State.fns != nil {
+			fnPrev = l.State.fns.path
+		}
 	case l.Snapshot != nil && l.Snapshot.restore != "":
 		restore, c.exitTrap = l.Snapshot.restore, snapshotExitTrap(l.Snapshot)
 	}
 	var err error
-	// The dump's file is made here, 0600, so that the shell's umask cannot
-	// make it unreadable and noclobber (>|) cannot refuse it.
-	if c.out, err = f.files.write(""); err != nil {
+	// The files the shell writes are made here, 0600, so that the shell's
+	// umask cannot make them unreadable and noclobber (>|) cannot refuse
+	// them, in a directory of their own: the one a sandbox lets it write.
+	if c.Dir, err = f.files.writeDir(map[string]string{"dump": "", "pre": "", "tmp": "", "fns": ""}); err != nil {
 		return nil, err
 	}
-	if c.end, err = f.files.write(bashSessionEnd(c.nonce, limits)); err != nil {
-		c.Close()
-		return nil, err
-	}
-	if c.pre, err = f.files.write(""); err != nil {
+	c.out, c.pre, c.tmp, c.fns = filepath.Join(c.Dir, "dump"), filepath.Join(c.Dir, "pre"), filepath.Join(c.Dir, "tmp"), filepath.Join(c.Dir, "fns")
+	if c.end, err = f.files.write(bashSessionEnd(c.nonce, limits, c.tmp, c.fns, fnPrev)); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -187,10 +202,13 @@ func parses(script string) bool {
 // Close removes the command's files; its state, once Finish made it, has
 // its own.
 func (c *SessionCommand) Close() {
-	for _, p := range []string{c.start, c.end, c.out, c.pre} {
+	for _, p := range []string{c.start, c.end} {
 		if p != "" {
 			os.Remove(p)
 		}
+	}
+	if c.Dir != "" {
+		os.RemoveAll(c.Dir)
 	}
 }
 
@@ -199,17 +217,27 @@ func (c *SessionCommand) Close() {
 // maxBytes (zero: no bound). Only a command that ended by itself may be
 // finished; the caller keeps the previous state for one that was killed.
 func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
-	fi, err := os.Stat(c.out)
-	if err != nil {
-		return nil, ErrNoSessionState
+	// The dump leaves the environment in its scratch file (bashDump).
+	var size int64
+	for _, p := range []string{c.out, c.tmp} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, ErrNoSessionState
+		}
+		size += fi.Size()
 	}
-	if maxBytes > 0 && fi.Size() > int64(maxBytes) {
+	if maxBytes > 0 && size > int64(maxBytes) {
 		return nil, ErrSessionStateTooLarge
 	}
 	out, err := os.ReadFile(c.out)
 	if err != nil || len(out) == 0 {
 		return nil, ErrNoSessionState
 	}
+	env, err := os.ReadFile(c.tmp)
+	if err != nil {
+		return nil, ErrNoSessionState
+	}
+	out = append(out, env...)
 	_, recs, err := parseCapture(out, nil, c.nonce)
 	if err != nil || recs == nil {
 		return nil, ErrNoSessionState
@@ -220,6 +248,21 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 	}
 	for _, r := range recs {
 		switch r.kind {
+		case "fnsame":
+			// The functions are the previous state's, and so is their listing.
+			if c.prev == nil || c.prev.fns == nil {
+				return nil, ErrNoSessionState
+			}
+			s.fns = c.prev.fns
+			for _, fn := range c.prev.fnRecords() {
+				// They count in the state's size as if dumped again.
+				s.size += len(fn.kind) + len(fn.name) + len(fn.payload)
+				s.recs = append(s.recs, fn)
+			}
+			if maxBytes > 0 && s.size > maxBytes {
+				return nil, ErrSessionStateTooLarge
+			}
+			continue
 		case "cwd":
 			// The next command starts there (its process's directory and
 			// PWD), so that no cd of the restore changes OLDPWD.
@@ -233,10 +276,40 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 		}
 		s.recs = append(s.recs, r)
 	}
+	if s.fns == nil {
+		s.fns = c.files.keepListing(c.fns)
+	}
 	// The next command needs the restore file: write it now, off the
 	// answer's path, rather than on the next command's.
 	go s.restoreFile(c.files)
 	return s, nil
+}
+
+// fnRecords returns s's function records.
+func (s *SessionState) fnRecords() []record {
+	var out []record
+	for _, r := range s.recs {
+		if r.kind == "fn" || r.kind == "fntype" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// keepListing moves the declare -f listing at path (in a command's
+// directory, which goes with the command) beside the restore files, for
+// the states that will share it; nil when it cannot.
+func (f *SessionFiles) keepListing(path string) *fnListing {
+	dir, err := f.files.directory()
+	if err != nil {
+		return nil
+	}
+	l := &fnListing{path: filepath.Join(dir, randomToken())}
+	if os.Rename(path, l.path) != nil {
+		return nil
+	}
+	runtime.AddCleanup(l, f.files.release, l.path)
+	return l
 }
 
 // splitExitTrap takes the EXIT trap out of a dump's trap -p listing. The
@@ -299,7 +372,7 @@ func (s *SessionState) restoreFile(f *SessionFiles) (string, error) {
 // the cwd and parameters always recorded), runs it and returns the status
 // the shell ended with, so that the script's line after the user's ends
 // the shell with the user's status.
-func bashSessionEnd(nonce, limits string) string {
+func bashSessionEnd(nonce, limits, tmp, fnFile, fnPrev string) string {
 	limitsNow := `$(\builtin ulimit -S -a; \builtin printf -- '--\n'; \builtin ulimit -H -a)`
 	if limits != "" {
 		limitsNow = quote(limits)
@@ -316,6 +389,9 @@ __snapexec_bg=
 __snapexec_last=
 __snapexec_returned=
 __snapexec_shopts=$BASHOPTS
+__snapexec_tmp=` + quote(tmp) + `
+__snapexec_fnfile=` + quote(fnFile) + `
+__snapexec_fnprev=` + quote(fnPrev) + `
 \command shopt -u expand_aliases
 ` + bashDump + `\builtin return "$__snapexec_status"
 `

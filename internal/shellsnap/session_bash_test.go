@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -93,5 +94,104 @@ func TestSessionCarriesEveryTrap(t *testing.T) {
 	want := "trap -- 'echo dbg >&2' DEBUG\ntrap -- 'echo ret >&2' RETURN\ntrap -- 'echo err >&2' ERR\ntrap -- 'echo int' SIGINT\n"
 	if out != want {
 		t.Errorf("traps after a command that set them:\n%s\nwant\n%s(its stderr %q)", out, want, errOut)
+	}
+}
+
+// TestSessionCarriesAllexport: with allexport on, every variable the dump
+// sets is exported, and the dump, which empties the exported values before
+// it prints the variables, must leave its own alone.
+func TestSessionCarriesAllexport(t *testing.T) {
+	f := &SessionFiles{}
+	defer f.Close()
+	home := t.TempDir()
+	_, errOut, _, st, err := sessionRun(t, f, home, nil, "arr=(x p); v=1; set -o allexport; w=2")
+	if err != nil {
+		t.Fatalf("Finish after set -o allexport: %v (stderr %q)", err, errOut)
+	}
+	out, _, _, _, err := sessionRun(t, f, home, st, `declare -p arr v w; [[ -o allexport ]] && echo on`)
+	want := "declare -a arr=([0]=\"x\" [1]=\"p\")\ndeclare -- v=\"1\"\ndeclare -x w=\"2\"\non\n"
+	if err != nil || out != want {
+		t.Errorf("after set -o allexport: %q, %v; want %q", out, err, want)
+	}
+}
+
+// TestSessionFunctionsUnchanged: a command that leaves the functions as
+// they were hands on the previous state's function records (fnsame), and
+// one that changes any function's text, even to one of the same length,
+// dumps them again.
+func TestSessionFunctionsUnchanged(t *testing.T) {
+	f := &SessionFiles{}
+	defer f.Close()
+	home := t.TempDir()
+	run := func(st *SessionState, script string) (string, *SessionState) {
+		t.Helper()
+		out, errOut, _, next, err := sessionRun(t, f, home, st, script)
+		if err != nil {
+			t.Fatalf("%q: Finish: %v (stderr %q)", script, err, errOut)
+		}
+		return out, next
+	}
+	_, s1 := run(nil, `f() { echo one; }; g() { echo "two"; }; function a=b { echo ab; }`)
+	out, s2 := run(s1, `x=1; f; g; type -t a=b`)
+	if out != "one\ntwo\nfunction\n" {
+		t.Errorf("functions after their definition: %q", out)
+	}
+	if s2.fns == nil || s2.fns != s1.fns {
+		t.Errorf("a command that changed no function has listing %v, want its state's %v", s2.fns, s1.fns)
+	}
+	out, s3 := run(s2, `f; g; type -t a=b; f() { echo eno; }`)
+	if out != "one\ntwo\nfunction\n" || s3.fns == s2.fns {
+		t.Errorf("before the change: %q, listing kept %t", out, s3.fns == s2.fns)
+	}
+	out, s4 := run(s3, `f; g; type -t a=b; declare -F | wc -l`)
+	if out != "eno\ntwo\nfunction\n3\n" || s4.fns != s3.fns {
+		t.Errorf("after the change: %q, listing kept %t", out, s4.fns == s3.fns)
+	}
+	fork, _ := run(s2, `f`)
+	if fork != "one\n" {
+		t.Errorf("from the earlier state: %q, want one", fork)
+	}
+
+	// A listing that cannot be read is no listing: removing every function
+	// must not be taken for "the same as an empty listing".
+	if err := os.Remove(s4.fns.path); err != nil {
+		t.Fatal(err)
+	}
+	_, s5 := run(s4, `unset -f f g a=b`)
+	if out, _ := run(s5, `declare -F | wc -l`); out != "0\n" {
+		t.Errorf("functions after unset -f of all, the listing gone: %q, want 0", out)
+	}
+}
+
+// TestSessionSizeCountsUnchangedFunctions: a state whose functions were
+// handed on unchanged is as large as if they were dumped again, for
+// stateBytes and for the bound.
+func TestSessionSizeCountsUnchangedFunctions(t *testing.T) {
+	f := &SessionFiles{}
+	defer f.Close()
+	home := t.TempDir()
+	_, _, _, s1, err := sessionRun(t, f, home, nil, `f() { echo "`+strings.Repeat("x", 4000)+`"; }`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, s2, err := sessionRun(t, f, home, s1, `:`)
+	if err != nil || s2.fns != s1.fns {
+		t.Fatalf("an unchanged command: %v, listing kept %t", err, s2 != nil && s2.fns == s1.fns)
+	}
+	if d := s1.Size() - s2.Size(); d > 1000 || d < -1000 {
+		t.Errorf("Size() = %d after the function's definition, %d after a command that left it: want about the same", s1.Size(), s2.Size())
+	}
+	c, err := f.Command(SessionLaunch{Shell: Shell{Name: "bash", Path: "/bin/bash"}, Env: loginEnv(home), Script: ":", State: s2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
+	cmd.Env, cmd.Dir = envPairs(c.Env), home
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Finish(s2.Size() - 1000); !errors.Is(err, ErrSessionStateTooLarge) {
+		t.Errorf("Finish(bound below the state's size) = %v, want ErrSessionStateTooLarge", err)
 	}
 }
