@@ -241,22 +241,17 @@ func (a *app) sessionRemoveCommand() *cobra.Command {
 
 // completeSessions offers the server's session ids as the first argument.
 func (a *app) completeSessions(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	if len(args) > 0 {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	c, err := a.client()
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveError
-	}
-	list, err := client.Result(c.ListSessionsWithResponse(cmd.Context()))
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveError
-	}
-	var ids []cobra.Completion
-	for _, s := range list.Sessions {
-		ids = append(ids, cobra.Completion(s.SessionId))
-	}
-	return ids, cobra.ShellCompDirectiveNoFileComp
+	return a.completeFirst(cmd, args, func(c *client.Client) ([]string, error) {
+		list, err := client.Result(c.ListSessionsWithResponse(cmd.Context()))
+		if err != nil {
+			return nil, err
+		}
+		ids := make([]string, len(list.Sessions))
+		for i, s := range list.Sessions {
+			ids[i] = s.SessionId
+		}
+		return ids, nil
+	})
 }
 
 // oneLine is a script shown on one line of a table.

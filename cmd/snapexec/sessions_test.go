@@ -40,6 +40,11 @@ func TestSessions(t *testing.T) {
 			t.Errorf("sessions show lacks %q:\n%s", want, r.stdout)
 		}
 	}
+	for _, args := range [][]string{{"sessions", "exec", ""}, {"sessions", "rm", ""}} {
+		if r := cli(t, nil, append([]string{"__complete"}, args...)...); !strings.Contains(string(r.stdout), "cli-fork\n") {
+			t.Errorf("__complete %s: %s; want the sessions offered", strings.Join(args, " "), r)
+		}
+	}
 	r = cli(t, nil, "sessions")
 	if !strings.Contains(string(r.stdout), "cli-session") || !strings.Contains(string(r.stdout), "cli-fork") {
 		t.Errorf("sessions lists %q, want both sessions", r.stdout)

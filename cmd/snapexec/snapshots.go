@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -135,6 +136,24 @@ func (a *app) forgetCommand() *cobra.Command {
 
 // completeScopes offers the scopes of the server's snapshot cache.
 func (a *app) completeScopes(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return a.completeFirst(cmd, args, func(c *client.Client) ([]string, error) {
+		list, err := client.Result(c.ListSnapshotsWithResponse(cmd.Context()))
+		if err != nil {
+			return nil, err
+		}
+		var scopes []string
+		for _, e := range list.Entries {
+			if !slices.Contains(scopes, e.ScopeId) {
+				scopes = append(scopes, e.ScopeId)
+			}
+		}
+		return scopes, nil
+	})
+}
+
+// completeFirst offers what names lists as a command's first argument,
+// and nothing after it.
+func (a *app) completeFirst(cmd *cobra.Command, args []string, names func(*client.Client) ([]string, error)) ([]cobra.Completion, cobra.ShellCompDirective) {
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -142,17 +161,13 @@ func (a *app) completeScopes(cmd *cobra.Command, args []string, _ string) ([]cob
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}
-	list, err := client.Result(c.ListSnapshotsWithResponse(cmd.Context()))
+	list, err := names(c)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}
-	seen := map[string]bool{}
-	var scopes []cobra.Completion
-	for _, e := range list.Entries {
-		if !seen[e.ScopeId] {
-			seen[e.ScopeId] = true
-			scopes = append(scopes, cobra.Completion(e.ScopeId))
-		}
+	out := make([]cobra.Completion, len(list))
+	for i, n := range list {
+		out[i] = cobra.Completion(n)
 	}
-	return scopes, cobra.ShellCompDirectiveNoFileComp
+	return out, cobra.ShellCompDirectiveNoFileComp
 }
