@@ -65,31 +65,12 @@ func replayed(shell string) []string {
 	return []string{"*", "!exit-in-profile"}
 }
 
-// except returns profiles with names left out.
-func except(profiles []string, names ...string) []string {
-	out := slices.Clone(profiles)
-	for _, name := range names {
-		out = append(out, "!"+name)
-	}
-	return out
-}
-
 // The shells, for the table below.
 var (
-	bash    = []string{"bash"}
-	zsh     = []string{"zsh"}
-	sh      = []string{"sh"}
-	all     = []string{"bash", "zsh", "sh"}
-	bashSh  = []string{"bash", "sh"}
-	bashZsh = []string{"bash", "zsh"}
-	zshSh   = []string{"zsh", "sh"}
-)
-
-// The modes, for entries that do not cover all three.
-var (
-	captureReplay = []string{modeCapture, modeReplay}
-	replayStandby = []string{modeReplay, modeStandby}
-	standbyOnly   = []string{modeStandby}
+	bash  = []string{"bash"}
+	zsh   = []string{"zsh"}
+	sh    = []string{"sh"}
+	zshSh = []string{"zsh", "sh"}
 )
 
 // knownDifferences is the measurement of issue 16: every difference between

@@ -61,19 +61,6 @@ func (t *terminal) resize(size TTYSize) error {
 	})
 }
 
-// size returns the terminal's size.
-func (t *terminal) size() (TTYSize, error) {
-	var size TTYSize
-	err := t.control(func(fd int) error {
-		ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
-		if err == nil {
-			size = TTYSize{Cols: ws.Col, Rows: ws.Row}
-		}
-		return err
-	})
-	return size, err
-}
-
 // foreground returns the terminal's foreground process group (tcgetpgrp), or
 // 0 when it has none or the terminal is closed.
 func (t *terminal) foreground() int {

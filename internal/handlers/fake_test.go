@@ -301,10 +301,6 @@ func runHandlerCases(t *testing.T, tests []handlerCase) {
 	}
 }
 
-func slicesEqual(a, b []string) bool {
-	return len(a) == len(b) && (len(a) == 0 || reflect.DeepEqual(a, b))
-}
-
 // jsonHas reports how body differs from want: every field of want must be in
 // body with the same value (objects compared field by field, arrays element
 // by element, anything else whole).

@@ -17,10 +17,9 @@ import (
 	"github.com/snapexec/snapexec/internal/files"
 )
 
-// fakeFiles is a Files whose every method a test may replace; the others
-// fail the test.
+// fakeFiles is a Files whose every method a test may replace; calling
+// another panics, which the router answers 500 and the test sees.
 type fakeFiles struct {
-	t       *testing.T
 	OpenFn  func(path string) (*os.File, files.Info, error)
 	StatFn  func(path string) (files.Info, error)
 	ListFn  func(dir, cursor string, limit int) (files.Page, error)
