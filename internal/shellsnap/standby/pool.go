@@ -173,11 +173,6 @@ func (sb *Pool) startLaunch(ctx context.Context, key launchKey, spec exec.Spec, 
 	result := "miss"
 	sb.mu.Lock()
 	waiting := len(sb.idle[key]) > 0
-	if n, ok := sb.want[key]; ok && !waiting {
-		// The launch had a standby and came again before the next was
-		// ready: it keeps one more from now on.
-		sb.want[key] = min(n+1, sb.opts.PerLaunch)
-	}
 	builtins := sb.builtins[spec.Argv[0]] // learnt by the fill that started the one waiting
 	sb.mu.Unlock()
 	if waiting {
@@ -196,6 +191,16 @@ func (sb *Pool) startLaunch(ctx context.Context, key launchKey, spec exec.Spec, 
 				return nil, false, err // the table's answer, as Start would give it
 			}
 		}
+	}
+	if result == "miss" {
+		// None was ready for it, none waiting or another command took the
+		// one that was: a launch that had a standby and came again before
+		// the next was ready keeps one more from now on.
+		sb.mu.Lock()
+		if n, ok := sb.want[key]; ok {
+			sb.want[key] = min(n+1, sb.opts.PerLaunch)
+		}
+		sb.mu.Unlock()
 	}
 	sb.count(ctx, result)
 	p, err := sb.procs.Start(spec)
