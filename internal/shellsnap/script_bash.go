@@ -125,9 +125,18 @@ const bashCapture = bashCaptureProfile + bashDump
 // lines of functions that have none included. The variables of the dump
 // itself are left to the reader.
 const bashDump = `__snapexec_so=$SHELLOPTS
-\command printf '%s\n%s begin bash\n\n' '# Snapshot file' "$__snapexec_n"
-\command printf '%s traps\n' "$__snapexec_n"; \command trap -p; \command printf '\n'
+\command set +T
+if [[ -n $__snapexec_tmp ]]; then
+  \command trap -p >|"$__snapexec_tmp"; \command mapfile -t __snapexec_tl <"$__snapexec_tmp"
+else
+  \command mapfile -t __snapexec_tl <<<"$(\command trap -p)"
+fi
 \command trap - DEBUG RETURN ERR EXIT
+\command printf '%s\n%s begin bash\n\n' '# Snapshot file' "$__snapexec_n"
+\command printf '%s traps\n' "$__snapexec_n"
+for __snapexec_f in "${__snapexec_tl[@]}"; do if [[ -n $__snapexec_f ]]; then \command printf '%s\n' "$__snapexec_f"; fi; done
+\command printf '\n'
+\command unset -v __snapexec_tl
 \command set +o errexit +o nounset +o xtrace +o verbose +o onecmd
 \command printf '%s disabled\n' "$__snapexec_n"; \command enable -n; \command printf '\n'
 \command enable printf declare set shopt trap compgen mapfile umask ulimit complete hash enable eval unset
