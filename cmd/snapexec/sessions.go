@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"path"
 	"strings"
@@ -218,25 +219,10 @@ func (a *app) sessionForkCommand() *cobra.Command {
 }
 
 func (a *app) sessionRemoveCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:               "rm ID",
-		Short:             "End a session",
-		Args:              usageArgs(cobra.ExactArgs(1)),
-		ValidArgsFunction: a.completeSessions,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			if err := client.Check(c.DeleteSessionWithResponse(cmd.Context(), args[0])); err != nil {
-				return err
-			}
-			if a.json {
-				return a.printJSON(struct{}{})
-			}
-			return nil
-		},
-	}
+	return a.idCommand("rm ID", "End a session", a.completeSessions,
+		func(ctx context.Context, c *client.Client, id string) error {
+			return client.Check(c.DeleteSessionWithResponse(ctx, id))
+		})
 }
 
 // completeSessions offers the server's session ids as the first argument.

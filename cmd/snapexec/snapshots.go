@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"path"
 	"slices"
@@ -113,17 +114,26 @@ environment: give prewarm what those commands will give exec.`,
 }
 
 func (a *app) forgetCommand() *cobra.Command {
+	return a.idCommand("forget SCOPE", "Forget a scope's snapshots (captures in flight finish but are not kept)", a.completeScopes,
+		func(ctx context.Context, c *client.Client, scope string) error {
+			return client.Check(c.ForgetSnapshotsWithResponse(ctx, scope))
+		})
+}
+
+// idCommand is a command of one argument, an id that complete offers, that
+// calls do with it and prints nothing on success ({} with --json).
+func (a *app) idCommand(use, short string, complete cobra.CompletionFunc, do func(ctx context.Context, c *client.Client, id string) error) *cobra.Command {
 	return &cobra.Command{
-		Use:               "forget SCOPE",
-		Short:             "Forget a scope's snapshots (captures in flight finish but are not kept)",
+		Use:               use,
+		Short:             short,
 		Args:              usageArgs(cobra.ExactArgs(1)),
-		ValidArgsFunction: a.completeScopes,
+		ValidArgsFunction: complete,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {
 				return err
 			}
-			if err := client.Check(c.ForgetSnapshotsWithResponse(cmd.Context(), args[0])); err != nil {
+			if err := do(cmd.Context(), c, args[0]); err != nil {
 				return err
 			}
 			if a.json {
