@@ -8,46 +8,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snapexec/snapexec/internal/shellsnap/shellsnaptest"
+
 	"github.com/snapexec/snapexec/internal/envpolicy"
 )
 
-// richProfile exercises what a real login profile does: exports, a PATH
-// prefix, functions (one exported), aliases with expand_aliases, shopts, set
-// options, a umask and an unset.
-const richProfile = `export EDITOR=vim
-export PROJECT_ROOT="$HOME/src"
-export PATH="$HOME/bin:$PATH"
-unset DROP_ME
-greet() { echo "hello $1"; }
-exported_fn() { echo exported; }
-export -f exported_fn
-shopt -s expand_aliases extglob
-alias ll='ls -l'
-alias gs='git status'
-set -o pipefail
-set -o noclobber
-umask 027
-`
-
-// fidelityProbe prints the state a command sees, one fact a line.
-const fidelityProbe = `env | LC_ALL=C sort
-echo "--- functions"; declare -F
-echo "--- aliases"; alias -p
-echo "--- set -o"; set -o | awk '$2=="on"{print $1}'
-echo "--- shopt"; shopt -s
-echo "--- umask"; umask
-echo "--- exported function"; exported_fn
-echo "--- alias use"; type -t ll`
-
 func TestReplayMatchesLoginShell(t *testing.T) {
 	home := t.TempDir()
-	writeFile(t, filepath.Join(home, ".bash_profile"), richProfile)
+	writeFile(t, filepath.Join(home, ".bash_profile"), shellsnaptest.RichProfile)
 	env := map[string]string{"HOME": home, "PATH": "/usr/bin:/bin", "DROP_ME": "x", "LANG": "C"}
 
-	plain := runProbe(t, []string{"/bin/bash", "-lc", fidelityProbe}, home, env)
+	plain := runProbe(t, []string{"/bin/bash", "-lc", shellsnaptest.FidelityProbe}, home, env)
 
 	c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
-	l := Launch{Argv: []string{"/bin/bash", "-lc", fidelityProbe}, Cwd: home, Env: cloneMap(env)}
+	l := Launch{Argv: []string{"/bin/bash", "-lc", shellsnaptest.FidelityProbe}, Cwd: home, Env: cloneMap(env)}
 	p, err := c.Prepare(context.Background(), bashRequest("fidelity"), l)
 	if err != nil || p.Receipt.Outcome != OutcomeUsed {
 		t.Fatalf("Prepare() = %+v, %v; want used", p.Receipt, err)

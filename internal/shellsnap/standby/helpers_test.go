@@ -23,34 +23,6 @@ import (
 // bash is the shell under test.
 const bash = "/bin/bash"
 
-// richProfile exercises what a real login profile does: exports, a PATH
-// prefix, functions (one exported), aliases with expand_aliases, shopts, set
-// options, a umask and an unset.
-const richProfile = `export EDITOR=vim
-export PROJECT_ROOT="$HOME/src"
-export PATH="$HOME/bin:$PATH"
-unset DROP_ME
-greet() { echo "hello $1"; }
-exported_fn() { echo exported; }
-export -f exported_fn
-shopt -s expand_aliases extglob
-alias ll='ls -l'
-alias gs='git status'
-set -o pipefail
-set -o noclobber
-umask 027
-`
-
-// fidelityProbe prints the state a command sees, one fact a line.
-const fidelityProbe = `env | LC_ALL=C sort
-echo "--- functions"; declare -F
-echo "--- aliases"; alias -p
-echo "--- set -o"; set -o | awk '$2=="on"{print $1}'
-echo "--- shopt"; shopt -s
-echo "--- umask"; umask
-echo "--- exported function"; exported_fn
-echo "--- alias use"; type -t ll`
-
 // newTestProcs is a manager for a test's own processes, with a sandbox of
 // this kernel, shut down when the test ends.
 func newTestProcs(t *testing.T) *exec.Manager {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snapexec/snapexec/internal/shellsnap/shellsnaptest"
+
 	snapexec "github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/shellsnap"
@@ -31,7 +33,7 @@ func standbyRun(t *testing.T, in shellsnap.ReplayInput, dir, script string) (std
 // standby of the same snapshot: the user's command must not tell them apart.
 func TestStandbyMatchesReplay(t *testing.T) {
 	profiles := map[string]string{
-		"rich": richProfile,
+		"rich": shellsnaptest.RichProfile,
 		// The options act on the user's command only, in both: nothing of
 		// the restore or the wait trips them.
 		"errexit and nounset": "set -o errexit -o nounset -o pipefail\nf() { echo f; }\n",
@@ -57,7 +59,7 @@ set +B
 `,
 	}
 	probes := map[string]string{
-		"fidelity": fidelityProbe,
+		"fidelity": shellsnaptest.FidelityProbe,
 		"options":  "echo \"$-\"; set -o | awk '$2==\"on\"{print $1}'",
 		"failing":  "f; false; echo not reached",
 		"unset":    "echo ${NOT_SET_ANYWHERE}; echo not reached",
@@ -240,7 +242,7 @@ func TestStandbyServesOnlyPlainBashLaunches(t *testing.T) {
 // /proc/PID/environ.
 func TestStandbyServesAnotherEnvironment(t *testing.T) {
 	home := t.TempDir()
-	writeFile(t, filepath.Join(home, ".bash_profile"), richProfile+`HIST_LIKE=1
+	writeFile(t, filepath.Join(home, ".bash_profile"), shellsnaptest.RichProfile+`HIST_LIKE=1
 export KEPT_BY_PROFILE
 declare -i COUNTER=3
 readonly LOCKED=1
@@ -249,7 +251,7 @@ export ATTR_LATER; declare -l ATTR_LATER
 `)
 	base := map[string]string{"HOME": home, "PATH": "/usr/bin:/bin", "DROP_ME": "x", "LANG": "C", "KEPT_BY_PROFILE": "k", "ATTR_LATER": "Mixed"}
 	c := newTestCache(t, newTestProcs(t))
-	const probe = fidelityProbe + `
+	const probe = shellsnaptest.FidelityProbe + `
 echo "--- passed"; declare -p TRACE_ID ONLY_FIRST ONLY_SECOND ODD 2>&1
 echo "--- export"; export -p | grep -v -e ' _=' -e SHLVL
 echo "--- environ"; tr '\0' '\n' </proc/$$/environ | grep -c secret-of-first`
