@@ -13,7 +13,6 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 //go:embed static
@@ -46,13 +45,14 @@ type asset struct {
 }
 
 type handler struct {
-	assets                     map[string]asset // by URL path: "/" and "/ui/<name>"
-	notFound, methodNotAllowed http.Handler
+	assets   map[string]asset // by URL path: "/" and "/ui/<name>"
+	notFound http.Handler
 }
 
-// loadAssets reads every embedded file once, with its type and ETag (a hash
-// of the content): the files cannot change while the binary runs.
-var loadAssets = sync.OnceValue(func() map[string]asset {
+// loadAssets reads every embedded file, with its type and ETag (a hash of
+// the content), once per Handler: the files cannot change while the binary
+// runs.
+func loadAssets() map[string]asset {
 	assets := map[string]asset{}
 	err := fs.WalkDir(static, "static", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -79,19 +79,19 @@ var loadAssets = sync.OnceValue(func() map[string]asset {
 		panic("web: reading embedded files: " + err.Error()) // the files are compiled in: cannot happen
 	}
 	return assets
-})
+}
 
 // Handler serves static/index.html at / and every other file of static/ at
 // /ui/<path> (index.html too). Responses carry an explicit Content-Type,
 // nosniff, the CSP, Cache-Control: no-cache and a strong ETag computed once;
 // a matching If-None-Match answers 304. Any other path is notFound's to
-// answer, and any method other than GET and HEAD methodNotAllowed's (with
-// Allow: GET, HEAD set): the server passes its own, so that the dashboard
-// refuses in the API's problem+json, and this package writes none. Mount it
-// at GET / and GET /ui/*; it reads the full r.URL.Path, so mount it without
-// stripping a prefix.
-func Handler(notFound, methodNotAllowed http.Handler) http.Handler {
-	return &handler{assets: loadAssets(), notFound: notFound, methodNotAllowed: methodNotAllowed}
+// answer: the server passes its own, so that the dashboard refuses in the
+// API's problem+json, and this package writes none. Mount it for GET and HEAD
+// of / and /ui/* only (the router answers other methods, with an Allow
+// header read from its routes); it reads the full r.URL.Path, so mount it
+// without stripping a prefix.
+func Handler(notFound http.Handler) http.Handler {
+	return &handler{assets: loadAssets(), notFound: notFound}
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -100,11 +100,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a, ok := h.assets[r.URL.Path]
 	if !ok {
 		h.notFound.ServeHTTP(w, r)
-		return
-	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		hdr.Set("Allow", "GET, HEAD")
-		h.methodNotAllowed.ServeHTTP(w, r)
 		return
 	}
 	hdr.Set("Content-Security-Policy", CSP)

@@ -34,7 +34,7 @@ func TestContractSecurity(t *testing.T) {
 	}
 	f := &fakeService{} // no call may reach it
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	h := newRouterWith(t, f, RouterOptions{Security: Security{Token: testToken}, Metrics: ok, Dashboard: func(http.Handler, http.Handler) http.Handler { return ok }})
+	h := newRouterWith(t, f, RouterOptions{Security: Security{Token: testToken}, Metrics: ok, Dashboard: func(http.Handler) http.Handler { return ok }})
 	params := strings.NewReplacer("{processId}", "p-none", "{scopeId}", "none")
 	var public []string
 	for _, path := range doc.Paths.InMatchingOrder() {

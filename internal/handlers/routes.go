@@ -31,10 +31,10 @@ type RouterOptions struct {
 	Propagator     propagation.TextMapPropagator
 	// Metrics serves GET /metrics; nil means no such route.
 	Metrics http.Handler
-	// Dashboard makes the handler of GET / and its assets under /ui/ (nil
-	// means none), given the router's own 404 and 405 answers: its problems
-	// are the API's.
-	Dashboard func(notFound, methodNotAllowed http.Handler) http.Handler
+	// Dashboard makes the handler of GET and HEAD of / and its assets under
+	// /ui/ (nil means none), given the router's own 404 answer: its problems
+	// are the API's. Other methods get the router's 405.
+	Dashboard func(notFound http.Handler) http.Handler
 	// Security holds the token, Host, Origin and body-size defences.
 	Security Security
 	// BodyTimeout is how long a request body may take to arrive after the
@@ -92,7 +92,7 @@ func NewRouter(s *Server, logger zerolog.Logger, opts RouterOptions) (http.Handl
 	}
 	notAllowed := methodNotAllowed(r)
 	if opts.Dashboard != nil {
-		dashboard := opts.Dashboard(http.HandlerFunc(notFound), notAllowed)
+		dashboard := opts.Dashboard(http.HandlerFunc(notFound))
 		for _, m := range []string{http.MethodGet, http.MethodHead} {
 			r.Method(m, "/", dashboard)
 			r.Method(m, "/ui/*", dashboard)

@@ -35,7 +35,7 @@ func TestMethodNotAllowedSaysAllow(t *testing.T) {
 	}
 	h := newRouterWith(t, okExecutor(), RouterOptions{
 		Metrics:   http.NotFoundHandler(),
-		Dashboard: func(notFound, _ http.Handler) http.Handler { return notFound },
+		Dashboard: func(notFound http.Handler) http.Handler { return notFound },
 	})
 	for path, allowed := range want {
 		slices.SortFunc(allowed, func(a, b string) int { return slices.Index(methods, a) - slices.Index(methods, b) })
