@@ -152,7 +152,8 @@ func TestLogsFollowSurvivesCuts(t *testing.T) {
 }
 
 func TestRunFollows(t *testing.T) {
-	r := cli(t, nil, "run", "--id", "cli-run-fg", "--", "/bin/bash", "-c", noisyScript)
+	runID := uniqueID("cli-run-fg")
+	r := cli(t, nil, "run", "--id", runID, "--", "/bin/bash", "-c", noisyScript)
 	wantOut, wantErr := noisyOutput()
 	if !bytes.Equal(r.stdout, wantOut) || !bytes.Equal(r.stderr, wantErr) || r.code != 5 {
 		t.Errorf("run: %d bytes of stdout, %d of stderr, exit %d; want %d, %d, exit 5", len(r.stdout), len(r.stderr), r.code, len(wantOut), len(wantErr))
@@ -174,9 +175,10 @@ func decodeLines[T any](t *testing.T, out []byte) []T {
 }
 
 func TestJSONOutputsParse(t *testing.T) {
-	r := cli(t, nil, "--json", "run", "--bg", "--id", "cli-json", "--", "/bin/sh", "-c", "echo one; echo two >&2; exec sleep 30")
+	jsonID := uniqueID("cli-json")
+	r := cli(t, nil, "--json", "run", "--bg", "--id", jsonID, "--", "/bin/sh", "-c", "echo one; echo two >&2; exec sleep 30")
 	started := decodeLines[client.Process](t, r.stdout)
-	if r.code != 0 || started[0].ProcessId != "cli-json" || started[0].Status != client.ProcessStatusRunning {
+	if r.code != 0 || started[0].ProcessId != jsonID || started[0].Status != client.ProcessStatusRunning {
 		t.Fatalf("run --bg --json: %s", r)
 	}
 	check := func(args []string, decode func(out []byte) string) {
@@ -196,13 +198,13 @@ func TestJSONOutputsParse(t *testing.T) {
 	}
 	check([]string{"ps"}, func(out []byte) string {
 		for _, p := range decodeLines[client.ProcessList](t, out)[0].Processes {
-			if p.ProcessId == "cli-json" {
+			if p.ProcessId == jsonID {
 				return ""
 			}
 		}
-		return "cli-json is not listed"
+		return jsonID + " is not listed"
 	})
-	check([]string{"logs", "cli-json"}, func(out []byte) string {
+	check([]string{"logs", jsonID}, func(out []byte) string {
 		var text []string
 		for _, c := range decodeLines[client.OutputChunk](t, out) {
 			text = append(text, string(c.Stream)+":"+string(c.Bytes()))
@@ -212,19 +214,19 @@ func TestJSONOutputsParse(t *testing.T) {
 		}
 		return ""
 	})
-	check([]string{"kill", "--signal", "term", "cli-json"}, func(out []byte) string {
+	check([]string{"kill", "--signal", "term", jsonID}, func(out []byte) string {
 		if !decodeLines[client.SignalResult](t, out)[0].Delivered {
 			return "not delivered"
 		}
 		return ""
 	})
-	check([]string{"logs", "-f", "cli-json"}, func(out []byte) string {
+	check([]string{"logs", "-f", jsonID}, func(out []byte) string {
 		if n := len(decodeLines[client.OutputChunk](t, out)); n != 2 {
 			return fmt.Sprintf("%d chunks, want 2", n)
 		}
 		return ""
 	})
-	check([]string{"kill", "cli-json"}, func(out []byte) string {
+	check([]string{"kill", jsonID}, func(out []byte) string {
 		if decodeLines[client.TerminateResult](t, out)[0].Running {
 			return "still running after SIGTERM"
 		}
@@ -319,6 +321,7 @@ func TestUnixSocketURL(t *testing.T) {
 }
 
 func TestVersionAndCompletion(t *testing.T) {
+	completeID := uniqueID("cli-complete")
 	if r := cli(t, nil, "--version"); r.code != 0 || !strings.HasPrefix(string(r.stdout), "snapexec version ") {
 		t.Errorf("--version: %s", r)
 	}
@@ -329,13 +332,13 @@ func TestVersionAndCompletion(t *testing.T) {
 		}
 	}
 	// Process ids complete from the server.
-	if r := cli(t, nil, "run", "--bg", "--id", "cli-complete", "--", "/bin/true"); r.code != 0 {
+	if r := cli(t, nil, "run", "--bg", "--id", completeID, "--", "/bin/true"); r.code != 0 {
 		t.Fatalf("run --bg: %s", r)
 	}
 	for _, command := range []string{"kill", "attach"} {
 		r := cli(t, nil, "__complete", command, "")
-		if r.code != 0 || !bytes.Contains(r.stdout, []byte("cli-complete\t")) {
-			t.Errorf("__complete %s '': %s; want cli-complete offered", command, r)
+		if r.code != 0 || !bytes.Contains(r.stdout, []byte(completeID+"\t")) {
+			t.Errorf("__complete %s '': %s; want %s offered", command, r, completeID)
 		}
 	}
 }
@@ -403,6 +406,7 @@ func TestExecInterrupted(t *testing.T) {
 // goes on. The CLI's stdout is not read until the process has ended, so
 // that 128 MB outruns the ring and every buffer on the way (pipe, sockets).
 func TestFollowSaysWhatWasLost(t *testing.T) {
+	lostID := uniqueID("cli-lost")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c, err := client.New(os.Getenv("SNAPEXEC_URL"), client.WithToken(os.Getenv("SNAPEXEC_TOKEN")))
@@ -410,7 +414,7 @@ func TestFollowSaysWhatWasLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	const size = 128 << 20
-	cmd := exec.CommandContext(ctx, os.Args[0], "run", "--id", "cli-lost", "--", "/bin/sh", "-c", fmt.Sprintf("yes 0123456789abcdef | head -c %d", size))
+	cmd := exec.CommandContext(ctx, os.Args[0], "run", "--id", lostID, "--", "/bin/sh", "-c", fmt.Sprintf("yes 0123456789abcdef | head -c %d", size))
 	cmd.Env = cliEnv()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -422,7 +426,7 @@ func TestFollowSaysWhatWasLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	for {
-		p, err := client.Result(c.GetProcessWithResponse(ctx, "cli-lost"))
+		p, err := client.Result(c.GetProcessWithResponse(ctx, lostID))
 		if err == nil && p.Status != client.ProcessStatusRunning {
 			break
 		}
@@ -441,3 +445,7 @@ func TestFollowSaysWhatWasLost(t *testing.T) {
 		t.Errorf("run of %d bytes read late: exit %d, %d bytes of stdout, stderr %q; want exit 0, fewer bytes, and the loss said", size, code, n, stderr.String())
 	}
 }
+
+// uniqueID is name made unique to this run, so that the tests can run again
+// (-count) against a server that keeps the processes they started.
+func uniqueID(name string) string { return fmt.Sprintf("%s-%d", name, time.Now().UnixNano()) }
