@@ -1,0 +1,124 @@
+package shellsnap
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// zshSessionRun runs one zsh session command from state, as sessionRun
+// runs a bash one.
+func zshSessionRun(t *testing.T, f *SessionFiles, home string, state *SessionState, script string) (stdout, stderr string, code int, next *SessionState, err error) {
+	t.Helper()
+	c, err := f.Command(SessionLaunch{Shell: Shell{Name: "zsh", Path: zshPath(t)}, Env: loginEnv(home), Script: script, State: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
+	cmd.Env = envPairs(c.Env)
+	cmd.Dir = home
+	if state != nil && state.Cwd() != "" {
+		cmd.Dir = state.Cwd()
+	}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	runErr := cmd.Run()
+	var ee *exec.ExitError
+	if runErr != nil && !errors.As(runErr, &ee) {
+		t.Fatalf("session command %q: %v", script, runErr)
+	}
+	next, err = c.Finish(0)
+	return out.String(), errOut.String(), cmd.ProcessState.ExitCode(), next, err
+}
+
+// zshPath is zsh's path; the tests fail without it (shellsUnderTest).
+func zshPath(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("zsh")
+	if err != nil {
+		t.Fatalf("zsh is required by the session tests: %v", err)
+	}
+	return path
+}
+
+func TestZshSessionCarriesState(t *testing.T) {
+	home := t.TempDir()
+	f := &SessionFiles{}
+	defer f.Close()
+	var st *SessionState
+	steps := []struct {
+		script, out string
+		code        int
+	}{
+		{"cd /tmp && export FOO=bar; x=1; typeset -a arr=(a 'b c'); typeset -A m=(k v); typeset -i n=7; f() { echo f$1; }; alias ll='ls -l'; alias -g G='| wc -l'; alias -s txt=cat; setopt noclobber extendedglob; umask 027; trap 'echo usr1' USR1; TRAPUSR2() { echo usr2 }", "", 0},
+		{`pwd; echo FOO=$FOO x=$x "${arr[2]}" $m[k] $n; f 1; alias -L; alias -sL; [[ -o noclobber && -o extendedglob ]] && echo opts; umask; trap | grep -v __snapexec_`,
+			"/tmp\nFOO=bar x=1 b c v 7\nf1\nalias -g G='| wc -l'\nalias ll='ls -l'\nalias run-help=man\nalias which-command=whence\nalias -s txt=cat\nopts\n027\ntrap -- 'echo usr1' USR1\nTRAPUSR2 () {\n\techo usr2\n}\n", 0},
+		{"unset FOO; unfunction f; unalias ll; cd /; exit 3", "", 3},
+		{`pwd; echo "FOO=${FOO-unset}"; whence -w f; alias ll`, "/\nFOO=unset\nf: none\n", 1},
+		{"setopt errexit; y=2; false; y=3", "", 1},
+		{`echo y=$y; [[ -o errexit ]] && echo errexit`, "y=2\nerrexit\n", 0},
+		{"unsetopt errexit; setopt nounset; z=1; echo $nosuch; z=2", "", 1},
+		{`echo z=$z; unsetopt nounset`, "z=1\n", 0},
+		{`trap 'echo bye' EXIT; w=1`, "", 0},
+		{`echo w=$w; trap | grep -c bye`, "w=1\n0\n", 1},
+		{`set -- a 'b c'; pushd /usr >/dev/null; pushd /tmp >/dev/null`, "", 0},
+		{`echo "$# $2"; dirs -p; cd -; echo $OLDPWD`, "2 b c\n/tmp\n/usr\n/\n/tmp\n", 0},
+		{`if then`, "", 1},
+		{`pwd; (exit 4); echo sub`, "/usr\nsub\n", 0},
+	}
+	for i, s := range steps {
+		out, errOut, code, next, err := zshSessionRun(t, f, home, st, s.script)
+		if err != nil {
+			t.Fatalf("step %d %q: Finish: %v (stderr %q)", i, s.script, err, errOut)
+		}
+		if out != s.out || code != s.code {
+			t.Errorf("step %d %q: got %q code %d (stderr %q), want %q code %d", i, s.script, out, code, errOut, s.out, s.code)
+		}
+		if i == 0 {
+			ch := next.Changes(st)
+			for _, name := range []string{"FOO", "x", "arr", "m", "n"} {
+				if !slices.Contains(ch.Variables.Added, name) {
+					t.Errorf("changes %+v lack %s", ch.Variables, name)
+				}
+			}
+			if !slices.Contains(ch.Functions.Added, "f") || !slices.Contains(ch.Aliases.Added, "G") {
+				t.Errorf("changes %+v lack f or G", ch)
+			}
+		}
+		st = next
+	}
+	ch := st.Changes(st)
+	if len(ch.Variables.Added)+len(ch.Variables.Changed)+len(ch.Variables.Removed) != 0 {
+		t.Errorf("a state against itself changes %+v", ch.Variables)
+	}
+}
+
+// TestZshSessionNamesStable: a command that changes nothing changes no
+// name (zsh's volatile parameters are not names of the state).
+func TestZshSessionNamesStable(t *testing.T) {
+	home := t.TempDir()
+	f := &SessionFiles{}
+	defer f.Close()
+	_, _, _, s1, err := zshSessionRun(t, f, home, nil, `:`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, s2, err := zshSessionRun(t, f, home, s1, `echo $RANDOM $SECONDS >/dev/null; sleep 1; :`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch := s2.Changes(s1); len(ch.Variables.Added)+len(ch.Variables.Changed)+len(ch.Variables.Removed) != 0 {
+		t.Errorf("a command that changed nothing changed %+v", ch.Variables)
+	}
+	if strings.Contains(strings.Join(s2.Changes(nil).Functions.Added, " "), "__snapexec") {
+		t.Errorf("the session's hook is one of the state's functions")
+	}
+}
