@@ -133,8 +133,11 @@ func zshPlan(recs []record, captureEnv, final, kept map[string]string) *restoreP
 	for _, name := range slices.Sorted(maps.Keys(vars)) {
 		r := vars[name]
 		typ, text, _ := strings.Cut(strings.TrimSuffix(r.payload, "\n"), "\n")
-		// ZDOTDIR is the .zlogin step's: zsh reads it to find .zlogin.
-		if _, skip := zshSkipped[name]; skip || name == "ZDOTDIR" || strings.HasPrefix(name, "__snapexec_") || strings.Contains(typ, "export") {
+		// ZDOTDIR is the .zlogin step's: zsh reads it to find .zlogin. An
+		// exported scalar, integer or float is the environment step's; an
+		// array marked for export (allexport) is in no environment.
+		inEnv := strings.Contains(typ, "export") && !strings.HasPrefix(typ, "array") && !strings.HasPrefix(typ, "association")
+		if _, skip := zshSkipped[name]; skip || name == "ZDOTDIR" || strings.HasPrefix(name, "__snapexec_") || inEnv {
 			continue
 		}
 		if module, ok := zshModuleParams[name]; ok && !loaded[module] {
