@@ -122,3 +122,21 @@ func TestZshSessionNamesStable(t *testing.T) {
 		t.Errorf("the session's hook is one of the state's functions")
 	}
 }
+
+// TestZshSessionCarriesAttributes: read-only, tied, float, exported
+// integer and unset parameters, named directories and the positional
+// parameters carry as one zsh carries them.
+func TestZshSessionCarriesAttributes(t *testing.T) {
+	home := t.TempDir()
+	f := &SessionFiles{}
+	defer f.Close()
+	_, errOut, _, st, err := zshSessionRun(t, f, home, nil, `typeset -r R=1; typeset -T TL tl=(a b); typeset -F 3 FL=1.5; typeset -xi XI=4; unset HOME; hash -d proj=/tmp; typeset -U path; path+=(/usr/bin); set -- one 'two three'`)
+	if err != nil {
+		t.Fatalf("Finish: %v (stderr %q)", err, errOut)
+	}
+	out, errOut, _, _, err := zshSessionRun(t, f, home, st, `typeset -p R TL tl FL XI; echo ${HOME-unset} ~proj $#path $# $2; R=2 2>/dev/null; echo not reached`)
+	want := "typeset -r R=1\ntypeset -T TL tl=( a b )\ntypeset -aT TL tl=( a b )\ntypeset -F FL=1.500\nexport -i XI=4\nunset /tmp 2 2 two three\n"
+	if err != nil || out != want {
+		t.Errorf("after the attributes' command: %q (%v, stderr %q), want %q", out, err, errOut, want)
+	}
+}
