@@ -45,22 +45,28 @@ func (f *SessionFiles) zshCommand(l SessionLaunch) (*SessionCommand, error) {
 	// The files the shell writes exist before it starts, 0600, so that its
 	// umask cannot make them unreadable, in the directory a sandbox lets it
 	// write.
-	if c.Dir, err = f.files.writeDir(map[string]string{"dump": "", "tmp": ""}); err != nil {
+	if c.Dir, err = f.files.writeDir(map[string]string{"dump": "", "pre": "", "tmp": ""}); err != nil {
 		return nil, err
 	}
-	c.out, c.tmp = filepath.Join(c.Dir, "dump"), filepath.Join(c.Dir, "tmp")
+	c.out, c.pre, c.tmp = filepath.Join(c.Dir, "dump"), filepath.Join(c.Dir, "pre"), filepath.Join(c.Dir, "tmp")
 	if c.end, err = f.files.write(zshSessionEnd(c.nonce, limits, c.tmp)); err != nil {
 		c.Close()
 		return nil, err
 	}
 	// The group's redirections come first: nothing of the dump, its trace
 	// included, reaches the command's output, and >| writes over noclobber.
-	// The variables' names tell the session's EXIT trap from the user's.
-	dump := `{ __snapexec_status=$? __snapexec_u=$_; \builtin . ` + quote(c.end) + `; } >|` + quote(c.out) + ` 2>/dev/null`
+	// A DEBUG trap would run before each command of the dump, into its
+	// records: the traps are listed into a file of their own (the DEBUG
+	// trap is taken from there) and the DEBUG trap goes first. The
+	// variables' names tell the session's EXIT trap from the user's.
+	end := `\builtin trap >|` + quote(c.pre) + `; \builtin trap - DEBUG; \builtin . ` + quote(c.end) + `; } >|` + quote(c.out) + ` 2>/dev/null`
+	dump := `{ __snapexec_status=$? __snapexec_u=$_; ` + end
 	// zshexit runs in subshells too, which must not dump.
-	hook := zshSessionHook + `() { __snapexec_status=$?; if (( ! ZSH_SUBSHELL )) && [[ -z ${__snapexec_done-} ]]; then { __snapexec_hooked=1 __snapexec_u=; \builtin . ` +
-		quote(c.end) + `; } >|` + quote(c.out) + ` 2>/dev/null; fi; }`
-	zshenv, zlogin := zshPrelude, zshBareLogin
+	hook := zshSessionHook + `() { __snapexec_status=$?; if (( ! ZSH_SUBSHELL )) && [[ -z ${__snapexec_done-} ]]; then { __snapexec_hooked=1 __snapexec_u=; ` + end + `; fi; }`
+	zshenv, zlogin, debug := zshPrelude, zshBareLogin, ""
+	if l.State != nil {
+		debug = l.State.zshDebugTrap()
+	}
 	if restore != "" {
 		// cd - goes to the directory the shell left last, which is not
 		// OLDPWD once assigned: the shell leaves it once more.
@@ -69,8 +75,10 @@ func (f *SessionFiles) zshCommand(l SessionLaunch) (*SessionCommand, error) {
 	}
 	// After the state's functions (a TRAPEXIT among them would replace the
 	// trap), in a group whose trace goes nowhere should the state set
-	// xtrace.
-	zlogin += "{ " + hook + "\nzshexit_functions+=(" + zshSessionHook + ")\n\\builtin trap -- " + quote(dump) + " EXIT; } 2>/dev/null\n"
+	// xtrace, on the line that sources the state's .zlogin, which verbose
+	// (set last) does not echo; the state's DEBUG trap last of all, so that
+	// it runs before the script's commands only.
+	zlogin = strings.TrimSuffix(zlogin, "\n") + "; { " + hook + "; zshexit_functions+=(" + zshSessionHook + "); \\builtin trap -- " + quote(dump) + " EXIT; " + debug + "} 2>/dev/null\n"
 	start, err := f.files.writeDir(map[string]string{".zshenv": zshenv, ".zlogin": zlogin})
 	if err != nil {
 		c.Close()
@@ -196,10 +204,13 @@ func (c *SessionCommand) zshFinish(maxBytes int) (*SessionState, error) {
 		case "limits0":
 			s.limits = r.payload
 		case "traps":
-			var user string
-			r.payload, user = splitExitTrap(r.payload, s.exitTrap)
+			var user, debug string
+			r.payload, user, debug = zshSplitTraps(r.payload, c.pre, s.exitTrap)
 			if !unknown {
 				s.exitTrap = user
+			}
+			if debug != "" {
+				s.recs = append(s.recs, record{kind: "zshdebug", payload: debug})
 			}
 		}
 		s.recs = append(s.recs, r)
@@ -208,6 +219,54 @@ func (c *SessionCommand) zshFinish(maxBytes int) (*SessionState, error) {
 	// answer's path.
 	go s.restoreFile(c.files)
 	return s, nil
+}
+
+// zshSplitTraps takes the EXIT trap and the DEBUG trap out of a zsh
+// dump's trap listing, as splitExitTrap does for bash (was is the user's
+// EXIT trap before): the DEBUG trap is the one listed in the file pre
+// before the dump removed it, restored last (zshCommand). Only the trap
+// lines are read (zsh quotes a newline in one); the TRAPxxx functions the
+// listing shows too are the functions'.
+func zshSplitTraps(traps, pre, was string) (rest, user, debug string) {
+	lines := func(text string) []string {
+		var out []string
+		for line := range strings.SplitSeq(text, "\n") {
+			if strings.HasPrefix(line, "trap ") {
+				out = append(out, line)
+			}
+		}
+		return out
+	}
+	var kept []string
+	for _, stmt := range lines(traps) {
+		switch {
+		case strings.HasSuffix(stmt, " EXIT") && strings.Contains(stmt, "__snapexec_"):
+			user = was // the session's: the user's is as it was
+		case strings.HasSuffix(stmt, " EXIT"):
+			user = stmt
+		case !strings.HasSuffix(stmt, " DEBUG"):
+			kept = append(kept, stmt)
+		}
+	}
+	if b, err := os.ReadFile(pre); err == nil {
+		for _, stmt := range lines(string(b)) {
+			if strings.HasSuffix(stmt, " DEBUG") {
+				debug = stmt
+			}
+		}
+	}
+	return strings.Join(kept, "\n"), user, debug
+}
+
+// zshDebugTrap is the state's DEBUG trap as the command that restores it
+// runs it, or "".
+func (s *SessionState) zshDebugTrap() string {
+	for _, r := range s.recs {
+		if r.kind == "zshdebug" {
+			return `\builtin ` + r.payload + "; "
+		}
+	}
+	return ""
 }
 
 // zshRestoreDir writes s's restore directory (a .zshenv and a .zlogin, as

@@ -140,3 +140,29 @@ func TestZshSessionCarriesAttributes(t *testing.T) {
 		t.Errorf("after the attributes' command: %q (%v, stderr %q), want %q", out, err, errOut, want)
 	}
 }
+
+// TestZshSessionDebugTrapAndVerbose: a DEBUG trap runs before the script's
+// commands and the session's end line (docs/design/sessions.md#zsh), never
+// before the restore's or into the dump's records; verbose echoes the
+// script and the end line, not the session's start.
+func TestZshSessionDebugTrapAndVerbose(t *testing.T) {
+	home := t.TempDir()
+	f := &SessionFiles{}
+	defer f.Close()
+	var st *SessionState
+	for i, s := range []struct{ script, out, err string }{
+		{`trap 'echo dbg' DEBUG; X=1`, "dbg\ndbg\n", ""},
+		{`echo $X`, "dbg\n1\ndbg\n", ""},
+		{`trap - DEBUG; setopt verbose; Y=2`, "dbg\n", ""},
+		{`echo $Y`, "2\n", "echo $Y\n"},
+	} {
+		out, errOut, _, next, err := zshSessionRun(t, f, home, st, s.script)
+		if err != nil {
+			t.Fatalf("%q: Finish: %v (stderr %q)", s.script, err, errOut)
+		}
+		if !strings.HasPrefix(errOut, s.err) || out != s.out || i == 3 && strings.Contains(errOut, "__snapexec_exit") {
+			t.Errorf("%q: stdout %q, stderr %q; want %q and stderr from %q on", s.script, out, errOut, s.out, s.err)
+		}
+		st = next
+	}
+}
