@@ -43,7 +43,7 @@ func TestZshSessionFromSnapshot(t *testing.T) {
 	s := newSessionService(t, session.Options{})
 	id := zshSession(t, s, "zsnap", "zscope", map[string]string{
 		".zprofile": "export ZP=profile\npath=(/opt/zbin $path)\n",
-		".zshrc":    "greet() { print -r -- hello $1 }\nalias ll='ls -l'\nsetopt extendedglob\ntypeset -A zm=(k v)\n",
+		".zshrc":    "greet() { print -r -- hello $1 }\nalias ll='ls -l'\nsetopt extendedglob\ntypeset -A zm=(k v)\ntrap 'echo bye' EXIT\nTRAPUSR1() { print -r -- ${(U):-usr1} }\n",
 	}).ID
 	out := runIn(t, s, id, `greet a; alias ll; [[ -o extendedglob ]] && echo eg; echo $ZP $zm[k] $path[1]; cd /tmp; ZP=changed; unfunction greet`, time.Minute)
 	if got, want := string(out.Result.Stdout.Data), "hello a\nll='ls -l'\neg\nprofile v /opt/zbin\n"; got != want || !out.Session.StateKept {
@@ -57,8 +57,8 @@ func TestZshSessionFromSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	runIn(t, s, id, `ZP=parent; cd /`, time.Minute)
-	out = runIn(t, s, fork.ID, `pwd; echo $ZP; whence -w greet; alias ll`, time.Minute)
-	if got, want := string(out.Result.Stdout.Data), "/tmp\nchanged\ngreet: none\nll='ls -l'\n"; got != want {
+	out = runIn(t, s, fork.ID, `pwd; echo $ZP; whence -w greet; alias ll; kill -USR1 $$`, time.Minute)
+	if got, want := string(out.Result.Stdout.Data), "/tmp\nchanged\ngreet: none\nll='ls -l'\nUSR1\n"; got != want {
 		t.Errorf("the fork: %q (stderr %q), want %q", got, out.Result.Stderr.Data, want)
 	}
 }

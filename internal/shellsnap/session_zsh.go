@@ -39,7 +39,7 @@ func (f *SessionFiles) zshCommand(l SessionLaunch) (*SessionCommand, error) {
 		}
 		restore, limits, c.base = dir, l.State.limits, l.State.base
 	case l.Snapshot != nil && l.Snapshot.restore != "":
-		restore, c.exitTrap = l.Snapshot.restore, snapshotExitTrap(l.Snapshot)
+		restore, c.exitTrap = l.Snapshot.restore, zshSnapshotExitTrap(l.Snapshot)
 	}
 	var err error
 	// The files the shell writes exist before it starts, 0600, so that its
@@ -256,6 +256,24 @@ func zshSplitTraps(traps, pre, was string) (rest, user, debug string) {
 		}
 	}
 	return strings.Join(kept, "\n"), user, debug
+}
+
+// zshSnapshotExitTrap is the EXIT trap of a zsh snapshot of this server's
+// format, or "".
+func zshSnapshotExitTrap(snap *Snapshot) string {
+	state, ok := strings.CutPrefix(snap.State, StateMarker+"\n")
+	nonce, _, _ := strings.Cut(state, " ")
+	if !ok || nonce == "" {
+		return ""
+	}
+	recs, _ := splitRecords([]byte(state), nonce)
+	for _, r := range recs {
+		if r.kind == "traps" {
+			_, user, _ := zshSplitTraps(r.payload, "", "")
+			return user
+		}
+	}
+	return ""
 }
 
 // zshDebugTrap is the state's DEBUG trap as the command that restores it
