@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
@@ -165,4 +166,62 @@ func TestZshSessionDebugTrapAndVerbose(t *testing.T) {
 		}
 		st = next
 	}
+}
+
+// BenchmarkZshSessionCommand times a zsh session command after a state
+// change in a state of 200 functions, 50 aliases and 100 exports, as
+// BenchmarkSessionCommand does for bash.
+func BenchmarkZshSessionCommand(b *testing.B) {
+	zsh, err := exec.LookPath("zsh")
+	if err != nil {
+		b.Fatal(err)
+	}
+	home := b.TempDir()
+	var profile strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&profile, "fn_%d() { local x=%d; print -r -- \"$x $1\"; }\n", i, i)
+	}
+	for i := range 50 {
+		fmt.Fprintf(&profile, "alias al_%d='echo %d'\n", i, i)
+	}
+	for i := range 100 {
+		fmt.Fprintf(&profile, "export EX_%d=value_%d\n", i, i)
+	}
+	f := &SessionFiles{}
+	b.Cleanup(f.Close)
+	var shell, cpu time.Duration
+	run := func(state *SessionState, script string) *SessionState {
+		c, err := f.Command(SessionLaunch{Shell: Shell{Name: "zsh", Path: zsh}, Env: loginEnv(home), Script: script, State: state})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
+		cmd.Env, cmd.Dir = envPairs(c.Env), home
+		if state != nil && state.Cwd() != "" {
+			cmd.Dir = state.Cwd()
+		}
+		t0 := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+		shell += time.Since(t0)
+		cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		next, err := c.Finish(0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := next.restoreFile(f); err != nil {
+			b.Fatal(err)
+		}
+		return next
+	}
+	state := run(nil, profile.String())
+	b.Logf("state: %d bytes", state.Size())
+	shell, cpu = 0, 0
+	for b.Loop() {
+		state = run(state, `BENCH_N=$(( ${BENCH_N:-0} + 1 )); if (( BENCH_N % 2 )); then cd /tmp; else cd; fi`)
+	}
+	b.ReportMetric(float64(shell.Microseconds())/float64(b.N), "shell-µs/op")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "shell-cpu-µs/op")
 }
