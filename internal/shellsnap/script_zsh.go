@@ -56,7 +56,9 @@ const zshCapture = zshCaptureProfile + zshDump
 // function under emulate -L zsh, since a profile's emulate sh hides
 // $options' flags); prints the emulation and the traps; then resets the
 // options to zsh's (emulate -R zsh) and prints the rest. Options that zsh
-// refuses to change after start-up are left out (zshFixedOptions). It
+// refuses to change after start-up are left out (zshFixedOptions). The
+// functions that stand for the DEBUG, EXIT and ZERR traps are printed
+// before the dump removes those traps, which removes them. It
 // expects these variables set: __snapexec_n (the nonce), __snapexec_u ($_
 // as the state has it), __snapexec_mods (zmodload -L before the dump),
 // __snapexec_pwd (the directory a cwd record is relative to),
@@ -76,6 +78,9 @@ done
 \builtin trap
 \builtin print -rl -- ''
 if (( ${+__snapexec_hooked} )); then \builtin print -rl -- "$__snapexec_n exitunknown" ''; fi
+for __snapexec_f in TRAPDEBUG TRAPEXIT TRAPZERR; do
+  if (( ${+functions[$__snapexec_f]} )); then \builtin print -rl -- "$__snapexec_n fn $__snapexec_f"; \builtin functions -- $__snapexec_f; \builtin print; fi
+done
 \builtin trap - DEBUG EXIT ZERR
 \builtin emulate -R zsh
 \builtin print -rl -- "$__snapexec_n options" "${__snapexec_opts[@]}" ''

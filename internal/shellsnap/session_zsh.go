@@ -224,9 +224,10 @@ func (c *SessionCommand) zshFinish(maxBytes int) (*SessionState, error) {
 // zshSplitTraps takes the EXIT trap and the DEBUG trap out of a zsh
 // dump's trap listing, as splitExitTrap does for bash (was is the user's
 // EXIT trap before): the DEBUG trap is the one listed in the file pre
-// before the dump removed it, restored last (zshCommand). Only the trap
-// lines are read (zsh quotes a newline in one); the TRAPxxx functions the
-// listing shows too are the functions'.
+// before the dump removed it (a TRAPDEBUG function included: removing the
+// trap removed it), as the code that sets it last in the next command
+// (zshCommand). Only the trap lines are read (zsh quotes a newline in
+// one); the TRAPxxx functions the listing shows too are the functions'.
 func zshSplitTraps(traps, pre, was string) (rest, user, debug string) {
 	lines := func(text string) []string {
 		var out []string
@@ -251,7 +252,12 @@ func zshSplitTraps(traps, pre, was string) (rest, user, debug string) {
 	if b, err := os.ReadFile(pre); err == nil {
 		for _, stmt := range lines(string(b)) {
 			if strings.HasSuffix(stmt, " DEBUG") {
-				debug = stmt
+				debug = `\builtin ` + stmt + "; "
+			}
+		}
+		if _, fn, ok := strings.Cut("\n"+string(b), "\nTRAPDEBUG () {\n"); ok {
+			if body, _, ok := strings.Cut(fn, "\n}\n"); ok {
+				debug = "TRAPDEBUG () {\n" + body + "\n}\n"
 			}
 		}
 	}
@@ -276,12 +282,12 @@ func zshSnapshotExitTrap(snap *Snapshot) string {
 	return ""
 }
 
-// zshDebugTrap is the state's DEBUG trap as the command that restores it
-// runs it, or "".
+// zshDebugTrap is the code that sets the state's DEBUG trap (trap's or a
+// TRAPDEBUG function), or "".
 func (s *SessionState) zshDebugTrap() string {
 	for _, r := range s.recs {
 		if r.kind == "zshdebug" {
-			return `\builtin ` + r.payload + "; "
+			return r.payload
 		}
 	}
 	return ""

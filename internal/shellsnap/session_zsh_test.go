@@ -225,3 +225,31 @@ func BenchmarkZshSessionCommand(b *testing.B) {
 	b.ReportMetric(float64(shell.Microseconds())/float64(b.N), "shell-µs/op")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "shell-cpu-µs/op")
 }
+
+// TestZshSessionCarriesTrapFunctions: the functions that stand for the
+// ZERR and DEBUG traps carry (the dump removes those traps, and the
+// functions with them, after it has listed them), a TRAPDEBUG runs before
+// the script's commands only, and a function marked for autoload stays
+// marked.
+func TestZshSessionCarriesTrapFunctions(t *testing.T) {
+	home := t.TempDir()
+	f := &SessionFiles{}
+	defer f.Close()
+	var st *SessionState
+	for _, s := range []struct{ script, out string }{
+		{`TRAPZERR() { echo zerr }; autoload -Uz zargs; autoload zmv`, ""},
+		{`false; functions zargs zmv`, "zerr\nzargs () {\n\t# undefined\n\tbuiltin autoload -XUz\n}\nzmv () {\n\t# undefined\n\tbuiltin autoload -X\n}\n"},
+		{`TRAPDEBUG() { echo dbg }`, "dbg\n"},
+		{`echo one; unfunction TRAPDEBUG`, "dbg\none\ndbg\n"},
+		{`echo two`, "two\n"},
+	} {
+		out, errOut, _, next, err := zshSessionRun(t, f, home, st, s.script)
+		if err != nil {
+			t.Fatalf("%q: Finish: %v (stderr %q)", s.script, err, errOut)
+		}
+		if out != s.out {
+			t.Errorf("%q: stdout %q (stderr %q), want %q", s.script, out, errOut, s.out)
+		}
+		st = next
+	}
+}
