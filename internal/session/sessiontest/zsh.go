@@ -14,11 +14,11 @@ const zshProbeNames = "V1 V2 V3 N1 F1 arr m S1 LIBV OLDPWD PATH path"
 
 // zshProbe prints the state a next zsh command sees, as probe does for
 // bash: the functions one by one, since the session's own hook is one of
-// them (clean takes its name out of the list first).
+// them.
 const zshProbe = `pwd; dirs -p
 for __v in ` + zshProbeNames + `; do typeset -p $__v 2>/dev/null || echo "$__v unset"; done; unset __v
 for __v in ${(ok)functions}; do [[ $__v == __snapexec_* ]] || functions -- $__v; done; unset __v
-alias -L; alias -sL; setopt; umask; trap`
+alias -L; alias -sL; hash -dL; setopt; umask; trap`
 
 // zshStartOptions are the options that tell how the shell was started, which
 // setopt lists and a command cannot change: a session's shell is a login
@@ -67,8 +67,11 @@ func zshCommand(r *rand.Rand, dir string, n int) (cmd string, exits bool) {
 			return pick("f1", "f2", "my-fn") + "() { echo " + val() + " \"$@\"; local z=" + fmt.Sprint(n) + "; }"
 		},
 		func() string { return "function " + pick("f1", "f2") + " { print -r -- " + val() + "; }" },
-		func() string { return "unfunction " + pick("f1", "f2", "my-fn", "TRAPUSR2") + " 2>/dev/null" },
+		func() string { return "unfunction " + pick("f1", "f2", "my-fn", "TRAPUSR2", "TRAPZERR") + " 2>/dev/null" },
 		func() string { return "TRAPUSR2() { echo " + val() + "; }" },
+		func() string { return "TRAPZERR() { V3=" + val() + "; }" },
+		func() string { return "autoload -Uz " + pick("zargs", "zmv") },
+		func() string { return "hash -d " + pick("nd", "proj") + "=" + sq(pick(dirs...)) },
 		func() string {
 			return "alias " + pick("ll", "la", "g") + "=" + sq(pick("ls -l", "echo 'hi there'", "cd /"))
 		},
