@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snapexec/snapexec/internal/sandbox"
 	"github.com/snapexec/snapexec/internal/session"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
@@ -105,5 +106,33 @@ func TestZshSessionEndings(t *testing.T) {
 	out := runIn(t, s, id, `echo $L; trap | grep -c bye`, time.Minute)
 	if got := string(out.Result.Stdout.Data); got != "userexit\n0\n" {
 		t.Errorf("after the endings: %q, want userexit and no trap of the user's listed", got)
+	}
+}
+
+// TestZshSessionSandbox: a confined zsh session's commands write their end
+// state in their own directory and nowhere else, as bash's do
+// (TestSessionSandbox).
+func TestZshSessionSandbox(t *testing.T) {
+	procOpts := withSandbox(t, nil)
+	if err := procOpts.Sandbox.Check(sandbox.Policy{ReadOnly: true}); err != nil {
+		t.Skipf("this kernel cannot sandbox: %v", err)
+	}
+	zsh, err := exec.LookPath("zsh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newRealService(t, procOpts, Options{DefaultSandbox: sandbox.Policy{ReadOnly: true}})
+	home := t.TempDir()
+	if _, err := s.CreateSession(context.Background(), SessionInput{SessionID: "zro", Shell: shellsnap.Shell{Name: "zsh", Path: zsh}, Cwd: &home,
+		Env: map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"}}); err != nil {
+		t.Fatal(err)
+	}
+	runIn(t, s, "zro", `cd /tmp; export K=1; touch "$HOME/written" 2>/dev/null`, time.Minute)
+	out := runIn(t, s, "zro", `echo "$K $PWD"`, time.Minute)
+	if got := string(out.Result.Stdout.Data); got != "1 /tmp\n" || !out.Session.StateKept || out.Sandbox.Type != sandbox.TypeLandlock {
+		t.Errorf("read-only zsh session: %q, kept %t (%s), sandbox %+v", got, out.Session.StateKept, out.Session.Reason, out.Sandbox)
+	}
+	if _, err := os.Stat(filepath.Join(home, "written")); err == nil {
+		t.Error("a read-only zsh session wrote in its home")
 	}
 }
