@@ -67,7 +67,9 @@ func zshCommand(r *rand.Rand, dir string, n int) (cmd string, exits bool) {
 			return pick("f1", "f2", "my-fn") + "() { echo " + val() + " \"$@\"; local z=" + fmt.Sprint(n) + "; }"
 		},
 		func() string { return "function " + pick("f1", "f2") + " { print -r -- " + val() + "; }" },
-		func() string { return "unfunction " + pick("f1", "f2", "my-fn", "TRAPUSR2", "TRAPZERR") + " 2>/dev/null" },
+		func() string {
+			return "unfunction " + pick("f1", "f2", "my-fn", "TRAPUSR2", "TRAPZERR") + " 2>/dev/null"
+		},
 		func() string { return "TRAPUSR2() { echo " + val() + "; }" },
 		func() string { return "TRAPZERR() { V3=" + val() + "; }" },
 		func() string { return "autoload -Uz " + pick("zargs", "zmv") },
