@@ -98,7 +98,8 @@ func (f *SessionFiles) zshCommand(l SessionLaunch) (*SessionCommand, error) {
 		env["PWD"] = l.State.cwd
 	}
 	script := l.Script
-	if parsesZsh(script) {
+	if parsesZsh(script) && !strings.HasSuffix(script, `\`) {
+		// A backslash last would join the line to the script's.
 		script += "\n" + dump
 	}
 	c.Argv, c.Env = []string{l.Shell.Path, "-lc", script}, env
@@ -114,7 +115,7 @@ const zshOldpwd = `if [[ -n ${OLDPWD-} && $OLDPWD != "$PWD" ]]; then __snapexec_
 // a shell that read them has it (zshPrelude turned them off).
 const zshBareLogin = `if (( ${+__snapexec_zdotdir} )); then ZDOTDIR=$__snapexec_zdotdir; else \builtin unset ZDOTDIR; fi
 \builtin unset __snapexec_zdotdir
-options[globalrcs]=on
+\builtin setopt globalrcs
 `
 
 // parsesZsh reports whether script is whole zsh syntax, as far as the

@@ -74,6 +74,8 @@ func TestZshSessionCarriesState(t *testing.T) {
 		{`echo "$# $2"; dirs -p; cd -; echo $OLDPWD`, "2 b c\n/tmp\n/usr\n/\n/tmp\n", 0},
 		{`if then`, "", 1},
 		{`pwd; (exit 4); echo sub`, "/usr\nsub\n", 0},
+		{`cd /; echo a \`, "a \n", 0},
+		{`pwd`, "/\n", 0},
 	}
 	for i, s := range steps {
 		out, errOut, code, next, err := zshSessionRun(t, f, home, st, s.script)
