@@ -146,8 +146,10 @@ __snapexec_pwd=
 __snapexec_args=()
 __snapexec_limits=` + limitsNow + `
 __snapexec_srcs=()
-zshexit_functions=(${zshexit_functions:#` + zshSessionHook + `})
-if (( ! ${#zshexit_functions} )); then \builtin unset zshexit_functions; fi
+if (( ${+zshexit_functions} )); then
+  zshexit_functions=(${zshexit_functions:#` + zshSessionHook + `})
+  if (( ! ${#zshexit_functions} )); then \builtin unset zshexit_functions; fi
+fi
 ` + zshDump + `\builtin unset zshexit_functions
 \builtin unfunction zshexit 2>/dev/null
 \builtin return $__snapexec_status

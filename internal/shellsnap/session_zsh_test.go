@@ -75,7 +75,8 @@ func TestZshSessionCarriesState(t *testing.T) {
 		{`if then`, "", 1},
 		{`pwd; (exit 4); echo sub`, "/usr\nsub\n", 0},
 		{`cd /; echo a \`, "a \n", 0},
-		{`pwd`, "/\n", 0},
+		{`pwd; setopt nounset ksharrays shwordsplit noclobber; unset zshexit_functions; Q=1`, "/\n", 0},
+		{`echo $Q; [[ -o nounset && -o ksharrays ]] && echo opts`, "1\nopts\n", 0},
 	}
 	for i, s := range steps {
 		out, errOut, code, next, err := zshSessionRun(t, f, home, st, s.script)
