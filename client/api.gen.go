@@ -1063,7 +1063,7 @@ type SessionExecRequest struct {
 	// MaxOutputBytes As /exec's.
 	MaxOutputBytes *int `json:"maxOutputBytes,omitempty"`
 
-	// Script Run by bash at its top level, as bash -c runs its string.
+	// Script Run by the session's shell at its top level, as bash -c (zsh -c) runs its string.
 	Script string `json:"script"`
 
 	// Stdin Written to the command, then closed; without it stdin is /dev/null.
@@ -2048,13 +2048,14 @@ type ClientInterface interface {
 	// CreateSessionWithBody Create a shell session.
 	//
 	// A session carries shell state from one command to the next (cwd, directory stack,
-	// variables and arrays, functions, aliases, set -o and shopt options, umask, traps) without
+	// variables and arrays, functions, aliases, set -o and shopt options (zsh's setopt
+	// options), umask, traps) without
 	// a long-lived shell: each command is a fresh shell restored from the state the previous one
 	// ended with. The first state is the scope's shell snapshot (shellSnapshot; a capture failure
 	// falls back to a bare shell, as a command's does) or a bare shell's. Every command of the
 	// session, its first state's capture included, runs confined by its sandbox (the request's,
 	// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
-	// sandbox_unavailable and no session is made. bash only: any other shell is 422
+	// sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
 	// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 	// server's --max-sessions.
 	//
@@ -2066,13 +2067,14 @@ type ClientInterface interface {
 	// CreateSession Create a shell session.
 	//
 	// A session carries shell state from one command to the next (cwd, directory stack,
-	// variables and arrays, functions, aliases, set -o and shopt options, umask, traps) without
+	// variables and arrays, functions, aliases, set -o and shopt options (zsh's setopt
+	// options), umask, traps) without
 	// a long-lived shell: each command is a fresh shell restored from the state the previous one
 	// ended with. The first state is the scope's shell snapshot (shellSnapshot; a capture failure
 	// falls back to a bare shell, as a command's does) or a bare shell's. Every command of the
 	// session, its first state's capture included, runs confined by its sandbox (the request's,
 	// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
-	// sandbox_unavailable and no session is made. bash only: any other shell is 422
+	// sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
 	// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 	// server's --max-sessions.
 	//
@@ -2093,7 +2095,8 @@ type ClientInterface interface {
 
 	// SessionExecWithBody Run a command in the session's state.
 	//
-	// Runs script in a fresh bash restored from the session's state and answers what /exec
+	// Runs script in a fresh shell (the session's bash or zsh) restored from the session's
+	// state and answers what /exec
 	// answers, plus session: the state after it. A command that ends by itself, with any
 	// status (exit N and errexit included), hands its end state on; one that is ended
 	// (timeoutMs, idleTimeoutMs, a signal, its client gone) leaves the session as it was
@@ -2108,7 +2111,8 @@ type ClientInterface interface {
 
 	// SessionExec Run a command in the session's state.
 	//
-	// Runs script in a fresh bash restored from the session's state and answers what /exec
+	// Runs script in a fresh shell (the session's bash or zsh) restored from the session's
+	// state and answers what /exec
 	// answers, plus session: the state after it. A command that ends by itself, with any
 	// status (exit N and errexit included), hands its end state on; one that is ended
 	// (timeoutMs, idleTimeoutMs, a signal, its client gone) leaves the session as it was
@@ -2875,13 +2879,14 @@ func (c *APIClient) ListSessions(ctx context.Context, reqEditors ...RequestEdito
 // CreateSessionWithBody Create a shell session.
 //
 // A session carries shell state from one command to the next (cwd, directory stack,
-// variables and arrays, functions, aliases, set -o and shopt options, umask, traps) without
+// variables and arrays, functions, aliases, set -o and shopt options (zsh's setopt
+// options), umask, traps) without
 // a long-lived shell: each command is a fresh shell restored from the state the previous one
 // ended with. The first state is the scope's shell snapshot (shellSnapshot; a capture failure
 // falls back to a bare shell, as a command's does) or a bare shell's. Every command of the
 // session, its first state's capture included, runs confined by its sandbox (the request's,
 // else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
-// sandbox_unavailable and no session is made. bash only: any other shell is 422
+// sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
 // unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 // server's --max-sessions.
 //
@@ -2903,13 +2908,14 @@ func (c *APIClient) CreateSessionWithBody(ctx context.Context, contentType strin
 // CreateSession Create a shell session.
 //
 // A session carries shell state from one command to the next (cwd, directory stack,
-// variables and arrays, functions, aliases, set -o and shopt options, umask, traps) without
+// variables and arrays, functions, aliases, set -o and shopt options (zsh's setopt
+// options), umask, traps) without
 // a long-lived shell: each command is a fresh shell restored from the state the previous one
 // ended with. The first state is the scope's shell snapshot (shellSnapshot; a capture failure
 // falls back to a bare shell, as a command's does) or a bare shell's. Every command of the
 // session, its first state's capture included, runs confined by its sandbox (the request's,
 // else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
-// sandbox_unavailable and no session is made. bash only: any other shell is 422
+// sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
 // unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 // server's --max-sessions.
 //
@@ -2960,7 +2966,8 @@ func (c *APIClient) GetSession(ctx context.Context, sessionId SessionId, reqEdit
 
 // SessionExecWithBody Run a command in the session's state.
 //
-// Runs script in a fresh bash restored from the session's state and answers what /exec
+// Runs script in a fresh shell (the session's bash or zsh) restored from the session's
+// state and answers what /exec
 // answers, plus session: the state after it. A command that ends by itself, with any
 // status (exit N and errexit included), hands its end state on; one that is ended
 // (timeoutMs, idleTimeoutMs, a signal, its client gone) leaves the session as it was
@@ -2985,7 +2992,8 @@ func (c *APIClient) SessionExecWithBody(ctx context.Context, sessionId SessionId
 
 // SessionExec Run a command in the session's state.
 //
-// Runs script in a fresh bash restored from the session's state and answers what /exec
+// Runs script in a fresh shell (the session's bash or zsh) restored from the session's
+// state and answers what /exec
 // answers, plus session: the state after it. A command that ends by itself, with any
 // status (exit N and errexit included), hands its end state on; one that is ended
 // (timeoutMs, idleTimeoutMs, a signal, its client gone) leaves the session as it was
@@ -5144,13 +5152,14 @@ type ClientWithResponsesInterface interface {
 	// CreateSessionWithBodyWithResponse Create a shell session.
 	//
 	// A session carries shell state from one command to the next (cwd, directory stack,
-	// variables and arrays, functions, aliases, set -o and shopt options, umask, traps) without
+	// variables and arrays, functions, aliases, set -o and shopt options (zsh's setopt
+	// options), umask, traps) without
 	// a long-lived shell: each command is a fresh shell restored from the state the previous one
 	// ended with. The first state is the scope's shell snapshot (shellSnapshot; a capture failure
 	// falls back to a bare shell, as a command's does) or a bare shell's. Every command of the
 	// session, its first state's capture included, runs confined by its sandbox (the request's,
 	// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
-	// sandbox_unavailable and no session is made. bash only: any other shell is 422
+	// sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
 	// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 	// server's --max-sessions.
 	//
@@ -5162,13 +5171,14 @@ type ClientWithResponsesInterface interface {
 	// CreateSessionWithResponse Create a shell session.
 	//
 	// A session carries shell state from one command to the next (cwd, directory stack,
-	// variables and arrays, functions, aliases, set -o and shopt options, umask, traps) without
+	// variables and arrays, functions, aliases, set -o and shopt options (zsh's setopt
+	// options), umask, traps) without
 	// a long-lived shell: each command is a fresh shell restored from the state the previous one
 	// ended with. The first state is the scope's shell snapshot (shellSnapshot; a capture failure
 	// falls back to a bare shell, as a command's does) or a bare shell's. Every command of the
 	// session, its first state's capture included, runs confined by its sandbox (the request's,
 	// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
-	// sandbox_unavailable and no session is made. bash only: any other shell is 422
+	// sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
 	// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 	// server's --max-sessions.
 	//
@@ -5193,7 +5203,8 @@ type ClientWithResponsesInterface interface {
 
 	// SessionExecWithBodyWithResponse Run a command in the session's state.
 	//
-	// Runs script in a fresh bash restored from the session's state and answers what /exec
+	// Runs script in a fresh shell (the session's bash or zsh) restored from the session's
+	// state and answers what /exec
 	// answers, plus session: the state after it. A command that ends by itself, with any
 	// status (exit N and errexit included), hands its end state on; one that is ended
 	// (timeoutMs, idleTimeoutMs, a signal, its client gone) leaves the session as it was
@@ -5208,7 +5219,8 @@ type ClientWithResponsesInterface interface {
 
 	// SessionExecWithResponse Run a command in the session's state.
 	//
-	// Runs script in a fresh bash restored from the session's state and answers what /exec
+	// Runs script in a fresh shell (the session's bash or zsh) restored from the session's
+	// state and answers what /exec
 	// answers, plus session: the state after it. A command that ends by itself, with any
 	// status (exit N and errexit included), hands its end state on; one that is ended
 	// (timeoutMs, idleTimeoutMs, a signal, its client gone) leaves the session as it was
@@ -8439,13 +8451,14 @@ func (c *ClientWithResponses) ListSessionsWithResponse(ctx context.Context, reqE
 // CreateSessionWithBodyWithResponse Create a shell session.
 //
 // A session carries shell state from one command to the next (cwd, directory stack,
-// variables and arrays, functions, aliases, set -o and shopt options, umask, traps) without
+// variables and arrays, functions, aliases, set -o and shopt options (zsh's setopt
+// options), umask, traps) without
 // a long-lived shell: each command is a fresh shell restored from the state the previous one
 // ended with. The first state is the scope's shell snapshot (shellSnapshot; a capture failure
 // falls back to a bare shell, as a command's does) or a bare shell's. Every command of the
 // session, its first state's capture included, runs confined by its sandbox (the request's,
 // else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
-// sandbox_unavailable and no session is made. bash only: any other shell is 422
+// sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
 // unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 // server's --max-sessions.
 //
@@ -8463,13 +8476,14 @@ func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Cont
 // CreateSessionWithResponse Create a shell session.
 //
 // A session carries shell state from one command to the next (cwd, directory stack,
-// variables and arrays, functions, aliases, set -o and shopt options, umask, traps) without
+// variables and arrays, functions, aliases, set -o and shopt options (zsh's setopt
+// options), umask, traps) without
 // a long-lived shell: each command is a fresh shell restored from the state the previous one
 // ended with. The first state is the scope's shell snapshot (shellSnapshot; a capture failure
 // falls back to a bare shell, as a command's does) or a bare shell's. Every command of the
 // session, its first state's capture included, runs confined by its sandbox (the request's,
 // else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
-// sandbox_unavailable and no session is made. bash only: any other shell is 422
+// sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
 // unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 // server's --max-sessions.
 //
@@ -8512,7 +8526,8 @@ func (c *ClientWithResponses) GetSessionWithResponse(ctx context.Context, sessio
 
 // SessionExecWithBodyWithResponse Run a command in the session's state.
 //
-// Runs script in a fresh bash restored from the session's state and answers what /exec
+// Runs script in a fresh shell (the session's bash or zsh) restored from the session's
+// state and answers what /exec
 // answers, plus session: the state after it. A command that ends by itself, with any
 // status (exit N and errexit included), hands its end state on; one that is ended
 // (timeoutMs, idleTimeoutMs, a signal, its client gone) leaves the session as it was
@@ -8533,7 +8548,8 @@ func (c *ClientWithResponses) SessionExecWithBodyWithResponse(ctx context.Contex
 
 // SessionExecWithResponse Run a command in the session's state.
 //
-// Runs script in a fresh bash restored from the session's state and answers what /exec
+// Runs script in a fresh shell (the session's bash or zsh) restored from the session's
+// state and answers what /exec
 // answers, plus session: the state after it. A command that ends by itself, with any
 // status (exit N and errexit included), hands its end state on; one that is ended
 // (timeoutMs, idleTimeoutMs, a signal, its client gone) leaves the session as it was

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -48,6 +49,34 @@ func TestSessionsOverHTTP(t *testing.T) {
 		if !ok {
 			t.FailNow()
 		}
+	}
+}
+
+// TestZshSessionsOverHTTP is zsh's differential test of sessions through
+// the HTTP surface, on fewer sequences than the service's; an sh session is
+// refused.
+func TestZshSessionsOverHTTP(t *testing.T) {
+	zsh, err := exec.LookPath("zsh")
+	if err != nil {
+		t.Fatalf("zsh is required by the session tests (make deps installs it): %v", err)
+	}
+	s := startServer(t, nil)
+	for n := range 10 {
+		ok := sessiontest.ZshSequence(t, n, zsh, func(home string, env map[string]string) sessiontest.Session {
+			code, out, _ := s.post(t, "/sessions", map[string]any{"shell": map[string]string{"name": "zsh", "path": zsh}, "cwd": home, "env": env})
+			if code != http.StatusCreated {
+				t.Fatalf("POST /sessions = %d %v", code, out)
+			}
+			id := out["sessionId"].(string)
+			t.Cleanup(func() { s.delete(t, "/sessions/"+id) })
+			return httpSession{s, id}
+		})
+		if !ok {
+			t.FailNow()
+		}
+	}
+	if code, out, _ := s.post(t, "/sessions", map[string]any{"shell": map[string]string{"name": "sh", "path": "/bin/sh"}}); code != http.StatusUnprocessableEntity || out["code"] != "unsupported_shell" {
+		t.Errorf("an sh session = %d %v, want 422 unsupported_shell", code, out)
 	}
 }
 

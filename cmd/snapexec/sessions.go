@@ -95,8 +95,8 @@ func (a *app) sessionNewCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&shellPath, "shell-path", "/bin/bash", "the session's shell")
-	f.StringVar(&shell, "shell", "", "the shell's name (default the base name of --shell-path)")
+	f.StringVar(&shellPath, "shell-path", "/bin/bash", "the session's shell: bash or zsh")
+	f.StringVar(&shell, "shell", "", "the shell's name: bash or zsh (default the base name of --shell-path)")
 	f.StringVar(&cwd, "cwd", "", "the first command's working directory, absolute (default the server's)")
 	f.StringArrayVar(&env, "env", nil, "K=V, or K for this shell's value: the session's environment (repeatable)")
 	f.StringVar(&snapshot, "snapshot", "", "start from SCOPE's shell snapshot instead of a bare shell's state")

@@ -1061,7 +1061,7 @@ type SessionExecRequest struct {
 	// MaxOutputBytes As /exec's.
 	MaxOutputBytes *int `json:"maxOutputBytes,omitempty"`
 
-	// Script Run by bash at its top level, as bash -c runs its string.
+	// Script Run by the session's shell at its top level, as bash -c (zsh -c) runs its string.
 	Script string `json:"script"`
 
 	// Stdin Written to the command, then closed; without it stdin is /dev/null.

@@ -58,7 +58,7 @@ type SessionExecOutput struct {
 // Validate reports the first field of in that l refuses, as ExecInput's
 // Validate does.
 func (in SessionInput) Validate(l Limits) error {
-	if in.Shell.Name != "bash" {
+	if !shellsnap.SessionShell(in.Shell.Name) {
 		return shellsnap.ErrSessionShell
 	}
 	if in.Shell.Path == "" || strings.IndexByte(in.Shell.Path, 0) >= 0 {

@@ -261,8 +261,11 @@ func TestSessionInputsAreValidated(t *testing.T) {
 			t.Errorf("Validate(%+v) = %v, want a field error on %s", tt.in, err, tt.field)
 		}
 	}
-	if err := (SessionInput{Shell: shellsnap.Shell{Name: "zsh", Path: "/bin/zsh"}}).Validate(l); !errors.Is(err, shellsnap.ErrSessionShell) {
-		t.Errorf("a zsh session: %v, want ErrSessionShell", err)
+	if err := (SessionInput{Shell: shellsnap.Shell{Name: "sh", Path: "/bin/sh"}}).Validate(l); !errors.Is(err, shellsnap.ErrSessionShell) {
+		t.Errorf("an sh session: %v, want ErrSessionShell", err)
+	}
+	if err := (SessionInput{Shell: shellsnap.Shell{Name: "zsh", Path: "/bin/zsh"}}).Validate(l); err != nil {
+		t.Errorf("a zsh session: %v", err)
 	}
 	var fe *FieldError
 	if err := (SessionInput{Shell: shellsnap.Shell{Name: "bash"}}).Validate(l); !errors.As(err, &fe) || fe.Field != "shell.path" {

@@ -203,7 +203,7 @@ type Lease struct {
 // runs it (Lease.Command) and ends it. A first command that leaves no state
 // takes the session with it.
 func (t *Table) Create(id string, cfg Config, snap *shellsnap.Snapshot) (*Lease, error) {
-	if cfg.Shell.Name != "bash" {
+	if !shellsnap.SessionShell(cfg.Shell.Name) {
 		return nil, shellsnap.ErrSessionShell
 	}
 	t.mu.Lock()

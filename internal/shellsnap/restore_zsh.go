@@ -48,7 +48,10 @@ var zshTied = map[string]string{
 
 var (
 	zshLimitLine = regexp.MustCompile(`^-([A-Za-z]): .*\s(\S+)$`)
-	zshFloat     = regexp.MustCompile(`^(typeset|export|local)( -[a-zA-Z]*F[a-zA-Z]*) ([^=]+)=-?\d*\.(\d+)$`)
+	// zshAutoloadStub is how functions prints a function marked for
+	// autoload that is not loaded yet.
+	zshAutoloadStub = regexp.MustCompile(`^(\S+) \(\) \{\n\t# undefined\n\tbuiltin autoload -X([A-Za-z]*)\n\}\n?$`)
+	zshFloat        = regexp.MustCompile(`^(typeset|export|local)( -[a-zA-Z]*F[a-zA-Z]*) ([^=]+)=-?\d*\.(\d+)$`)
 )
 
 // zshPlan builds the restore of a zsh capture's records (see bashPlan). Its
@@ -133,8 +136,11 @@ func zshPlan(recs []record, captureEnv, final, kept map[string]string) *restoreP
 	for _, name := range slices.Sorted(maps.Keys(vars)) {
 		r := vars[name]
 		typ, text, _ := strings.Cut(strings.TrimSuffix(r.payload, "\n"), "\n")
-		// ZDOTDIR is the .zlogin step's: zsh reads it to find .zlogin.
-		if _, skip := zshSkipped[name]; skip || name == "ZDOTDIR" || strings.HasPrefix(name, "__snapexec_") || strings.Contains(typ, "export") {
+		// ZDOTDIR is the .zlogin step's: zsh reads it to find .zlogin. An
+		// exported scalar, integer or float is the environment step's; an
+		// array marked for export (allexport) is in no environment.
+		inEnv := strings.Contains(typ, "export") && !strings.HasPrefix(typ, "array") && !strings.HasPrefix(typ, "association")
+		if _, skip := zshSkipped[name]; skip || name == "ZDOTDIR" || strings.HasPrefix(name, "__snapexec_") || inEnv {
 			continue
 		}
 		if module, ok := zshModuleParams[name]; ok && !loaded[module] {
@@ -196,7 +202,16 @@ func zshPlan(recs []record, captureEnv, final, kept map[string]string) *restoreP
 	p.steps = append(p.steps, zdotdir...)
 	add(step{tail: true, check: true, code: "options[aliases]=off"})
 	for _, r := range byKind["fn"] {
-		add(step{tail: true, kind: "function", name: r.name, code: r.payload})
+		code := r.payload
+		if m := zshAutoloadStub.FindStringSubmatch(code); m != nil && m[1] == r.name {
+			// A function marked for autoload and not loaded yet: marked
+			// again, not defined as its stub.
+			code = `\builtin autoload -- ` + quote(r.name)
+			if m[2] != "" {
+				code = `\builtin autoload -` + m[2] + ` -- ` + quote(r.name)
+			}
+		}
+		add(step{tail: true, kind: "function", name: r.name, code: code})
 	}
 	for _, kind := range []string{"alias", "galias", "salias"} {
 		for _, r := range byKind[kind] {

@@ -27,16 +27,12 @@ __snapexec_srcs=()
 if [[ -e ${ZDOTDIR:-$HOME}/.zshenv ]]; then \builtin source ${ZDOTDIR:-$HOME}/.zshenv; fi
 `
 
-// zshCapture is the -c string of a zsh capture, which runs after the login
-// sequence. It sources ~/.zshrc by the reference's rule, when no startup file
-// did; reads every option's state under the profile's own options (names
-// from an anonymous function under emulate -L zsh, since a profile's emulate
-// sh hides $options' flags); prints the emulation and the traps; then resets
-// the options to zsh's (emulate -R zsh) and prints the rest as records
-// (records.go). It lists the loaded modules first, before its own use of
-// zsh/parameter's arrays loads that module. @NONCE@ is the capture's token. Options that zsh refuses to
-// change after start-up are left out (zshFixedOptions).
-const zshCapture = `__snapexec_u=$_
+// zshCaptureProfile is the first part of the -c string of a zsh capture,
+// which runs after the login sequence: it sources ~/.zshrc by the
+// reference's rule, when no startup file did. zshDump follows it. It lists
+// the loaded modules first, before the dump's use of zsh/parameter's arrays
+// loads that module. @NONCE@ is the capture's token.
+const zshCaptureProfile = `__snapexec_u=$_
 __snapexec_mods=$(\builtin zmodload -L)
 __snapexec_n=@NONCE@
 __snapexec_rc=${ZDOTDIR:-$HOME}/.zshrc
@@ -47,7 +43,31 @@ if [[ -r $__snapexec_rc ]]; then
   done
   if [[ -z $__snapexec_seen ]]; then \builtin source $__snapexec_rc; fi
 fi
-() { \builtin emulate -L zsh; __snapexec_on=(${(k)options}) }
+`
+
+// zshCapture is the whole -c string of a zsh capture: the profile, then the
+// dump.
+const zshCapture = zshCaptureProfile + zshDump
+
+// zshDump prints a zsh state as records (records.go) and then, after a NUL,
+// the environment: the part of the capture that runs after the profile, and
+// the one a session command runs at its end (session_zsh.go). It reads every
+// option's state under the state's own options (names from an anonymous
+// function under emulate -L zsh, since a profile's emulate sh hides
+// $options' flags); prints the emulation and the traps; then resets the
+// options to zsh's (emulate -R zsh) and prints the rest. Options that zsh
+// refuses to change after start-up are left out (zshFixedOptions). The
+// functions that stand for the DEBUG, EXIT and ZERR traps are printed
+// before the dump removes those traps, which removes them. It
+// expects these variables set: __snapexec_n (the nonce), __snapexec_u ($_
+// as the state has it), __snapexec_mods (zmodload -L before the dump),
+// __snapexec_pwd (the directory a cwd record is relative to),
+// __snapexec_args (the parameters the state's own are compared with),
+// __snapexec_limits (the limits a change is relative to) and
+// __snapexec_srcs (the files sourced); and, for a session's end, when set,
+// __snapexec_hooked (the dump runs from zshexit: the EXIT trap is not
+// known). It changes the shell's options and traps: it runs last.
+const zshDump = `() { \builtin emulate -L zsh; __snapexec_on=(${(k)options}) }
 __snapexec_opts=()
 for __snapexec_o in "${__snapexec_on[@]}"; do
   if [[ -o $__snapexec_o ]]; then __snapexec_opts+=("$__snapexec_o on"); else __snapexec_opts+=("$__snapexec_o off"); fi
@@ -57,6 +77,10 @@ done
 \builtin print -rl -- '' "$__snapexec_n traps"
 \builtin trap
 \builtin print -rl -- ''
+if (( ${+__snapexec_hooked} )); then \builtin print -rl -- "$__snapexec_n exitunknown" ''; fi
+for __snapexec_f in TRAPDEBUG TRAPEXIT TRAPZERR; do
+  if (( ${+functions[$__snapexec_f]} )); then \builtin print -rl -- "$__snapexec_n fn $__snapexec_f"; \builtin functions -- $__snapexec_f; \builtin print; fi
+done
 \builtin trap - DEBUG EXIT ZERR
 \builtin emulate -R zsh
 \builtin print -rl -- "$__snapexec_n options" "${__snapexec_opts[@]}" ''

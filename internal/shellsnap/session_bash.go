@@ -33,7 +33,7 @@ var (
 	// ErrSessionStateTooLarge is a state larger than the session allows.
 	ErrSessionStateTooLarge = errors.New("the shell state is larger than the session allows")
 	// ErrSessionShell is a shell sessions do not support.
-	ErrSessionShell = errors.New("sessions support bash only")
+	ErrSessionShell = errors.New("sessions support bash and zsh only")
 )
 
 // SessionFiles holds the files of session commands in a private directory:
@@ -51,6 +51,7 @@ func (f *SessionFiles) Close() { f.files.close() }
 // command's dump left it. It is never changed: a command makes a new one,
 // so that a fork shares it.
 type SessionState struct {
+	shell string // "bash" or "zsh"
 	recs  []record
 	final map[string]string // every exported variable at the end
 	base  map[string]string // the session's environment, which the restore changes into final
@@ -83,7 +84,7 @@ func (s *SessionState) Size() int { return s.size }
 
 // SessionLaunch is a session command to build.
 type SessionLaunch struct {
-	// Shell is the session's shell; only bash is supported.
+	// Shell is the session's shell: bash or zsh (SessionShell).
 	Shell Shell
 	// Env is the session's environment: every command starts with it and
 	// the restore changes it into the state's.
@@ -108,6 +109,7 @@ type SessionCommand struct {
 	// nowhere else of the server's.
 	Dir string
 
+	shell    string
 	files    *SessionFiles
 	nonce    string
 	prev     *SessionState
@@ -122,10 +124,14 @@ type SessionCommand struct {
 
 // Command builds l's command and writes its files.
 func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
-	if l.Shell.Name != "bash" {
+	switch l.Shell.Name {
+	case "zsh":
+		return f.zshCommand(l)
+	case "bash":
+	default:
 		return nil, ErrSessionShell
 	}
-	c := &SessionCommand{files: f, nonce: randomToken(), prev: l.State, base: l.Env}
+	c := &SessionCommand{shell: "bash", files: f, nonce: randomToken(), prev: l.State, base: l.Env}
 	restore, limits, fnPrev := "", "", ""
 	switch {
 	case l.State != nil:
@@ -204,7 +210,7 @@ func parses(script string) bool {
 func (c *SessionCommand) Close() {
 	for _, p := range []string{c.start, c.end} {
 		if p != "" {
-			os.Remove(p)
+			os.RemoveAll(p) // zsh's start is a directory
 		}
 	}
 	if c.Dir != "" {
@@ -217,6 +223,9 @@ func (c *SessionCommand) Close() {
 // maxBytes (zero: no bound). Only a command that ended by itself may be
 // finished; the caller keeps the previous state for one that was killed.
 func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
+	if c.shell == "zsh" {
+		return c.zshFinish(maxBytes)
+	}
 	// The dump leaves the environment in its scratch file (bashDump).
 	var size int64
 	for _, p := range []string{c.out, c.tmp} {
@@ -242,7 +251,7 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 	if err != nil || recs == nil {
 		return nil, ErrNoSessionState
 	}
-	s := &SessionState{final: exportsOf(out), base: c.base, size: len(out), exitTrap: c.exitTrap}
+	s := &SessionState{shell: "bash", final: exportsOf(out), base: c.base, size: len(out), exitTrap: c.exitTrap}
 	if c.prev != nil {
 		s.exitTrap = c.prev.exitTrap
 	}
@@ -353,6 +362,9 @@ func withHiddenTraps(traps, pre string) string {
 
 // restoreFile writes s's restore file on first use.
 func (s *SessionState) restoreFile(f *SessionFiles) (string, error) {
+	if s.shell == "zsh" {
+		return s.zshRestoreDir(f)
+	}
 	s.once.Do(func() {
 		plan := bashPlan(s.recs, s.base, s.final, filterEnv(s.final, nil))
 		// The user's BASH_ENV ran at the session's start, as a persistent
@@ -435,6 +447,9 @@ func (s *SessionState) names() sessionNames {
 }
 
 func (s *SessionState) readNames() sessionNames {
+	if s.shell == "zsh" {
+		return s.zshNames()
+	}
 	n := sessionNames{vars: map[string]string{}, fns: map[string]string{}, aliases: map[string]string{}}
 	byKind := map[string][]record{}
 	for _, r := range s.recs {

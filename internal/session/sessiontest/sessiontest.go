@@ -1,7 +1,8 @@
 // Package sessiontest is the differential test of sessions' parts that the
 // service's test and the server's share (docs/design/sessions.md#how-it-is-shown):
-// a generator of state-changing bash commands, the probe, and one persistent
-// bash fed through a pipe to compare with.
+// per shell, a generator of state-changing commands, the probe, and one
+// persistent shell fed through a pipe to compare with (bash here, zsh in
+// zsh.go).
 package sessiontest
 
 import (
@@ -100,17 +101,23 @@ func command(r *rand.Rand, dir string, n int) (cmd string, exits bool) {
 // sq quotes s as one single-quoted shell word.
 func sq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// persistentBash is one bash fed commands through a pipe.
-type persistentBash struct {
+// persistentShell is one shell fed commands through a pipe.
+type persistentShell struct {
 	cmd  *osexec.Cmd
 	in   io.WriteCloser
 	out  *bufio.Reader
 	once sync.Once
 }
 
-func startPersistentBash(t *testing.T, env []string, dir string) *persistentBash {
+func startPersistentBash(t *testing.T, env []string, dir string) *persistentShell {
 	t.Helper()
-	cmd := osexec.Command("/bin/bash", "--noprofile", "--norc", "-l")
+	return startPersistent(t, env, dir, "/bin/bash", "--noprofile", "--norc", "-l")
+}
+
+// startPersistent starts argv as a persistent shell fed through a pipe.
+func startPersistent(t *testing.T, env []string, dir string, argv ...string) *persistentShell {
+	t.Helper()
+	cmd := osexec.Command(argv[0], argv[1:]...)
 	cmd.Env, cmd.Dir = env, dir
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -123,13 +130,13 @@ func startPersistentBash(t *testing.T, env []string, dir string) *persistentBash
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	b := &persistentBash{cmd: cmd, in: in, out: bufio.NewReader(out)}
+	b := &persistentShell{cmd: cmd, in: in, out: bufio.NewReader(out)}
 	t.Cleanup(b.Close)
 	return b
 }
 
 // Close ends the shell; a second Close does nothing.
-func (b *persistentBash) Close() {
+func (b *persistentShell) Close() {
 	b.once.Do(func() {
 		b.in.Close()
 		b.cmd.Process.Kill()
@@ -139,7 +146,7 @@ func (b *persistentBash) Close() {
 
 // probe runs the probe and returns its output; the shell must answer
 // within a minute.
-func (b *persistentBash) run(t *testing.T, script string) string {
+func (b *persistentShell) run(t *testing.T, script string) string {
 	t.Helper()
 	if _, err := io.WriteString(b.in, script+"\necho "+mark+"\n"); err != nil {
 		t.Fatal(err)
@@ -164,7 +171,7 @@ func (b *persistentBash) run(t *testing.T, script string) string {
 	case s := <-done:
 		return s
 	case <-time.After(time.Minute):
-		t.Fatal("the persistent bash did not answer within a minute")
+		t.Fatal("the persistent shell did not answer within a minute")
 		return ""
 	}
 }
@@ -217,6 +224,25 @@ type Session interface {
 // private directory the commands may use.
 func Sequence(t *testing.T, n int, start func(home string, env map[string]string) Session) bool {
 	t.Helper()
+	return sequence(t, n, dialect{
+		probe: probe, command: command, clean: dropSessionTrap,
+		start: func(t *testing.T, env []string, dir string) *persistentShell { return startPersistentBash(t, env, dir) },
+	}, start)
+}
+
+// dialect is what a shell's differential test takes: its probe, its
+// generator, its persistent shell, and clean, which takes out of a
+// session's probe the lines a session shows more (docs/design/sessions.md).
+type dialect struct {
+	probe   string
+	command func(r *rand.Rand, dir string, n int) (cmd string, exits bool)
+	start   func(t *testing.T, env []string, dir string) *persistentShell
+	clean   func(string) string
+}
+
+// sequence runs generated sequence n as Sequence does, in d's shell.
+func sequence(t *testing.T, n int, d dialect, start func(home string, env map[string]string) Session) bool {
+	t.Helper()
 	r := rand.New(rand.NewPCG(Seed, uint64(n)))
 	home, dir := t.TempDir(), t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
@@ -224,22 +250,22 @@ func Sequence(t *testing.T, n int, start func(home string, env map[string]string
 	}
 	env := map[string]string{"HOME": home, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 	sess := start(home, env)
-	ref := startPersistentBash(t, []string{"HOME=" + home, "PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, home)
+	ref := d.start(t, []string{"HOME=" + home, "PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, home)
 	defer ref.Close()
 	count := 5 + r.IntN(11)
 	var history []string
 	for i := 0; i <= count; i++ {
 		cmd, exits := "", false
 		if i < count {
-			cmd, exits = command(r, dir, i)
+			cmd, exits = d.command(r, dir, i)
 		}
-		script := probe + "\necho " + mark + "\n" + cmd
+		script := d.probe + "\necho " + mark + "\n" + cmd
 		if exits {
 			script += "; exit 3"
 		}
 		stdout, stderr, kept, reason := sess.Run(t, script)
 		got, _, _ := strings.Cut(stdout, mark+"\n")
-		want := ref.run(t, probe)
+		want := d.clean(ref.run(t, d.probe))
 		if cmd != "" {
 			// A command ending in exit 3 is fed without it: the state at
 			// exit is the state before it.
@@ -248,9 +274,9 @@ func Sequence(t *testing.T, n int, start func(home string, env map[string]string
 		if !kept {
 			t.Errorf("sequence %d (seed %d): command %q: state not kept: %s", n, Seed, cmd, reason)
 		}
-		if dropSessionTrap(got) != want {
-			t.Errorf("sequence %d (seed %d): after\n  %s\nthe session's probe differs from the persistent bash's:\n%s\nstderr: %s",
-				n, Seed, strings.Join(history, "\n  "), lineDiff(want, dropSessionTrap(got)), stderr)
+		if d.clean(got) != want {
+			t.Errorf("sequence %d (seed %d): after\n  %s\nthe session's probe differs from the persistent shell's:\n%s\nstderr: %s",
+				n, Seed, strings.Join(history, "\n  "), lineDiff(want, d.clean(got)), stderr)
 			return false
 		}
 		if cmd != "" {
