@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/service"
 )
 
@@ -165,5 +167,57 @@ func TestConnLimitKeepsBusyConnections(t *testing.T) {
 	}
 	if got := shed(); got["incoming"] != 1 {
 		t.Errorf("shed = %v, want 1 incoming", got)
+	}
+}
+
+// TestConnLimitCountsAttachments: a WebSocket the attach route took over
+// from net/http still counts against the cap while it is open, and is not
+// shed (it is serving); once it closes, its place is free again.
+func TestConnLimitCountsAttachments(t *testing.T) {
+	live := &fakeService{ReadFn: func(ctx context.Context, _ string, in service.ReadInput) (exec.ReadResult, error) {
+		if in.Wait > 0 {
+			<-ctx.Done() // no output until the client goes
+			return exec.ReadResult{}, ctx.Err()
+		}
+		return exec.ReadResult{NextSeq: 1}, nil
+	}}
+	limit, shed := newConnLimit(t, 2)
+	srv := serveRouter(t, newRouterWith(t, live, RouterOptions{Security: Security{Token: testToken}}), limit)
+	attach := func() *websocket.Conn {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/processes/sh-1/attach",
+			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + testToken}}})
+		if err != nil {
+			t.Fatalf("attach: %v", err)
+		}
+		t.Cleanup(func() { ws.CloseNow() })
+		return ws
+	}
+	first, second := attach(), attach()
+	extra, extraR := rawRequest(t, srv, "", "")
+	if !closedWithin(extra, extraR, 5*time.Second) {
+		t.Errorf("a connection beyond the cap of 2 while 2 attachments are open is open, want it closed")
+	}
+	if got := shed(); got["incoming"] != 1 || got["idle"]+got["unvouched"] != 0 {
+		t.Errorf("shed = %v, want 1 incoming: attachments are never shed", got)
+	}
+	first.CloseNow()
+	second.CloseNow()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		limit.mu.Lock()
+		open := limit.open
+		limit.mu.Unlock()
+		if open == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections counted open after every attachment closed, want 0", open)
+		}
+	}
+	late, lateR := rawRequest(t, srv, "GET /healthz HTTP/1.1\nHost: 127.0.0.1\n", "")
+	if resp, body := readAnswer(t, late, lateR); resp.StatusCode != 200 {
+		t.Errorf("a new connection once the attachments closed = %d %s, want 200", resp.StatusCode, body)
 	}
 }
