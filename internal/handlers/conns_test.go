@@ -2,16 +2,16 @@ package handlers
 
 import (
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/service"
 )
 
@@ -170,54 +170,63 @@ func TestConnLimitKeepsBusyConnections(t *testing.T) {
 	}
 }
 
-// TestConnLimitCountsAttachments: a WebSocket the attach route took over
-// from net/http still counts against the cap while it is open, and is not
-// shed (it is serving); once it closes, its place is free again.
-func TestConnLimitCountsAttachments(t *testing.T) {
-	live := &fakeService{ReadFn: func(ctx context.Context, _ string, in service.ReadInput) (exec.ReadResult, error) {
-		if in.Wait > 0 {
-			<-ctx.Done() // no output until the client goes
-			return exec.ReadResult{}, ctx.Err()
-		}
-		return exec.ReadResult{NextSeq: 1}, nil
-	}}
+// TestConnLimitCountsHijackedConnections: a connection a handler took over
+// (as the attach route takes its WebSocket) still counts against the cap
+// until that handler returns, and is not shed meanwhile: it is serving.
+func TestConnLimitCountsHijackedConnections(t *testing.T) {
 	limit, shed := newConnLimit(t, 2)
-	srv := serveRouter(t, newRouterWith(t, live, RouterOptions{Security: Security{Token: testToken}}), limit)
-	attach := func() *websocket.Conn {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/processes/sh-1/attach",
-			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + testToken}}})
-		if err != nil {
-			t.Fatalf("attach: %v", err)
+	hold := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/hold" {
+			return // 200
 		}
-		t.Cleanup(func() { ws.CloseNow() })
-		return ws
+		c, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		_, _ = io.Copy(io.Discard, c) // until the client closes
+	})
+	srv := serveRouter(t, releaseHijacked(hold), limit)
+	held := make([]net.Conn, 2)
+	for i := range held {
+		held[i], _ = rawRequest(t, srv, "GET /hold HTTP/1.1\nHost: 127.0.0.1\n", "")
 	}
-	first, second := attach(), attach()
+	for deadline := time.Now().Add(5 * time.Second); countState(limit, http.StateHijacked) < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections hijacked, want 2", countState(limit, http.StateHijacked))
+		}
+	}
 	extra, extraR := rawRequest(t, srv, "", "")
 	if !closedWithin(extra, extraR, 5*time.Second) {
-		t.Errorf("a connection beyond the cap of 2 while 2 attachments are open is open, want it closed")
+		t.Errorf("a connection beyond the cap of 2 while 2 hijacked ones are open is open, want it closed")
 	}
 	if got := shed(); got["incoming"] != 1 || got["idle"]+got["unvouched"] != 0 {
-		t.Errorf("shed = %v, want 1 incoming: attachments are never shed", got)
+		t.Errorf("shed = %v, want 1 incoming: a hijacked connection is never shed", got)
 	}
-	first.CloseNow()
-	second.CloseNow()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		limit.mu.Lock()
-		open := limit.open
-		limit.mu.Unlock()
-		if open == 0 {
-			break
-		}
+	for _, c := range held {
+		c.Close()
+	}
+	for deadline := time.Now().Add(5 * time.Second); countState(limit, http.StateHijacked) > 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d connections counted open after every attachment closed, want 0", open)
+			t.Fatalf("%d hijacked connections counted after their handlers returned, want 0", countState(limit, http.StateHijacked))
 		}
 	}
-	late, lateR := rawRequest(t, srv, "GET /healthz HTTP/1.1\nHost: 127.0.0.1\n", "")
+	late, lateR := rawRequest(t, srv, "GET /ok HTTP/1.1\nHost: 127.0.0.1\n", "")
 	if resp, body := readAnswer(t, late, lateR); resp.StatusCode != 200 {
-		t.Errorf("a new connection once the attachments closed = %d %s, want 200", resp.StatusCode, body)
+		t.Errorf("a new connection once the hijacked ones closed = %d %s, want 200", resp.StatusCode, body)
 	}
+}
+
+// countState is how many of limit's connections are in state s.
+func countState(limit *ConnLimit, s http.ConnState) int {
+	limit.mu.Lock()
+	defer limit.mu.Unlock()
+	n := 0
+	for _, e := range limit.conns {
+		if e.state == s {
+			n++
+		}
+	}
+	return n
 }
