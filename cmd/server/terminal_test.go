@@ -351,11 +351,26 @@ export PS1='snap> '
 func TestAttachmentsCountAgainstMaxConnections(t *testing.T) {
 	s := startServer(t, nil, "--max-connections", "2")
 	s.startProcess(t, map[string]any{"processId": "cat-1", "argv": []string{"cat"}, "tty": map[string]int{"cols": 80, "rows": 24}})
-	// Each on a connection of its own: a pooled idle one may have been shed.
-	fresh := func() *websocket.DialOptions {
-		return &websocket.DialOptions{HTTPClient: &http.Client{Transport: &http.Transport{}}}
+	// Each on a connection of its own (a pooled idle one may have been
+	// shed), tried again when it came while the others were all busy and was
+	// closed itself.
+	attach := func() *wsClient {
+		t.Helper()
+		url := strings.Replace(s.url, "http", "ws", 1) + "/processes/cat-1/attach"
+		for range 100 {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			conn, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: &http.Client{Transport: &http.Transport{}}})
+			cancel()
+			if err == nil {
+				t.Cleanup(func() { _ = conn.CloseNow() })
+				return &wsClient{t: t, conn: conn}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatal("no attachment in 100 tries")
+		return nil
 	}
-	a, b := s.attach(t, "cat-1", "", fresh()), s.attach(t, "cat-1", "", fresh())
+	a, b := attach(), attach()
 	a.send("ping\n")
 	a.until("ping")
 	b.until("ping")
