@@ -38,6 +38,10 @@ import (
 const runTimeout = 15 * time.Minute
 
 func main() {
+	if os.Getenv(relayEnv) != "" {
+		fmt.Fprintln(os.Stderr, "relay:", serveRelay(os.Stdout))
+		os.Exit(1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args, os.Stdout, os.Stderr); err != nil {

@@ -185,6 +185,9 @@ func (r *results) figures() []figure {
 		check("sandbox cost, /exec true (median, sandboxed − plain)", med["sbtrue"]-med["exectrue"], "ms", "≤", 0.5),
 		check("sandbox cost, warm snapshot (median, sandboxed − plain)", med["sbwarm"]-med["warm"], "ms", "≤", 0.5),
 		check("keystroke round trip: attach WebSocket ÷ own pty", med["keyws"]/med["keypty"], "×", "≤", 2),
+		check("keystroke round trip: attach WebSocket, Unix socket ÷ own pty", med["keywsunix"]/med["keypty"], "×", "≤", 2),
+		{Name: "keystroke round trip: bare WebSocket relay ÷ own pty", Value: round3(med["keyrelay"] / med["keypty"]), Unit: "×"},
+		{Name: "keystroke round trip: attach WebSocket ÷ bare relay", Value: round3(med["keyws"] / med["keyrelay"]), Unit: "×"},
 		check("first prompt: real login terminal ÷ snapshot login terminal", med["promptlogin"]/med["promptsnap"], "×", "≥", 20),
 	}
 	fl := r.Files

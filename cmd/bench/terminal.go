@@ -24,23 +24,37 @@ var rawCat = []string{"/bin/sh", "-c", "stty raw -echo && echo ready && exec cat
 // terminalSize is the size of every terminal the bench opens.
 var terminalSize = client.TTYSize{Cols: 120, Rows: 40}
 
-// terminals times a keystroke's round trip through the attach WebSocket
-// against one through a terminal the bench opens itself (the floor), and the
-// first prompt of a login terminal started from a snapshot against a real
-// login terminal, both through the server.
+// terminals times a keystroke's round trip through the attach WebSocket, over
+// TCP and over the Unix socket, against one through a terminal the bench
+// opens itself (the floor) and one through a bare WebSocket relay to a
+// terminal, a process of its own with nothing but the relay in it (the
+// floor of any server); and the first prompt of a login terminal started from
+// a snapshot against a real login terminal, both through the server.
 func (b *bench) terminals(ctx context.Context, keystrokes, prompts int) ([]summary, error) {
-	ws, err := b.attachCat(ctx)
+	ws, err := attachCat(ctx, b.srv, b.home)
 	if err != nil {
 		return nil, err
 	}
 	defer ws.CloseNow()
+	wsUnix, err := attachCat(ctx, b.unix, b.home)
+	if err != nil {
+		return nil, err
+	}
+	defer wsUnix.CloseNow()
 	own, err := openCat(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer own.close()
+	relay, err := startRelay(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer relay.close()
 	keys, err := interleave(ctx, []mode{
 		{key: "keyws", label: "keystroke round trip, attach WebSocket", run: func(ctx context.Context) (sample, error) { return wsRoundTrip(ctx, ws) }},
+		{key: "keywsunix", label: "keystroke round trip, attach WebSocket, Unix socket", run: func(ctx context.Context) (sample, error) { return wsRoundTrip(ctx, wsUnix) }},
+		{key: "keyrelay", label: "keystroke round trip, bare WebSocket relay", direct: true, run: func(ctx context.Context) (sample, error) { return wsRoundTrip(ctx, relay.ws) }},
 		{key: "keypty", label: "keystroke round trip, own pty (floor)", direct: true, run: own.roundTrip},
 	}, keystrokes, warmupRounds)
 	if err != nil {
@@ -72,13 +86,13 @@ func (b *bench) terminals(ctx context.Context, keystrokes, prompts int) ([]summa
 	return out, nil
 }
 
-// attachCat starts rawCat on a terminal through the server and attaches to it.
-func (b *bench) attachCat(ctx context.Context) (*websocket.Conn, error) {
-	id, size, env := "bench-cat", terminalSize, envFor(b.home)
-	if _, err := b.srv.api.Start(ctx, client.StartProcessRequest{ProcessId: &id, Argv: rawCat, Tty: &size, Env: &env}); err != nil {
+// attachCat starts rawCat on a terminal through srv and attaches to it.
+func attachCat(ctx context.Context, srv *server, home string) (*websocket.Conn, error) {
+	id, size, env := "bench-cat", terminalSize, envFor(home)
+	if _, err := srv.api.Start(ctx, client.StartProcessRequest{ProcessId: &id, Argv: rawCat, Tty: &size, Env: &env}); err != nil {
 		return nil, fmt.Errorf("POST /processes %s: %w", rawCat, err)
 	}
-	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(b.srv.base, "http")+"/processes/bench-cat/attach", nil)
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.base, "http")+"/processes/bench-cat/attach", &websocket.DialOptions{HTTPClient: srv.http})
 	if err != nil {
 		return nil, fmt.Errorf("attach: %w", err)
 	}

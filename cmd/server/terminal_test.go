@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -337,4 +340,65 @@ export PS1='snap> '
 			c.end()
 		})
 	}
+}
+
+// TestAttachmentsCountAgainstMaxConnections: an attachment's WebSocket,
+// which net/http hands over to the attach route, still counts against
+// --max-connections while it is open, so that many attachments cannot
+// take the server beyond its bound; a connection that comes at the cap while
+// every connection is an attachment is closed, and the attachments' places
+// are free again once they close.
+func TestAttachmentsCountAgainstMaxConnections(t *testing.T) {
+	s := startServer(t, nil, "--max-connections", "2")
+	s.startProcess(t, map[string]any{"processId": "cat-1", "argv": []string{"cat"}, "tty": map[string]int{"cols": 80, "rows": 24}})
+	// Each on a connection of its own (a pooled idle one may have been
+	// shed), tried again when it came while the others were all busy and was
+	// closed itself.
+	attach := func() *wsClient {
+		t.Helper()
+		url := strings.Replace(s.url, "http", "ws", 1) + "/processes/cat-1/attach"
+		for range 100 {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			conn, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: &http.Client{Transport: &http.Transport{}}})
+			cancel()
+			if err == nil {
+				t.Cleanup(func() { _ = conn.CloseNow() })
+				return &wsClient{t: t, conn: conn}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatal("no attachment in 100 tries")
+		return nil
+	}
+	a, b := attach(), attach()
+	a.send("ping\n")
+	a.until("ping")
+	b.until("ping")
+
+	addr := strings.TrimPrefix(s.url, "http://")
+	served := func() bool {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			return false // closed by the server
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+	// Each probe that is served sheds an idle connection left from the
+	// requests above; once none is left, the two attachments fill the cap.
+	waitFor(t, "a connection closed at --max-connections 2 with two attachments open", func() bool { return !served() })
+	a.send("pong\n")
+	b.until("pong") // the attachments were not shed for it
+	for _, c := range []*wsClient{a, b} {
+		_ = c.conn.Close(websocket.StatusNormalClosure, "")
+	}
+	waitFor(t, "a connection served once the attachments closed", served)
 }

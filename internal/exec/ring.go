@@ -38,6 +38,8 @@ type ring struct {
 
 	changed chan struct{} // closed and replaced on every append and on close, once someone waits
 	watched bool          // whether changed was handed out since it was made
+
+	feeds []*Feed // handed each chunk as it is appended
 }
 
 func newRing(maxBytes, maxChunks int) *ring {
@@ -80,6 +82,9 @@ func (r *ring) append(s Stream, data []byte) {
 		clear(r.buf[n:])
 		r.buf, r.start = r.buf[:n], 0
 	}
+	for _, f := range r.feeds {
+		f.offerLocked(c)
+	}
 	r.notifyLocked()
 }
 
@@ -94,6 +99,9 @@ func (r *ring) close() {
 	r.closed = true
 	if live := r.buf[r.start:]; cap(r.buf) > len(live)+len(live)/4+8 {
 		r.buf, r.start = append([]Chunk(nil), live...), 0
+	}
+	for _, f := range r.feeds {
+		f.wake()
 	}
 	r.notifyLocked()
 }
@@ -122,9 +130,19 @@ type ringRead struct {
 // budget is reached. after 0 reads from the oldest retained chunk, whatever
 // was evicted before it. changed is closed on the next append or close.
 func (r *ring) read(after int64, maxBytes int) ringRead {
-	after = max(after, 0)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	res := r.readLocked(after, maxBytes)
+	if !res.closed && !res.lost {
+		r.watched = true
+		res.changed = r.changed
+	}
+	return res
+}
+
+// readLocked is read without the wake-up channel; r.mu is held.
+func (r *ring) readLocked(after int64, maxBytes int) ringRead {
+	after = max(after, 0)
 	live := r.buf[r.start:]
 	res := ringRead{oldest: r.nextSeq - int64(len(live)), closed: r.closed}
 	if after == 0 {
@@ -151,10 +169,6 @@ func (r *ring) read(after int64, maxBytes int) ringRead {
 		res.next = r.nextSeq
 	}
 	res.atEnd = res.next >= r.nextSeq
-	if !res.closed {
-		r.watched = true
-		res.changed = r.changed
-	}
 	return res
 }
 

@@ -63,17 +63,14 @@ func (s *Server) processAttach(w http.ResponseWriter, r *http.Request) {
 			detail: "attach is a WebSocket: send the upgrade request"})
 		return
 	}
-	id := chi.URLParam(r, "processId")
-	after, given, err := afterSeqParam(r)
+	after, err := afterSeqParam(r)
 	seqs := r.URL.Query().Get("seqs") == "true"
 	if err != nil {
 		writeProblem(w, r, err)
 		return
 	}
-	res, err := s.procs.Read(r.Context(), id, service.ReadInput{AfterSeq: after, MaxBytes: 1})
+	a, err := s.procs.Attach(chi.URLParam(r, "processId"), after)
 	switch {
-	case errors.Is(err, exec.ErrOutputLost) && !given:
-		after = res.NextSeq - 1 // from the oldest retained
 	case errors.Is(err, exec.ErrSeqAhead):
 		writeProblem(w, r, invalid("afterSeq", "afterSeq is beyond the output produced so far: resume from a seq the server sent"))
 		return
@@ -81,6 +78,7 @@ func (s *Server) processAttach(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, err)
 		return
 	}
+	defer a.Close()
 	// checkOrigin has refused every other origin before the upgrade; Accept
 	// checks it again.
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{attachProtocol}})
@@ -92,9 +90,9 @@ func (s *Server) processAttach(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	go func() {
 		defer cancel()
-		s.attachInput(ctx, conn, id)
+		attachInput(ctx, conn, a)
 	}()
-	err = s.attachOutput(ctx, conn, id, after, seqs)
+	err = attachOutput(ctx, conn, a, seqs)
 	switch {
 	case err == nil:
 		_ = conn.Close(websocket.StatusNormalClosure, "")
@@ -106,28 +104,27 @@ func (s *Server) processAttach(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// afterSeqParam is the afterSeq query parameter, and whether it was given.
-func afterSeqParam(r *http.Request) (int64, bool, error) {
+// afterSeqParam is the afterSeq query parameter; 0 when it is not given.
+func afterSeqParam(r *http.Request) (int64, error) {
 	v := r.URL.Query().Get("afterSeq")
 	if v == "" {
-		return 0, false, nil
+		return 0, nil
 	}
 	after, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || after < 0 {
-		return 0, false, invalid("afterSeq", "afterSeq must be a seq")
+		return 0, invalid("afterSeq", "afterSeq must be a seq")
 	}
-	return after, after > 0, nil
+	return after, nil
 }
 
-// attachOutput sends the output after seq `after` until it is complete, then
-// the exit message; with seqs, a seq message after each batch of output.
-func (s *Server) attachOutput(ctx context.Context, conn *websocket.Conn, id string, after int64, seqs bool) error {
+// attachOutput sends the attachment's output until it is complete, then the
+// exit message; with seqs, a seq message after each batch of output.
+func attachOutput(ctx context.Context, conn *websocket.Conn, a *service.Attachment, seqs bool) error {
 	for {
-		r, err := s.procs.Read(ctx, id, service.ReadInput{AfterSeq: after, Wait: heartbeat})
+		r, err := a.Next(ctx, heartbeat)
 		if errors.Is(err, exec.ErrOutputLost) {
 			// A slow client fell behind the ring: say so, and go on from
 			// what is still there.
-			after = r.NextSeq - 1
 			err = writeMessage(ctx, conn, attachMessage{Type: "lost", NextSeq: r.NextSeq})
 		}
 		if err != nil {
@@ -137,7 +134,6 @@ func (s *Server) attachOutput(ctx context.Context, conn *websocket.Conn, id stri
 			if err := conn.Write(ctx, websocket.MessageBinary, c.Data); err != nil {
 				return err
 			}
-			after = c.Seq
 		}
 		if len(r.Chunks) == 0 && !r.Closed {
 			// Quiet for a heartbeat: a client that vanished without a close
@@ -150,15 +146,12 @@ func (s *Server) attachOutput(ctx context.Context, conn *websocket.Conn, id stri
 			}
 		}
 		if seqs && len(r.Chunks) > 0 {
-			if err := writeMessage(ctx, conn, attachMessage{Type: "seq", Seq: after}); err != nil {
+			if err := writeMessage(ctx, conn, attachMessage{Type: "seq", Seq: r.NextSeq - 1}); err != nil {
 				return err
 			}
 		}
 		if r.Closed {
-			p, err := s.procs.Get(id)
-			if err != nil {
-				return err
-			}
+			p := a.Info()
 			exit := attachMessage{Type: "exit", Status: string(p.Status), ExitCode: p.ExitCode}
 			if p.Signal != "" {
 				exit.Signal = &p.Signal
@@ -173,14 +166,14 @@ func (s *Server) attachOutput(ctx context.Context, conn *websocket.Conn, id stri
 // next message back), and resizes. What cannot be applied (the process has
 // no stdin or no terminal, or has exited) is dropped: the output says the
 // rest.
-func (s *Server) attachInput(ctx context.Context, conn *websocket.Conn, id string) {
+func attachInput(ctx context.Context, conn *websocket.Conn, a *service.Attachment) {
 	for {
 		typ, data, err := conn.Read(ctx)
 		if err != nil {
 			return
 		}
 		if typ == websocket.MessageBinary {
-			_, _ = s.procs.WriteStdin(ctx, id, service.StdinInput{Data: data})
+			_ = a.WriteStdin(ctx, data)
 			continue
 		}
 		var m attachMessage
@@ -188,7 +181,7 @@ func (s *Server) attachInput(ctx context.Context, conn *websocket.Conn, id strin
 			_ = conn.Close(websocket.StatusUnsupportedData, `text messages are {"type":"resize","cols":C,"rows":R}`)
 			return
 		}
-		_ = s.procs.Resize(id, exec.TTYSize{Cols: uint16(min(max(m.Cols, 0), 1<<16-1)), Rows: uint16(min(max(m.Rows, 0), 1<<16-1))})
+		_ = a.Resize(exec.TTYSize{Cols: uint16(min(max(m.Cols, 0), 1<<16-1)), Rows: uint16(min(max(m.Rows, 0), 1<<16-1))})
 	}
 }
 

@@ -25,7 +25,12 @@ import (
 //     close an idle connection at any time; clients reconnect).
 //
 // When every connection is serving a request, the new one is closed instead.
-// Install it with http.Server's ConnContext and ConnState.
+// A connection a handler takes over (the attach WebSocket) counts as one
+// serving a request until that handler returns (see releaseHijacked):
+// net/http forgets a hijacked connection, and without this each attachment
+// would be a connection beyond the cap.
+// Install it with http.Server's ConnContext and ConnState, and
+// releaseHijacked around the routes.
 type ConnLimit struct {
 	max  int
 	shed metric.Int64Counter
@@ -37,7 +42,9 @@ type ConnLimit struct {
 
 // connEntry is what the limit knows of one connection.
 type connEntry struct {
-	state   http.ConnState // StateNew, StateActive or StateIdle
+	limit   *ConnLimit
+	conn    net.Conn
+	state   http.ConnState // StateNew, StateActive, StateIdle or StateHijacked
 	since   time.Time      // when it entered state
 	closing bool           // shed, and not yet seen closed
 	vouched atomic.Bool    // set by its requests, outside the mutex
@@ -66,7 +73,7 @@ func NewConnLimit(n int, meter metric.Meter) (*ConnLimit, error) {
 // ConnContext is http.Server's ConnContext: it gives the connection's
 // requests a way to vouch for it.
 func (l *ConnLimit) ConnContext(ctx context.Context, c net.Conn) context.Context {
-	e := &connEntry{state: http.StateNew, since: time.Now()}
+	e := &connEntry{limit: l, conn: c, state: http.StateNew, since: time.Now()}
 	l.mu.Lock()
 	l.conns[c] = e
 	l.mu.Unlock()
@@ -88,14 +95,40 @@ func (l *ConnLimit) ConnState(c net.Conn, s http.ConnState) {
 		if l.open > l.max {
 			l.shedOne(c, e)
 		}
-	case http.StateClosed, http.StateHijacked:
-		if !e.closing {
-			l.open--
-		}
-		delete(l.conns, c)
+	case http.StateClosed:
+		l.forgetLocked(e)
 	default:
 		e.state, e.since = s, time.Now()
 	}
+}
+
+// forgetLocked stops counting e's connection; l.mu is held.
+func (l *ConnLimit) forgetLocked(e *connEntry) {
+	if l.conns[e.conn] != e {
+		return
+	}
+	if !e.closing {
+		l.open--
+	}
+	delete(l.conns, e.conn)
+}
+
+// releaseHijacked is middleware that stops counting a connection its
+// handler took over once the handler returns: by then the handler has
+// closed it (an attachment's WebSocket ends with its handler).
+func releaseHijacked(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if e, ok := r.Context().Value(connKey{}).(*connEntry); ok {
+				e.limit.mu.Lock()
+				if e.state == http.StateHijacked {
+					e.limit.forgetLocked(e)
+				}
+				e.limit.mu.Unlock()
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
 }
 
 // shedOne closes one connection to make room for incoming; l.mu is held.

@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -166,4 +168,65 @@ func TestConnLimitKeepsBusyConnections(t *testing.T) {
 	if got := shed(); got["incoming"] != 1 {
 		t.Errorf("shed = %v, want 1 incoming", got)
 	}
+}
+
+// TestConnLimitCountsHijackedConnections: a connection a handler took over
+// (as the attach route takes its WebSocket) still counts against the cap
+// until that handler returns, and is not shed meanwhile: it is serving.
+func TestConnLimitCountsHijackedConnections(t *testing.T) {
+	limit, shed := newConnLimit(t, 2)
+	hold := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/hold" {
+			return // 200
+		}
+		c, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		_, _ = io.Copy(io.Discard, c) // until the client closes
+	})
+	srv := serveRouter(t, releaseHijacked(hold), limit)
+	held := make([]net.Conn, 2)
+	for i := range held {
+		held[i], _ = rawRequest(t, srv, "GET /hold HTTP/1.1\nHost: 127.0.0.1\n", "")
+	}
+	for deadline := time.Now().Add(5 * time.Second); countState(limit, http.StateHijacked) < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections hijacked, want 2", countState(limit, http.StateHijacked))
+		}
+	}
+	extra, extraR := rawRequest(t, srv, "", "")
+	if !closedWithin(extra, extraR, 5*time.Second) {
+		t.Errorf("a connection beyond the cap of 2 while 2 hijacked ones are open is open, want it closed")
+	}
+	if got := shed(); got["incoming"] != 1 || got["idle"]+got["unvouched"] != 0 {
+		t.Errorf("shed = %v, want 1 incoming: a hijacked connection is never shed", got)
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	for deadline := time.Now().Add(5 * time.Second); countState(limit, http.StateHijacked) > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d hijacked connections counted after their handlers returned, want 0", countState(limit, http.StateHijacked))
+		}
+	}
+	late, lateR := rawRequest(t, srv, "GET /ok HTTP/1.1\nHost: 127.0.0.1\n", "")
+	if resp, body := readAnswer(t, late, lateR); resp.StatusCode != 200 {
+		t.Errorf("a new connection once the hijacked ones closed = %d %s, want 200", resp.StatusCode, body)
+	}
+}
+
+// countState is how many of limit's connections are in state s.
+func countState(limit *ConnLimit, s http.ConnState) int {
+	limit.mu.Lock()
+	defer limit.mu.Unlock()
+	n := 0
+	for _, e := range limit.conns {
+		if e.state == s {
+			n++
+		}
+	}
+	return n
 }

@@ -41,6 +41,7 @@ type fakeService struct {
 	SignalFn          func(id string, sig syscall.Signal) (bool, error)
 	TerminateFn       func(id string) (bool, error)
 	ResizeFn          func(id string, size exec.TTYSize) error
+	AttachFn          func(id string, afterSeq int64) (*service.Attachment, error)
 	PrewarmFn         func(ctx context.Context, in service.PrewarmInput) (shellsnap.EntryInfo, error)
 	SnapshotsFn       func() []shellsnap.EntryInfo
 	ScopeSnapshotsFn  func(scopeID string) ([]shellsnap.EntryInfo, error)
@@ -129,6 +130,11 @@ func (f *fakeService) Signal(id string, sig syscall.Signal) (bool, error) {
 func (f *fakeService) Resize(id string, size exec.TTYSize) error {
 	f.record("Resize " + id)
 	return f.ResizeFn(id, size)
+}
+
+func (f *fakeService) Attach(id string, afterSeq int64) (*service.Attachment, error) {
+	f.record("Attach " + id)
+	return f.AttachFn(id, afterSeq)
 }
 
 func (f *fakeService) Terminate(id string) (bool, error) {

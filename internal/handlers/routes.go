@@ -61,7 +61,7 @@ func NewRouter(s *Server, logger zerolog.Logger, opts RouterOptions) (http.Handl
 	openapi3filter.RegisterBodyDecoder("application/json", decodeJSONBody)
 
 	r := chi.NewRouter()
-	r.Use(withRequestID(logger), accessLog(&s.http), routeLabel, recoverer, boundBody(opts.BodyTimeout))
+	r.Use(releaseHijacked, withRequestID(logger), accessLog(&s.http), routeLabel, recoverer, boundBody(opts.BodyTimeout))
 	r.Use(opts.Security.middlewares()...)
 	r.Use(withEventStream)
 	// The contract validator runs per operation, after chi has matched the

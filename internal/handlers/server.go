@@ -28,6 +28,7 @@ type Processes interface {
 	Signal(id string, sig syscall.Signal) (bool, error)
 	Terminate(id string) (bool, error)
 	Resize(id string, size exec.TTYSize) error
+	Attach(id string, afterSeq int64) (*service.Attachment, error)
 }
 
 // Snapshots is the shell-snapshot registry.

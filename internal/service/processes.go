@@ -193,13 +193,19 @@ func (s *Service) WriteStdin(ctx context.Context, id string, in StdinInput) (Std
 	if err != nil {
 		return StdinOutput{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, stdinWriteBound)
-	defer cancel()
-	w, err := p.WriteStdin(ctx, in.Data, in.WriteID, in.Close)
+	w, err := writeStdin(ctx, p, in)
 	if err != nil {
 		return StdinOutput{}, err
 	}
 	return StdinOutput{StdinWrite: w, Closed: !p.Info().StdinOpen}, nil
+}
+
+// writeStdin writes a validated in to p's stdin, waiting at most
+// stdinWriteBound for the child to read.
+func writeStdin(ctx context.Context, p *exec.Process, in StdinInput) (exec.StdinWrite, error) {
+	ctx, cancel := context.WithTimeout(ctx, stdinWriteBound)
+	defer cancel()
+	return p.WriteStdin(ctx, in.Data, in.WriteID, in.Close)
 }
 
 // Terminate ends a process's group (SIGTERM, grace, SIGKILL) and reports
