@@ -409,8 +409,13 @@ func (p *Process) supervise(cmd *exec.Cmd, outR, errR *os.File) {
 	readersDone := make(chan struct{})
 	go func() { readers.Wait(); close(readersDone) }()
 
-	exited := make(chan syscall.WaitStatus, 1)
-	go func() { exited <- waitLeader(cmd) }()
+	exited := make(chan *os.ProcessState, 1)
+	go func() {
+		// With *os.File stdio, Wait returns as soon as the child exits: it does
+		// not wait for descendants that still hold the pipes.
+		_ = cmd.Wait()
+		exited <- cmd.ProcessState
+	}()
 
 	var (
 		timeout, idle <-chan time.Time
@@ -420,13 +425,11 @@ func (p *Process) supervise(cmd *exec.Cmd, outR, errR *os.File) {
 	var (
 		ending Status // set when we end the group ourselves
 		k      = killer{pgid: p.pid, grace: p.grace, reaper: p.reaper, tty: p.tty}
-		ws     syscall.WaitStatus
-		leader = true // the leader runs
+		state  *os.ProcessState
 	)
-	for leader {
+	for state == nil {
 		select {
-		case ws = <-exited:
-			leader = false
+		case state = <-exited:
 		case <-armed:
 			armed = nil
 			if p.timeout > 0 {
@@ -459,6 +462,7 @@ func (p *Process) supervise(cmd *exec.Cmd, outR, errR *os.File) {
 		signal   string
 		exitCode *int
 	)
+	ws, _ := state.Sys().(syscall.WaitStatus)
 	if ws.Signaled() {
 		signal = unix.SignalName(ws.Signal())
 		if ending == "" {
@@ -513,48 +517,6 @@ func (p *Process) supervise(cmd *exec.Cmd, outR, errR *os.File) {
 		p.finished(p)
 	}
 	close(p.done)
-}
-
-// waitLeader waits for cmd's child to exit, reaps it and returns how it
-// ended. It waits in the runtime's network poller, on a pidfd of the child,
-// rather than in a thread blocked in waitid as cmd.Wait does: the child's
-// exit then wakes only the goroutine waiting for it, where a blocked thread
-// has its processor handed to another thread while it waits and must get one
-// back when the child exits, a thread wake-up more per command. With stdio
-// all *os.File, as here, cmd.Wait would do nothing else: it does not wait
-// for descendants that still hold the pipes. A kernel without
-// PIDFD_NONBLOCK (before 5.10) gets cmd.Wait.
-func waitLeader(cmd *exec.Cmd) syscall.WaitStatus {
-	pid := cmd.Process.Pid
-	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
-	if err != nil {
-		_ = cmd.Wait()
-		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-		return ws
-	}
-	// The pid is safe to wait on until it is reaped here: nothing else
-	// waits for a leader (the Reaper leaves the managers' leaders alone).
-	pidfd := os.NewFile(uintptr(fd), "pidfd")
-	defer pidfd.Close()
-	defer cmd.Process.Release() // its own handle on the child; reaped here
-	var ws syscall.WaitStatus
-	reap := func(uintptr) bool {
-		got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
-		return got == pid || (err != nil && err != syscall.EINTR)
-	}
-	rc, err := pidfd.SyscallConn()
-	if err == nil {
-		// The pidfd turns readable when the child exits; Read calls reap
-		// again each time it does until it returns true.
-		err = rc.Read(reap)
-	}
-	for err != nil {
-		// Not pollable after all: wait as cmd.Wait would.
-		if _, err = syscall.Wait4(pid, &ws, 0, nil); err != syscall.EINTR {
-			break
-		}
-	}
-	return ws
 }
 
 // read copies one stream into the ring and its collector until EOF.
