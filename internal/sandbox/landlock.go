@@ -11,11 +11,11 @@ import (
 
 // Landlock is driven through its three system calls, with golang.org/x/sys's
 // numbers and types. A sandbox needs nothing more: its ruleset is built once
-// per command and enforced on the one thread that forks the child. The
-// go-landlock library this replaced enforces on every thread of the process
-// too, through libcap's psx, whose cgo build wraps pthread_create for the
-// whole server and forces the external linker; that cost the server 4 to 5
-// MiB of resident memory for a feature it never used.
+// per command and enforced on the one thread that forks the child. Not
+// through go-landlock: its syscall package links libcap's psx (for
+// enforcement on every thread, which a sandbox never wants), whose cgo build
+// wraps pthread_create for the whole server and forces the external linker,
+// at 4 to 5 MiB of the idle server's resident memory (docs/BENCHMARKS.md).
 
 // The access rights a sandbox grants and handles. The handled sets are
 // exactly those of ABI 6, MinLandlockABI, so that a ruleset means the same
