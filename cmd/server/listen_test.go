@@ -269,3 +269,41 @@ func TestServesOnSeveralAddresses(t *testing.T) {
 		t.Errorf("GET %s/healthz after the stop answered, want the port closed", srv.url)
 	}
 }
+
+// TestRunRefusesATakenAddress: a server one of whose addresses is taken does
+// not start, says which, and leaves none of the others listening, whichever
+// comes first.
+func TestRunRefusesATakenAddress(t *testing.T) {
+	if inProcessServers.Add(1) > 1 {
+		inProcessServers.Add(-1)
+		t.Fatal("a server already runs in this process")
+	}
+	defer inProcessServers.Add(-1)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, first := range []string{"socket", "taken"} {
+		t.Run(first+" first", func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "snapexec.sock")
+			addrs := []string{"unix:" + path, taken.Addr().String()}
+			if first == "taken" {
+				addrs[0], addrs[1] = addrs[1], addrs[0]
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			stdout := &syncBuffer{}
+			err := run(ctx, []string{"snapexec", "--addr", addrs[0], "--addr", addrs[1]}, nil, strings.NewReader(""), stdout, &syncBuffer{})
+			if err == nil || !strings.Contains(err.Error(), taken.Addr().String()) {
+				t.Errorf("run(--addr %s --addr %s) = %v, want an error naming %s", addrs[0], addrs[1], err, taken.Addr())
+			}
+			if strings.Contains(stdout.String(), "listening") {
+				t.Errorf("stdout %q says it listens, want nothing", stdout)
+			}
+			if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the socket of the server that did not start exists (%v)", err)
+			}
+		})
+	}
+}
