@@ -57,6 +57,9 @@ type options struct {
 	rounds    int
 	firstRuns int
 	requests  int
+	// hop measures only the hop: /exec /bin/true over TCP and the socket
+	// against a direct spawn, the throughput, and the idle memory.
+	hop bool
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -68,6 +71,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.rounds, "n", 40, "interleaved latency rounds (one sample of each mode per round)")
 	fs.IntVar(&o.firstRuns, "first", 5, "first captures (and plain logins) to time")
 	fs.IntVar(&o.requests, "requests", 400, "requests per throughput measurement and concurrency level")
+	fs.BoolVar(&o.hop, "hop", false, "measure only the hop: /exec /bin/true (TCP and Unix socket) against a direct spawn, its throughput, and the idle server's memory")
 	if err := fs.Parse(args[1:]); err != nil {
 		return o, err
 	}
@@ -109,22 +113,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	// The latency modes keep about a dozen launches warm at once, more than
-	// the default --standby-shells: each would end another's standby.
-	srv, err := startServer(ctx, bin, filepath.Join(tmp, "server.log"), "127.0.0.1:0", "--files-root", filesDir, "--standby-shells", "16")
+	// the default --standby-shells: each would end another's standby. The
+	// server also listens on a Unix domain socket, for /exec over it: the
+	// same process as over TCP, kept as busy.
+	sock := "unix:" + filepath.Join(tmp, "snapexec.sock")
+	srv, err := startServer(ctx, bin, filepath.Join(tmp, "server.log"), []string{"127.0.0.1:0", sock}, "--files-root", filesDir, "--standby-shells", "16")
 	if err != nil {
 		return err
 	}
-	// A second server on a Unix domain socket, for /exec over it: a server
-	// listens on one address.
-	unixSrv, err := startServer(ctx, bin, filepath.Join(tmp, "server-unix.log"), "unix:"+filepath.Join(tmp, "snapexec.sock"))
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if stopErr := unixSrv.stop(); stopErr != nil && err == nil {
-			err = stopErr
-		}
-	}()
 	defer func() {
 		if stopErr := srv.stop(); stopErr != nil && err == nil {
 			err = stopErr
@@ -133,7 +129,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			srv.logTail(stderr, 20)
 		}
 	}()
-	b := &bench{srv: srv, unix: unixSrv, home: home, files: filesDir}
+	b := &bench{srv: srv, unix: srv.endpoints[1], home: home, files: filesDir}
 	res, err := b.measure(ctx, o, tmp, stdout)
 	if err != nil {
 		return err
@@ -184,26 +180,37 @@ func loginHome(tmp, profile string) (string, error) {
 	return home, nil
 }
 
-// server is the snapexec subprocess and a client for it.
+// server is the snapexec subprocess and a client for each of its addresses;
+// its own fields are the first address's (TCP).
 type server struct {
-	cmd     *exec.Cmd
-	base    string // http://127.0.0.1:PORT
-	http    *http.Client
-	api     *client.Client
-	logPath string
-	exited  chan error // receives Wait's result once
+	*endpoint
+	endpoints []*endpoint // one per address, in the order given
+	cmd       *exec.Cmd
+	logPath   string
+	exited    chan error // receives Wait's result once
 }
 
-// startServer runs bin with args listening on addr (a loopback host:port,
-// or unix:PATH), its log in logPath, and waits for the line that gives its
-// address.
-func startServer(ctx context.Context, bin, logPath, addr string, args ...string) (*server, error) {
+// endpoint is a client of the server through one of its addresses.
+type endpoint struct {
+	base string // http://127.0.0.1:PORT, or http://localhost for a socket
+	http *http.Client
+	api  *client.Client
+}
+
+// startServer runs bin with args listening on addrs (loopback host:ports,
+// or unix:PATH), its log in logPath, and waits for the lines that give its
+// addresses.
+func startServer(ctx context.Context, bin, logPath string, addrs []string, args ...string) (*server, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	defer logFile.Close() // the child holds its own descriptor
-	cmd := exec.Command(bin, append([]string{"--addr", addr}, args...)...)
+	var argv []string
+	for _, a := range addrs {
+		argv = append(argv, "--addr", a)
+	}
+	cmd := exec.Command(bin, append(argv, args...)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.Stderr = logFile
 	// The server dies with the bench, even when the bench is killed.
@@ -216,50 +223,66 @@ func startServer(ctx context.Context, bin, logPath, addr string, args ...string)
 		return nil, err
 	}
 	s := &server{cmd: cmd, logPath: logPath, exited: make(chan error, 1)}
-	listening := make(chan string, 1)
+	listening := make(chan string, len(addrs))
 	go func() {
 		sc := bufio.NewScanner(out)
-		for sc.Scan() {
+		for n := 0; n < len(addrs) && sc.Scan(); {
 			if a, ok := strings.CutPrefix(sc.Text(), "snapexec listening on "); ok {
 				listening <- a
-				break
+				n++
 			}
 		}
 		_, _ = io.Copy(io.Discard, out)
 		s.exited <- cmd.Wait()
 	}()
-	select {
-	case s.base = <-listening:
-	case err := <-s.exited:
-		return nil, fmt.Errorf("the server exited before listening: %v", err)
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		return nil, errors.New("the server printed no listening line within 30 s")
-	case <-ctx.Done():
-		_ = cmd.Process.Kill()
-		return nil, ctx.Err()
+	for range addrs {
+		select {
+		case url := <-listening:
+			ep, err := newEndpoint(url)
+			if err != nil {
+				_ = cmd.Process.Kill()
+				return nil, err
+			}
+			s.endpoints = append(s.endpoints, ep)
+		case err := <-s.exited:
+			return nil, fmt.Errorf("the server exited before listening: %v", err)
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			return nil, errors.New("the server printed no listening line within 30 s")
+		case <-ctx.Done():
+			_ = cmd.Process.Kill()
+			return nil, ctx.Err()
+		}
 	}
+	s.endpoint = s.endpoints[0]
+	return s, nil
+}
+
+// newEndpoint is a client of the server at url, as the server prints it.
+func newEndpoint(url string) (*endpoint, error) {
+	ep := &endpoint{base: url}
 	transport := &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 32, IdleConnTimeout: time.Minute}
-	if path, ok := strings.CutPrefix(s.base, "unix:"); ok {
+	if path, ok := strings.CutPrefix(url, "unix:"); ok {
 		// The socket whatever the URL's host (client/doc.go).
 		transport.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return new(net.Dialer).DialContext(ctx, "unix", path)
 		}
-		s.base = "http://localhost"
+		ep.base = "http://localhost"
 	}
-	s.http = &http.Client{Timeout: 30 * time.Second, Transport: transport}
-	api, err := client.New(s.base, client.WithHTTPClient(s.http))
+	ep.http = &http.Client{Timeout: 30 * time.Second, Transport: transport}
+	api, err := client.New(ep.base, client.WithHTTPClient(ep.http))
 	if err != nil {
-		_ = cmd.Process.Kill()
 		return nil, err
 	}
-	s.api = api
-	return s, nil
+	ep.api = api
+	return ep, nil
 }
 
 // stop sends SIGTERM, waits up to 10 s for a clean exit, then kills.
 func (s *server) stop() error {
-	s.http.CloseIdleConnections()
+	for _, ep := range s.endpoints {
+		ep.http.CloseIdleConnections()
+	}
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-s.exited:

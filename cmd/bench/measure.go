@@ -77,8 +77,8 @@ type mode struct {
 // bench runs commands through the server and directly, under the heavy profile's HOME.
 type bench struct {
 	srv *server
-	// unix is a second server, listening on a Unix domain socket.
-	unix *server
+	// unix is srv through its Unix domain socket.
+	unix *endpoint
 	home string
 	// files is the server's --files-root.
 	files string
@@ -93,6 +93,9 @@ func (b *bench) measure(ctx context.Context, o options, tmp string, log io.Write
 	var err error
 	if res.Memory.IdleRSSMiB, _, err = b.srv.memory(); err != nil {
 		return nil, err
+	}
+	if o.hop {
+		return b.measureHop(ctx, o, res, log)
 	}
 	fmt.Fprintf(log, "latency: %d interleaved rounds of 20 modes\n", o.rounds)
 	if res.Latency, err = b.latency(ctx, o.rounds); err != nil {
@@ -128,6 +131,40 @@ func (b *bench) measure(ctx context.Context, o options, tmp string, log io.Write
 	}
 	res.Figures = res.figures()
 	return res, nil
+}
+
+// measureHop is measure for -hop: the hop's latency rows, interleaved, and
+// its throughput (res already holds the idle memory).
+func (b *bench) measureHop(ctx context.Context, o options, res *results, log io.Writer) (*results, error) {
+	res.Hop = true
+	fmt.Fprintf(log, "latency: %d interleaved rounds of the hop's 3 modes\n", o.rounds)
+	var err error
+	if res.Latency, err = interleave(ctx, b.hopModes(), o.rounds, warmupRounds); err != nil {
+		return nil, err
+	}
+	for _, c := range []int{1, 16} {
+		fmt.Fprintf(log, "throughput: concurrency %d, %d requests each\n", c, o.requests)
+		lvl, err := b.throughput(ctx, c, o.requests)
+		if err != nil {
+			return nil, err
+		}
+		res.Throughput = append(res.Throughput, lvl)
+	}
+	res.Figures = res.figures()
+	return res, nil
+}
+
+// hopModes are /exec /bin/true over TCP and over the Unix socket, and the
+// direct spawn of /bin/true they are measured against.
+func (b *bench) hopModes() []mode {
+	trueBody := b.execBody([]string{"/bin/true"}, "", b.home)
+	return []mode{
+		{key: "unixtrue", label: "/exec /bin/true, Unix socket", run: func(ctx context.Context) (sample, error) {
+			return b.execVia(ctx, b.unix, trueBody, want{"", "not_requested", "", "no"})
+		}},
+		b.execMode("exectrue", "/exec /bin/true", []string{"/bin/true"}, "", want{"", "not_requested", "", "no"}),
+		b.spawnMode("true", "direct /bin/true", "", "/bin/true"),
+	}
 }
 
 // latency times the modes of two short commands, interleaved.
@@ -206,10 +243,6 @@ func (b *bench) latency(ctx context.Context, rounds int) ([]summary, error) {
 	cwd := mode{key: "cwd", label: fmt.Sprintf("/exec bash -lc, warm, cwd differs (%d dirs)", cwdDirs), run: func(ctx context.Context) (sample, error) {
 		return b.exec(ctx, cwdBodies[cwdTurn.Add(1)%cwdDirs], want{"hi\n", "used", "cache_hit", ""})
 	}}
-	trueBody := b.execBody([]string{"/bin/true"}, "", b.home)
-	unixTrue := mode{key: "unixtrue", label: "/exec /bin/true, Unix socket", run: func(ctx context.Context) (sample, error) {
-		return b.execVia(ctx, b.unix, trueBody, want{"", "not_requested", "", "no"})
-	}}
 	burstBody := b.execBody(echoHi, "bench-burst", b.home)
 	burst := mode{key: "burst", label: "/exec bash -lc, warm, back to back", run: func(ctx context.Context) (sample, error) {
 		if _, err := b.exec(ctx, burstBody, want{"hi\n", "used", "cache_hit", ""}); err != nil {
@@ -233,9 +266,7 @@ func (b *bench) latency(ctx context.Context, rounds int) ([]summary, error) {
 		{key: "zsh", label: "/exec zsh -lc, warm snapshot", run: func(ctx context.Context) (sample, error) {
 			return b.exec(ctx, zshBody, want{"hi\n", "used", "cache_hit", ""})
 		}},
-		unixTrue,
 		b.execMode("nosnap", "/exec bash -lc, no snapshot", echoHi, "", want{"hi\n", "not_requested", "", "no"}),
-		b.execMode("exectrue", "/exec /bin/true", []string{"/bin/true"}, "", want{"", "not_requested", "", "no"}),
 		{key: "sbwarm", label: "/exec bash -lc, warm snapshot, sandboxed", run: func(ctx context.Context) (sample, error) {
 			return b.exec(ctx, sandboxedWarm, want{"hi\n", "used", "cache_hit", "yes"})
 		}},
@@ -244,10 +275,9 @@ func (b *bench) latency(ctx context.Context, rounds int) ([]summary, error) {
 		}},
 		b.spawnMode("bashc", "direct bash -c", "hi\n", "/bin/bash", "-c", "echo hi"),
 		b.spawnMode("bashcat", "direct bash -c 'cat /dev/null'", "", "/bin/bash", "-c", "cat /dev/null"),
-		b.spawnMode("true", "direct /bin/true", "", "/bin/true"),
 		b.spawnMode("zshc", "direct zsh -c", "hi\n", zshShell.Path, "-c", "echo hi"),
 	}
-	return interleave(ctx, modes, rounds, warmupRounds)
+	return interleave(ctx, append(modes, b.hopModes()...), rounds, warmupRounds)
 }
 
 // firstCapture times the first command of a fresh scope (forgotten before
@@ -533,13 +563,13 @@ func (b *bench) spawnMode(key, label, stdout string, argv ...string) mode {
 
 // exec runs req through /exec, checks the answer against w and times it.
 func (b *bench) exec(ctx context.Context, req client.ExecRequest, w want) (sample, error) {
-	return b.execVia(ctx, b.srv, req, w)
+	return b.execVia(ctx, b.srv.endpoint, req, w)
 }
 
-// execVia is exec through srv.
-func (b *bench) execVia(ctx context.Context, srv *server, req client.ExecRequest, w want) (sample, error) {
+// execVia is exec through ep.
+func (b *bench) execVia(ctx context.Context, ep *endpoint, req client.ExecRequest, w want) (sample, error) {
 	start := time.Now()
-	r, err := srv.api.Exec(ctx, req)
+	r, err := ep.api.Exec(ctx, req)
 	wall := time.Since(start)
 	if err != nil {
 		return sample{}, fmt.Errorf("POST /exec %q: %w", req.Argv, err)

@@ -31,6 +31,8 @@ type results struct {
 	Budget       budgetFigures `json:"budget"`
 	Files        filesFigures  `json:"files"`
 	Figures      []figure      `json:"figures"`
+	// Hop says the run measured only the hop (-hop).
+	Hop bool `json:"hop,omitempty"`
 }
 
 // summary is one mode's samples, in ms of client wall time.
@@ -165,6 +167,12 @@ func (r *results) figures() []figure {
 	for _, s := range slices.Concat(r.Latency, r.FirstCapture, r.Terminal) {
 		med[s.Key] = s.MedianMs
 	}
+	if r.Hop {
+		return append(append([]figure{
+			check("/exec true ÷ direct true", med["exectrue"]/med["true"], "×", "≤", 1.3),
+			check("/exec true, Unix socket ÷ direct true", med["unixtrue"]/med["true"], "×", "≤", 1.15),
+		}, r.throughputFigures()...), check("server RSS idle", r.Memory.IdleRSSMiB, "MiB", "<", 30))
+	}
 	f := []figure{
 		check("warm, standby ÷ direct bash -c", med["warm"]/med["bashc"], "×", "≤", 0.8),
 		check("warm, back to back ÷ direct bash -c", med["burst"]/med["bashc"], "×", "≤", 1.0),
@@ -201,19 +209,7 @@ func (r *results) figures() []figure {
 		check("files write ÷ cp", fl.WriteMBps/fl.CpMBps, "×", "≥", 0.7),
 		figure{Name: "files write ÷ cp && sync FILE", Value: round3(fl.WriteMBps / fl.CpSyncMBps), Unit: "×"},
 	)
-	for _, l := range r.Throughput {
-		name := fmt.Sprintf("throughput /exec true ÷ direct, c=%d", l.Concurrency)
-		ratio := figure{Name: name, Value: round3(l.Ratio), Unit: "×"}
-		if l.Concurrency == 16 {
-			ratio = check(name, l.Ratio, "×", "≥", 0.7)
-		}
-		f = append(f,
-			figure{Name: fmt.Sprintf("/exec true, c=%d", l.Concurrency), Value: math.Round(l.ServerRPS), Unit: "req/s"},
-			figure{Name: fmt.Sprintf("direct /bin/true, c=%d", l.Concurrency), Value: math.Round(l.DirectRPS), Unit: "req/s"},
-			ratio,
-			figure{Name: fmt.Sprintf("server CPU per /exec true, c=%d", l.Concurrency), Value: l.ServerCPUPerReqMs, Unit: "ms"},
-			figure{Name: fmt.Sprintf("bench CPU per direct spawn, c=%d", l.Concurrency), Value: l.BenchCPUPerSpawnMs, Unit: "ms"})
-	}
+	f = append(f, r.throughputFigures()...)
 	bu := r.Budget
 	f = append(f,
 		figure{Name: "CPU per warm command, server and all its shells", Value: bu.WarmCPUMs, Unit: "ms"},
@@ -227,6 +223,25 @@ func (r *results) figures() []figure {
 		check(fmt.Sprintf("server RSS, %d full snapshots", m.Snapshots), m.FullRSSMiB, "MiB", "<", 64),
 		check("server peak RSS (VmHWM)", m.PeakHWMMiB, "MiB", "<", 64),
 		figure{Name: fmt.Sprintf("RSS of the %d idle standby shells, full snapshots", m.StandbyShells), Value: m.StandbyRSSMiB, Unit: "MiB"})
+}
+
+// throughputFigures are the throughput's figures, each concurrency's.
+func (r *results) throughputFigures() []figure {
+	var f []figure
+	for _, l := range r.Throughput {
+		name := fmt.Sprintf("throughput /exec true ÷ direct, c=%d", l.Concurrency)
+		ratio := figure{Name: name, Value: round3(l.Ratio), Unit: "×"}
+		if l.Concurrency == 16 {
+			ratio = check(name, l.Ratio, "×", "≥", 0.7)
+		}
+		f = append(f,
+			figure{Name: fmt.Sprintf("/exec true, c=%d", l.Concurrency), Value: math.Round(l.ServerRPS), Unit: "req/s"},
+			figure{Name: fmt.Sprintf("direct /bin/true, c=%d", l.Concurrency), Value: math.Round(l.DirectRPS), Unit: "req/s"},
+			ratio,
+			figure{Name: fmt.Sprintf("server CPU per /exec true, c=%d", l.Concurrency), Value: l.ServerCPUPerReqMs, Unit: "ms"},
+			figure{Name: fmt.Sprintf("bench CPU per direct spawn, c=%d", l.Concurrency), Value: l.BenchCPUPerSpawnMs, Unit: "ms"})
+	}
+	return f
 }
 
 // printReport writes the latency table and the verdict table.

@@ -26,7 +26,8 @@ import (
 
 // config is everything the server can be told at start.
 type config struct {
-	addr           string
+	// addrs are the addresses the server listens on, all alike.
+	addrs          []string
 	token          string
 	allowedHosts   []string
 	limits         limitsConfig
@@ -148,7 +149,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		}
 		return def
 	}
-	fs.StringVar(&c.addr, "addr", env("SNAPEXEC_ADDR", "127.0.0.1:8080"), "listen address: HOST:PORT, or unix:/PATH for a Unix socket only this user may use (SNAPEXEC_ADDR)")
+	fs.Func("addr", "listen address: HOST:PORT, or unix:/PATH for a Unix socket only this user may use; repeat to listen on several, all serving alike (SNAPEXEC_ADDR: comma-separated; default 127.0.0.1:8080)", func(v string) error {
+		c.addrs = append(c.addrs, v)
+		return nil
+	})
 	fs.StringVar(&c.logLevel, "log-level", env("SNAPEXEC_LOG_LEVEL", "info"), "debug, info, warn or error (SNAPEXEC_LOG_LEVEL)")
 	fs.StringVar(&c.logFormat, "log-format", env("SNAPEXEC_LOG_FORMAT", "json"), "json or console (SNAPEXEC_LOG_FORMAT)")
 	durations := []struct {
@@ -231,6 +235,14 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if c.limits.bodyBytes < 1024 || c.limits.retainedBytes < 0 {
 		return c, fmt.Errorf("--max-body-bytes must be at least 1024 and --max-retained-output-bytes not negative")
 	}
+	if len(c.addrs) == 0 {
+		for _, a := range strings.Split(env("SNAPEXEC_ADDR", "127.0.0.1:8080"), ",") {
+			c.addrs = append(c.addrs, strings.TrimSpace(a))
+		}
+	}
+	if err := checkAddrs(c.addrs); err != nil {
+		return c, err
+	}
 	if len(c.filesRoots) == 0 {
 		for _, root := range strings.Split(getenv("SNAPEXEC_FILES_ROOTS"), ":") {
 			if root != "" {
@@ -252,9 +264,11 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if c.token, err = readToken(*tokenFile, getenv("SNAPEXEC_TOKEN")); err != nil {
 		return c, err
 	}
-	if c.token == "" && !loopbackAddr(c.addr) {
-		return c, fmt.Errorf("refusing to listen on %s without a token: anyone who reaches that address could run commands; "+
-			"set one with --token-file FILE (or SNAPEXEC_TOKEN_FILE, or SNAPEXEC_TOKEN), or listen on 127.0.0.1", c.addr)
+	for _, addr := range c.addrs {
+		if c.token == "" && !loopbackAddr(addr) {
+			return c, fmt.Errorf("refusing to listen on %s without a token: anyone who reaches that address could run commands; "+
+				"set one with --token-file FILE (or SNAPEXEC_TOKEN_FILE, or SNAPEXEC_TOKEN), or listen on 127.0.0.1", addr)
+		}
 	}
 	switch c.logFormat {
 	case "json", "console":

@@ -13,6 +13,47 @@ import (
 // unixPrefix marks a listen address that is a Unix domain socket's path.
 const unixPrefix = "unix:"
 
+// checkAddrs refuses a list of listen addresses the server could not serve
+// as given: one that is neither HOST:PORT nor unix:PATH, or one given twice
+// (a socket's path compared cleaned), which would fail to bind only after
+// the first had.
+func checkAddrs(addrs []string) error {
+	seen := make(map[string]bool, len(addrs))
+	for _, addr := range addrs {
+		key := addr
+		if path, ok := strings.CutPrefix(addr, unixPrefix); ok {
+			if path == "" {
+				return fmt.Errorf("--addr %q: no socket path after unix:", addr)
+			}
+			key = unixPrefix + filepath.Clean(path)
+		} else if _, _, err := net.SplitHostPort(addr); err != nil {
+			return fmt.Errorf("--addr %q: want HOST:PORT or unix:/PATH (%w)", addr, err)
+		}
+		if seen[key] {
+			return fmt.Errorf("--addr %s is given twice", addr)
+		}
+		seen[key] = true
+	}
+	return nil
+}
+
+// listenAll listens on every address, in order; when one fails it closes
+// those already open, so that a server that does not start holds none.
+func listenAll(addrs []string) ([]net.Listener, error) {
+	lns := make([]net.Listener, 0, len(addrs))
+	for _, addr := range addrs {
+		ln, err := listen(addr)
+		if err != nil {
+			for _, open := range lns {
+				open.Close()
+			}
+			return nil, err
+		}
+		lns = append(lns, ln)
+	}
+	return lns, nil
+}
+
 // listen listens on addr: a TCP host:port, or unix:PATH, a socket that only
 // the server's user may connect to (mode 0600: the file's permissions are the
 // authentication, as with Docker's and containerd's sockets). The socket is
@@ -23,7 +64,11 @@ const unixPrefix = "unix:"
 func listen(addr string) (net.Listener, error) {
 	path, ok := strings.CutPrefix(addr, unixPrefix)
 	if !ok {
-		return net.Listen("tcp", addr)
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("--addr %s: %w", addr, err)
+		}
+		return ln, nil
 	}
 	if !filepath.IsAbs(path) {
 		return nil, fmt.Errorf("--addr %s: the socket's path must be absolute", addr)

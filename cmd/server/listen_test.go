@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -147,5 +148,162 @@ func TestServesOnAUnixSocket(t *testing.T) {
 	}
 	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("after the server stopped its socket still exists (%v)", err)
+	}
+}
+
+// TestCheckAddrs: an address is HOST:PORT or unix:PATH, and none is given
+// twice; what is refused names the address.
+func TestCheckAddrs(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		addrs []string
+		bad   string // a word the refusal names; "" accepts
+	}{
+		{"one TCP", []string{"127.0.0.1:8080"}, ""},
+		{"TCP and a socket", []string{"127.0.0.1:8080", "unix:/run/snapexec.sock"}, ""},
+		{"IPv6 and IPv4", []string{"[::1]:8080", "127.0.0.1:8080"}, ""},
+		{"no port", []string{"127.0.0.1:8080", "localhost"}, "localhost"},
+		{"empty", []string{""}, "HOST:PORT"},
+		{"socket without a path", []string{"unix:"}, "no socket path"},
+		{"TCP twice", []string{"127.0.0.1:8080", "127.0.0.1:8080"}, "twice"},
+		{"a socket twice, spelt apart", []string{"unix:/run/s.sock", "unix:/run/./s.sock"}, "twice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkAddrs(tc.addrs)
+			switch {
+			case tc.bad == "" && err != nil:
+				t.Errorf("checkAddrs(%q) = %v, want nil", tc.addrs, err)
+			case tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad)):
+				t.Errorf("checkAddrs(%q) = %v, want a refusal naming %q", tc.addrs, err, tc.bad)
+			}
+		})
+	}
+}
+
+// TestListenAllClosesWhatItOpened: when one address cannot be listened on,
+// the server holds none of the others (the socket made before it is gone).
+func TestListenAllClosesWhatItOpened(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	path := filepath.Join(t.TempDir(), "s.sock")
+	lns, err := listenAll([]string{"unix:" + path, taken.Addr().String()})
+	if err == nil || !strings.Contains(err.Error(), taken.Addr().String()) {
+		for _, ln := range lns {
+			ln.Close()
+		}
+		t.Fatalf("listenAll(a socket, a port in use) error %v, want one naming %s", err, taken.Addr())
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the socket listened on first still exists (%v)", err)
+	}
+}
+
+// TestAddrFlagAndVariable: --addr repeats; SNAPEXEC_ADDR is a
+// comma-separated list, used only when no --addr is given; every address
+// must be loopback or a socket unless a token is set.
+func TestAddrFlagAndVariable(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  string
+		want []string
+		bad  string
+	}{
+		{"default", nil, "", []string{"127.0.0.1:8080"}, ""},
+		{"flag repeated", []string{"--addr", "127.0.0.1:1", "--addr", "unix:/tmp/s.sock"}, "", []string{"127.0.0.1:1", "unix:/tmp/s.sock"}, ""},
+		{"variable", nil, "127.0.0.1:2, unix:/tmp/s.sock", []string{"127.0.0.1:2", "unix:/tmp/s.sock"}, ""},
+		{"flag over variable", []string{"--addr", "127.0.0.1:1"}, "127.0.0.1:2", []string{"127.0.0.1:1"}, ""},
+		{"one address not loopback", []string{"--addr", "127.0.0.1:1", "--addr", "0.0.0.0:1"}, "", nil, "0.0.0.0:1 without a token"},
+		{"a bad one among good", nil, "127.0.0.1:2,,unix:/tmp/s.sock", nil, "HOST:PORT"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			getenv := func(k string) string {
+				if k == "SNAPEXEC_ADDR" {
+					return tc.env
+				}
+				return ""
+			}
+			c, err := parseConfig(append([]string{"snapexec"}, tc.args...), getenv, io.Discard)
+			switch {
+			case tc.bad != "":
+				if err == nil || !strings.Contains(err.Error(), tc.bad) {
+					t.Errorf("parseConfig(%q, SNAPEXEC_ADDR=%q) error %v, want one with %q", tc.args, tc.env, err, tc.bad)
+				}
+			case err != nil:
+				t.Errorf("parseConfig(%q, SNAPEXEC_ADDR=%q) error %v", tc.args, tc.env, err)
+			case !slices.Equal(c.addrs, tc.want):
+				t.Errorf("parseConfig(%q, SNAPEXEC_ADDR=%q) addrs = %q, want %q", tc.args, tc.env, c.addrs, tc.want)
+			}
+		})
+	}
+}
+
+// TestServesOnSeveralAddresses: one server on a port and a socket at once is
+// one server: a process started through one address is seen through the
+// other, and both close at shutdown (the socket removed).
+func TestServesOnSeveralAddresses(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "snapexec.sock")
+	srv := startServer(t, nil, "--addr", "unix:"+path)
+	overSocket := http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return new(net.Dialer).DialContext(ctx, "unix", path)
+	}}}
+	resp, err := overSocket.Post("http://localhost/processes", "application/json", strings.NewReader(`{"processId":"both","argv":["/bin/echo","hi"]}`))
+	if err != nil {
+		t.Fatalf("POST /processes over the socket: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /processes over the socket = %d, want a started process", resp.StatusCode)
+	}
+	if code, body, _ := srv.do(t, "GET", "/processes/both", "", nil); code != http.StatusOK || !strings.Contains(body, `"both"`) {
+		t.Errorf("GET /processes/both over TCP = %d %s, want the process started over the socket", code, body)
+	}
+	srv.stop(t)
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after the server stopped its socket still exists (%v)", err)
+	}
+	if _, err := http.Get(srv.url + "/healthz"); err == nil {
+		t.Errorf("GET %s/healthz after the stop answered, want the port closed", srv.url)
+	}
+}
+
+// TestRunRefusesATakenAddress: a server one of whose addresses is taken does
+// not start, says which, and leaves none of the others listening, whichever
+// comes first.
+func TestRunRefusesATakenAddress(t *testing.T) {
+	if inProcessServers.Add(1) > 1 {
+		inProcessServers.Add(-1)
+		t.Fatal("a server already runs in this process")
+	}
+	defer inProcessServers.Add(-1)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, first := range []string{"socket", "taken"} {
+		t.Run(first+" first", func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "snapexec.sock")
+			addrs := []string{"unix:" + path, taken.Addr().String()}
+			if first == "taken" {
+				addrs[0], addrs[1] = addrs[1], addrs[0]
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			stdout := &syncBuffer{}
+			err := run(ctx, []string{"snapexec", "--addr", addrs[0], "--addr", addrs[1]}, nil, strings.NewReader(""), stdout, &syncBuffer{})
+			if err == nil || !strings.Contains(err.Error(), taken.Addr().String()) {
+				t.Errorf("run(--addr %s --addr %s) = %v, want an error naming %s", addrs[0], addrs[1], err, taken.Addr())
+			}
+			if strings.Contains(stdout.String(), "listening") {
+				t.Errorf("stdout %q says it listens, want nothing", stdout)
+			}
+			if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the socket of the server that did not start exists (%v)", err)
+			}
+		})
 	}
 }

@@ -101,17 +101,22 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 	if err != nil {
 		return err
 	}
-	ln, err := listen(cfg.addr)
+	lns, err := listenAll(cfg.addrs)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "snapexec listening on %s\n", listenURL(ln))
-	logger.Info().Str("addr", listenURL(ln)).Bool("tokenRequired", cfg.token != "").Msg("listening")
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- httpServer.Serve(ln) }()
+	// Every listener serves the one handler, so that limits, connection
+	// counts and shutdown are the same whichever address a client uses.
+	serveErr := make(chan error, len(lns))
+	for _, ln := range lns {
+		fmt.Fprintf(stdout, "snapexec listening on %s\n", listenURL(ln))
+		logger.Info().Str("addr", listenURL(ln)).Bool("tokenRequired", cfg.token != "").Msg("listening")
+		go func() { serveErr <- httpServer.Serve(ln) }()
+	}
 	select {
 	case err := <-serveErr:
-		return err
+		// A listener failed: the others stop with the server.
+		return errors.Join(err, drain(svc, reaper, httpServer, 2*cfg.grace+time.Second, logger))
 	case <-ctx.Done():
 	}
 	return drain(svc, reaper, httpServer, 2*cfg.grace+time.Second, logger)

@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"testing"
 
-	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,11 +56,11 @@ func BenchmarkStart(b *testing.B) {
 			b.Fatal(err)
 		}
 		for b.Loop() {
-			cfg, rules, err := ruleset(p)
+			rs, err := rulesetOf(p)
 			if err != nil {
 				b.Fatal(err)
 			}
-			fd, _, err := cfg.NewRulesetFD(rules...)
+			fd, err := rs.open()
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -136,7 +135,7 @@ func launch(args []string) string {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return outcome(err)
 	}
-	if err := llsys.LandlockRestrictSelf(3, 0); err != nil {
+	if err := landlockRestrictSelf(3); err != nil {
 		return outcome(err)
 	}
 	_ = unix.Close(3)

@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"strings"
 
-	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
@@ -134,13 +133,13 @@ func (s *Sandbox) Start(p Policy, cmd *exec.Cmd) (Report, error) {
 	if cmd.SysProcAttr != nil && cmd.SysProcAttr.Pdeathsig != 0 {
 		return Report{}, errors.New("sandbox: Pdeathsig would fire when the forking thread ends")
 	}
-	cfg, rules, err := ruleset(p)
+	rs, err := rulesetOf(p)
 	if err != nil {
 		return Report{}, err
 	}
-	fd, flags, err := cfg.NewRulesetFD(rules...)
+	fd, err := rs.open()
 	if err != nil {
-		return Report{}, fmt.Errorf("landlock ruleset: %w", err)
+		return Report{}, err
 	}
 	defer unix.Close(fd)
 	var netns *os.File
@@ -154,7 +153,7 @@ func (s *Sandbox) Start(p Policy, cmd *exec.Cmd) (Report, error) {
 		defer netns.Close() // the child holds the namespace from here on
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- s.startConfined(cmd, fd, flags, netns) }()
+	go func() { errc <- s.startConfined(cmd, fd, netns) }()
 	if err := <-errc; err != nil {
 		return Report{}, err
 	}
@@ -165,7 +164,7 @@ func (s *Sandbox) Start(p Policy, cmd *exec.Cmd) (Report, error) {
 // it. It must run in a goroutine of its own, which ends with it: the thread
 // stays locked, so that the runtime ends it rather than run anything else
 // with its confinement.
-func (s *Sandbox) startConfined(cmd *exec.Cmd, rulesetFD int, flags uint32, netns *os.File) error {
+func (s *Sandbox) startConfined(cmd *exec.Cmd, rulesetFD int, netns *os.File) error {
 	runtime.LockOSThread() // never unlocked
 	// The order matters: joining a namespace and dropping capabilities need
 	// the capabilities that are dropped, and Landlock comes last so that none
@@ -193,7 +192,7 @@ func (s *Sandbox) startConfined(cmd *exec.Cmd, rulesetFD int, flags uint32, netn
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
-	if err := llsys.LandlockRestrictSelf(rulesetFD, flags); err != nil {
+	if err := landlockRestrictSelf(rulesetFD); err != nil {
 		return fmt.Errorf("landlock_restrict_self: %w", err)
 	}
 	// The child restores the forking thread's signal mask, and a fresh

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
@@ -55,10 +54,7 @@ func (sup Support) missing(p Policy) []string {
 // Probe reports what the running kernel and server support.
 func Probe() Support {
 	var sup Support
-	// The library's own probe: landlock_create_ruleset's version query.
-	if abi, err := llsys.LandlockGetABIVersion(); err == nil {
-		sup.LandlockABI = abi
-	}
+	sup.LandlockABI = landlockABI()
 	eff, err := effectiveCaps()
 	if err != nil {
 		sup.NetnsErr, sup.CapsErr = err, err
