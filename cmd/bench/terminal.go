@@ -31,12 +31,12 @@ var terminalSize = client.TTYSize{Cols: 120, Rows: 40}
 // floor of any server); and the first prompt of a login terminal started from
 // a snapshot against a real login terminal, both through the server.
 func (b *bench) terminals(ctx context.Context, keystrokes, prompts int) ([]summary, error) {
-	ws, err := attachCat(ctx, b.srv, b.home)
+	ws, err := attachCat(ctx, b.srv.endpoint, "bench-cat", b.home)
 	if err != nil {
 		return nil, err
 	}
 	defer ws.CloseNow()
-	wsUnix, err := attachCat(ctx, b.unix, b.home)
+	wsUnix, err := attachCat(ctx, b.unix, "bench-cat-unix", b.home)
 	if err != nil {
 		return nil, err
 	}
@@ -86,13 +86,14 @@ func (b *bench) terminals(ctx context.Context, keystrokes, prompts int) ([]summa
 	return out, nil
 }
 
-// attachCat starts rawCat on a terminal through srv and attaches to it.
-func attachCat(ctx context.Context, srv *server, home string) (*websocket.Conn, error) {
-	id, size, env := "bench-cat", terminalSize, envFor(home)
+// attachCat starts rawCat on a terminal as process id through srv and
+// attaches to it.
+func attachCat(ctx context.Context, srv *endpoint, id, home string) (*websocket.Conn, error) {
+	size, env := terminalSize, envFor(home)
 	if _, err := srv.api.Start(ctx, client.StartProcessRequest{ProcessId: &id, Argv: rawCat, Tty: &size, Env: &env}); err != nil {
 		return nil, fmt.Errorf("POST /processes %s: %w", rawCat, err)
 	}
-	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.base, "http")+"/processes/bench-cat/attach", &websocket.DialOptions{HTTPClient: srv.http})
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.base, "http")+"/processes/"+id+"/attach", &websocket.DialOptions{HTTPClient: srv.http})
 	if err != nil {
 		return nil, fmt.Errorf("attach: %w", err)
 	}
