@@ -11,6 +11,7 @@ import (
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/session"
 	"github.com/snapexec/snapexec/internal/shellsnap"
+	"github.com/snapexec/snapexec/internal/shellsnap/standby"
 )
 
 // testReaper makes the test binary the child subreaper, as the server is:
@@ -34,7 +35,9 @@ func newSessionService(t testing.TB, opts session.Options) *Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Options{Procs: procs, Snapshots: cache, Sessions: opts})
+	// Standby shells on, as the server's default: a session command that
+	// comes once its session's standby waits runs in it.
+	s, err := New(Options{Procs: procs, Snapshots: cache, Sessions: opts, Standby: standby.Options{Max: 8}})
 	if err != nil {
 		t.Fatal(err)
 	}

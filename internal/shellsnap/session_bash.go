@@ -34,6 +34,9 @@ var (
 	ErrSessionStateTooLarge = errors.New("the shell state is larger than the session allows")
 	// ErrSessionShell is a shell sessions do not support.
 	ErrSessionShell = errors.New("sessions support bash only")
+	// ErrNoSessionStandby is a session state no standby shell can serve
+	// (SessionLaunch.Standby).
+	ErrNoSessionStandby = errors.New("no standby shell serves this session state")
 )
 
 // SessionFiles holds the files of session commands in a private directory:
@@ -66,6 +69,10 @@ type SessionState struct {
 	once    sync.Once
 	restore string
 	err     error
+	// standby is the restore file of a standby shell of the state, and
+	// goAhead the line its go-ahead runs before the script
+	// (bashStandbyRender); standby is "" when no standby serves it.
+	standby, goAhead string
 
 	namesOnce sync.Once
 	named     sessionNames
@@ -95,6 +102,11 @@ type SessionLaunch struct {
 	// from a bare shell.
 	State    *SessionState
 	Snapshot *Snapshot
+	// Standby builds a standby shell of State instead
+	// (docs/design/sessions.md#standby-shells): a shell that restores
+	// State now and waits for the go-ahead (SessionCommand.GoAhead), which
+	// carries the script; Script is not used.
+	Standby bool
 }
 
 // SessionCommand is one session command, built: what to run, and where its
@@ -118,6 +130,8 @@ type SessionCommand struct {
 	pre      string // the DEBUG and RETURN traps at the end (in Dir)
 	tmp      string // the dump's scratch file (in Dir)
 	fns      string // the dump's declare -f listing (in Dir)
+	dump     string // the line that dumps the state, after the script
+	goAhead  string // a standby's: the state's line before the script
 }
 
 // Command builds l's command and writes its files.
@@ -134,9 +148,20 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 			return nil, err
 		}
 		restore, limits, c.base = path, l.State.limits, l.State.base
+		if l.Standby {
+			if _, set := c.base["SECONDS"]; set || l.State.standby == "" {
+				// bash starts SECONDS from the environment, which the
+				// go-ahead restarts from 0; a state that traces would
+				// trace the wait.
+				return nil, ErrNoSessionStandby
+			}
+			restore, c.goAhead = l.State.standby, l.State.goAhead
+		}
 		if l.State.fns != nil {
 			fnPrev = l.State.fns.path
 		}
+	case l.Standby:
+		return nil, ErrNoSessionStandby
 	case l.Snapshot != nil && l.Snapshot.restore != "":
 		restore, c.exitTrap = l.Snapshot.restore, snapshotExitTrap(l.Snapshot)
 	}
@@ -156,7 +181,7 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 	// functrace): they are listed before it, into a file of their own, and
 	// the DEBUG trap goes, so that it cannot act on the dump. The comment
 	// tells the session's own EXIT trap from the user's.
-	dump := `{ __snapexec_status=$?; \builtin trap -p DEBUG RETURN >|` + quote(c.pre) + `; \builtin trap - DEBUG; \builtin . ` + quote(c.end) +
+	c.dump = `{ __snapexec_status=$?; \builtin trap -p DEBUG RETURN >|` + quote(c.pre) + `; \builtin trap - DEBUG; \builtin . ` + quote(c.end) +
 		`; } >|` + quote(c.out) + ` 2>/dev/null # __snapexec_end`
 	var start strings.Builder
 	if restore == "" {
@@ -166,7 +191,7 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 	}
 	// After the restore, which sets the state's traps, in a group whose
 	// trace goes nowhere should the state set xtrace.
-	start.WriteString(`{ \builtin trap -- ` + quote(dump) + " EXIT; } 2>/dev/null\n")
+	start.WriteString(`{ \builtin trap -- ` + quote(c.dump) + " EXIT; } 2>/dev/null\n")
 	if c.start, err = f.files.write(start.String()); err != nil {
 		c.Close()
 		return nil, err
@@ -184,13 +209,44 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 		env["PWD"] = l.State.cwd
 	}
 	script := l.Script
-	if parses(script) {
+	switch {
+	case l.Standby:
+		script = StandbyWaitLine
+	case parses(script):
 		// A whole script: a line after it cannot be read into a heredoc or
 		// a continued line of it.
-		script += "\n" + dump
+		script += "\n" + c.dump
 	}
 	c.Argv, c.Env = []string{l.Shell.Path, "--noprofile", "-lc", script}, env
 	return c, nil
+}
+
+// SessionStandbyServes reports whether a standby shell of a session runs
+// script exactly as the fresh command would: a script that bash parses as
+// a whole, since in an eval a syntax error does not end the shell; that
+// turns neither xtrace nor verbose on, which would trace the eval's
+// nesting; and that fits one argument, as the fresh command needs.
+func SessionStandbyServes(script string) bool {
+	return len(script) <= maxSessionScript && !StandbyTraced(script) && parses(script)
+}
+
+// maxSessionScript is the longest script a standby serves: the fresh
+// command's argument (the script and the dump line) must fit Linux's limit
+// on one argument, 128 KiB.
+const maxSessionScript = 128<<10 - 1<<10
+
+// GoAhead is the go-ahead of a standby's command (SessionLaunch.Standby)
+// that runs script, which SessionStandbyServes: SECONDS restarts as it
+// starts with a shell, BASH_EXECUTION_STRING becomes what the fresh
+// command's -c string is, the part of the state that would have acted on
+// the wait is restored, then the script and the dump line run, in one
+// eval, the script's first line the eval's first. argv is the fresh
+// command's, which the process table shows.
+func (c *SessionCommand) GoAhead(script string) (argv []string, message []byte) {
+	script += "\n" + c.dump
+	argv = append(c.Argv[:3:3], script)
+	return argv, StandbyMessage("SECONDS=0; BASH_EXECUTION_STRING=" + ansiQuote(script) +
+		"; \\builtin export -n SECONDS BASH_EXECUTION_STRING; " + c.goAhead + script)
 }
 
 // parses reports whether script is whole bash syntax.
@@ -198,6 +254,9 @@ func parses(script string) bool {
 	_, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "")
 	return err == nil
 }
+
+// From is the state the command starts from; nil for a session's first.
+func (c *SessionCommand) From() *SessionState { return c.prev }
 
 // Close removes the command's files; its state, once Finish made it, has
 // its own.
@@ -358,9 +417,23 @@ func (s *SessionState) restoreFile(f *SessionFiles) (string, error) {
 		// The user's BASH_ENV ran at the session's start, as a persistent
 		// shell runs it once.
 		text := strings.Replace(bashRender(plan), bashSourceEnv, "", 1)
-		s.restore, s.err = f.files.write(text)
-		if s.err == nil {
-			runtime.AddCleanup(s, f.files.release, s.restore)
+		if s.restore, s.err = f.files.write(text); s.err != nil {
+			return
+		}
+		runtime.AddCleanup(s, f.files.release, s.restore)
+		file, goAhead, ok := bashStandbyRender(plan)
+		if file = strings.Replace(file, bashSourceEnv, "", 1); !ok {
+			return
+		}
+		s.standby, s.goAhead = s.restore, goAhead
+		if file != text {
+			// A standby only: a failure leaves the state without one.
+			if path, err := f.files.write(file); err == nil {
+				s.standby = path
+				runtime.AddCleanup(s, f.files.release, path)
+			} else {
+				s.standby = ""
+			}
 		}
 	})
 	return s.restore, s.err
