@@ -123,7 +123,12 @@ const bashCapture = bashCaptureProfile + bashDump
 // exported values first (the subshell that does it otherwise keeps them
 // for env), and the function attributes are listed whole, "declare -f"
 // lines of functions that have none included. The variables of the dump
-// itself are left to the reader.
+// itself are left to the reader. Nor does it fork env when no function is
+// exported and no exported variable is a nameref: the shell prints its
+// exported variables itself, as they are exported, after a first
+// __snapexec_env=shell entry; the variables of the environment bash cannot
+// name (not identifiers) are passed through unchanged, and the reader takes
+// them from the environment the shell started with.
 const bashDump = `__snapexec_so=$SHELLOPTS
 \command set +T
 if [[ -n $__snapexec_tmp ]]; then
@@ -169,11 +174,7 @@ fi
 \command printf '%s setnames\n' "$__snapexec_n"; \command set -o; \command printf '\n'
 \command printf '%s shopts\n%s\n' "$__snapexec_n" "$__snapexec_shopts"
 \command printf '%s shoptnames\n' "$__snapexec_n"; \command shopt; \command printf '\n'
-if [[ -n $__snapexec_tmp ]]; then
-  \command compgen -A function >|"$__snapexec_tmp"; \command mapfile -t __snapexec_fns <"$__snapexec_tmp"
-else \command mapfile -t __snapexec_fns < <(\command compgen -A function)
-fi
-__snapexec_fnsame=
+__snapexec_fnsame= __snapexec_fns=()
 if [[ -n $__snapexec_fnfile ]]; then
   \command declare -f >|"$__snapexec_fnfile"
   __snapexec_xs=() __snapexec_ys=()
@@ -183,6 +184,10 @@ if [[ -n $__snapexec_fnfile ]]; then
 fi
 if [[ -n $__snapexec_fnsame ]]; then \command printf '%s fnsame\n\n' "$__snapexec_n"
 else
+  if [[ -n $__snapexec_tmp ]]; then
+    \command compgen -A function >|"$__snapexec_tmp"; \command mapfile -t __snapexec_fns <"$__snapexec_tmp"
+  else \command mapfile -t __snapexec_fns < <(\command compgen -A function)
+  fi
   for __snapexec_f in "${__snapexec_fns[@]}"; do
     if [[ $__snapexec_f == *=* ]]; then
       \command printf '%s fntype %q\n' "$__snapexec_n" "$__snapexec_f"; \command type -- "$__snapexec_f"; \command printf '\n'
@@ -245,7 +250,21 @@ for __snapexec_f in "${!__snapexec_fn0[@]}"; do
 done
 if [[ -n $__snapexec_tmp ]]; then
   \command compgen -A export >|"$__snapexec_tmp"; \command mapfile -t __snapexec_xs <"$__snapexec_tmp"
-  \command /usr/bin/env -0 >|"$__snapexec_tmp"
+  \command declare -Fx >|"$__snapexec_tmp"
+  __snapexec_env=
+  if [[ ! -s $__snapexec_tmp ]]; then
+    __snapexec_env=1
+    for __snapexec_f in "${__snapexec_xs[@]}"; do
+      if [[ ${!__snapexec_f@a} == *n* ]]; then __snapexec_env=; fi
+    done
+  fi
+  if [[ -n $__snapexec_env ]]; then
+    { \command printf '%s\0' __snapexec_env=shell
+      for __snapexec_f in "${__snapexec_xs[@]}"; do
+        if [[ ${!__snapexec_f@a} != *[aA]* && -n ${!__snapexec_f+x} ]]; then \command printf '%s=%s\0' "$__snapexec_f" "${!__snapexec_f}"; fi
+      done; } >|"$__snapexec_tmp"
+  else \command /usr/bin/env -0 >|"$__snapexec_tmp"
+  fi
   \command printf '%s vars\n' "$__snapexec_n"
   for __snapexec_f in "${__snapexec_xs[@]}"; do
     if [[ $__snapexec_f != __snapexec_* && ${!__snapexec_f@a} != *[aAr]* ]]; then \command printf -v "$__snapexec_f" ''; fi

@@ -301,7 +301,7 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 	if err != nil || recs == nil {
 		return nil, ErrNoSessionState
 	}
-	s := &SessionState{final: exportsOf(out), base: c.base, size: len(out), exitTrap: c.exitTrap}
+	s := &SessionState{final: sessionExports(out, c.base), base: c.base, size: len(out), exitTrap: c.exitTrap}
 	if c.prev != nil {
 		s.exitTrap = c.prev.exitTrap
 	}
@@ -342,6 +342,25 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 	// answer's path, rather than on the next command's.
 	go s.restoreFile(c.files)
 	return s, nil
+}
+
+// sessionExports returns the environment a session command's dump left
+// (bashDump): env's, or the shell's own listing of its exported variables,
+// which lacks the variables of the environment that bash cannot name
+// (neither identifiers nor exported functions), base's: bash passes them
+// through unchanged.
+func sessionExports(out []byte, base map[string]string) map[string]string {
+	env := exportsOf(out)
+	if _, ok := env["__snapexec_env"]; !ok {
+		return env
+	}
+	delete(env, "__snapexec_env")
+	for name, value := range base {
+		if !identifier.MatchString(name) && !strings.HasPrefix(name, "BASH_FUNC_") {
+			env[name] = value
+		}
+	}
+	return env
 }
 
 // fnRecords returns s's function records.

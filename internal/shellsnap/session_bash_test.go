@@ -195,3 +195,66 @@ func TestSessionSizeCountsUnchangedFunctions(t *testing.T) {
 		t.Errorf("Finish(bound below the state's size) = %v, want ErrSessionStateTooLarge", err)
 	}
 }
+
+// TestSessionCarriesTheEnvironment: the environment a command's programs get
+// is the one a persistent bash would give them after the same commands,
+// whether the dump lists the exported variables itself or, with an exported
+// function, runs env; variables bash cannot name pass through.
+func TestSessionCarriesTheEnvironment(t *testing.T) {
+	home := t.TempDir()
+	f := &SessionFiles{}
+	defer f.Close()
+	env := loginEnv(home)
+	env["a.b"] = "odd name"
+	env["BASH_FUNC_q%%"] = "() {  echo q\n}"
+	steps := []string{
+		"export A=1 B='x y'; declare -ix N=3",
+		"fn() { echo fn; }; export -f fn",
+		"unset -f fn q",
+		"export -n A; arr=(1 2); export arr E=$'a\\nb'",
+		"declare -x U; export B=",
+	}
+	// printEnv lists the environment a program gets, but what a shell sets
+	// for each command.
+	const printEnv = `env -0 | LC_ALL=C sort -z | tr '\0' '\n' | grep -av '^_=\|^SHLVL=\|^BASH_ENV=\|^__SNAPEXEC'`
+	var st *SessionState
+	c, err := f.Command(SessionLaunch{Shell: Shell{Name: "bash", Path: "/bin/bash"}, Env: env, Script: ":"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runSessionCommand(c, home); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if st, err = c.Finish(0); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	for i, step := range steps {
+		for _, script := range []string{step, printEnv} {
+			c, err := f.Command(SessionLaunch{Shell: Shell{Name: "bash", Path: "/bin/bash"}, Env: env, Script: script, State: st})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := runSessionCommand(c, home)
+			if err != nil {
+				t.Fatalf("step %d %q: %v: %s", i, script, err, got)
+			}
+			if st, err = c.Finish(0); err != nil {
+				t.Fatalf("step %d %q: Finish: %v", i, script, err)
+			}
+			c.Close()
+			if script != printEnv {
+				continue
+			}
+			ref := exec.Command("/bin/bash", "--noprofile", "--norc", "-c", strings.Join(steps[:i+1], "\n")+"\n"+printEnv)
+			ref.Env, ref.Dir = envPairs(env), home
+			want, err := ref.CombinedOutput()
+			if err != nil {
+				t.Fatalf("reference: %v: %s", err, want)
+			}
+			if string(got) != string(want) {
+				t.Errorf("after %q the environment is\n%s\nwant (one bash)\n%s", strings.Join(steps[:i+1], "; "), got, want)
+			}
+		}
+	}
+}
