@@ -131,6 +131,7 @@ type SessionCommand struct {
 	tmp      string // the dump's scratch file (in Dir)
 	fns      string // the dump's declare -f listing (in Dir)
 	dump     string // the line that dumps the state, after the script
+	setTrap  string // the line that sets the session's EXIT trap
 	goAhead  string // a standby's: the state's line before the script
 }
 
@@ -190,8 +191,12 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 		start.WriteString(`\builtin . ` + quote(restore) + "\n")
 	}
 	// After the restore, which sets the state's traps, in a group whose
-	// trace goes nowhere should the state set xtrace.
-	start.WriteString(`{ \builtin trap -- ` + quote(c.dump) + " EXIT; } 2>/dev/null\n")
+	// trace goes nowhere should the state set xtrace. A standby's go-ahead
+	// sets it, after the traps it restores, as here.
+	c.setTrap = `{ \builtin trap -- ` + quote(c.dump) + " EXIT; } 2>/dev/null"
+	if !l.Standby {
+		start.WriteString(c.setTrap + "\n")
+	}
 	if c.start, err = f.files.write(start.String()); err != nil {
 		c.Close()
 		return nil, err
@@ -239,14 +244,15 @@ const maxSessionScript = 128<<10 - 1<<10
 // that runs script, which SessionStandbyServes: SECONDS restarts as it
 // starts with a shell, BASH_EXECUTION_STRING becomes what the fresh
 // command's -c string is, the part of the state that would have acted on
-// the wait is restored, then the script and the dump line run, in one
-// eval, the script's first line the eval's first. argv is the fresh
-// command's, which the process table shows.
+// the wait is restored, the session's EXIT trap is set with the fresh
+// command's own line (so that $_ is what it leaves, EXIT), then the script
+// and the dump line run, in one eval, the script's first line the eval's
+// first. argv is the fresh command's, which the process table shows.
 func (c *SessionCommand) GoAhead(script string) (argv []string, message []byte) {
 	script += "\n" + c.dump
 	argv = append(c.Argv[:3:3], script)
 	return argv, StandbyMessage("SECONDS=0; BASH_EXECUTION_STRING=" + ansiQuote(script) +
-		"; \\builtin export -n SECONDS BASH_EXECUTION_STRING; " + c.goAhead + script)
+		"; \\builtin export -n SECONDS BASH_EXECUTION_STRING; " + c.goAhead + c.setTrap + "; " + script)
 }
 
 // parses reports whether script is whole bash syntax.
@@ -363,6 +369,23 @@ func sessionExports(out []byte, base map[string]string) map[string]string {
 	return env
 }
 
+// hasTrap reports whether s sets a trap on one of signals.
+func (s *SessionState) hasTrap(signals ...string) bool {
+	for _, r := range s.recs {
+		if r.kind != "traps" {
+			continue
+		}
+		for _, stmt := range statements(r.payload) {
+			for _, sig := range signals {
+				if strings.HasSuffix(stmt, " "+sig) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // fnRecords returns s's function records.
 func (s *SessionState) fnRecords() []record {
 	var out []record
@@ -441,7 +464,9 @@ func (s *SessionState) restoreFile(f *SessionFiles) (string, error) {
 		}
 		runtime.AddCleanup(s, f.files.release, s.restore)
 		file, goAhead, ok := bashStandbyRender(plan)
-		if file = strings.Replace(file, bashSourceEnv, "", 1); !ok {
+		if file = strings.Replace(file, bashSourceEnv, "", 1); !ok || s.hasTrap("DEBUG", "RETURN") {
+			// A DEBUG or RETURN trap acts on the rest of a fresh command's
+			// restore, which a standby's go-ahead does not run.
 			return
 		}
 		s.standby, s.goAhead = s.restore, goAhead
