@@ -104,7 +104,8 @@ const bashCapture = bashCaptureProfile + bashDump
 // __snapexec_returned ($_ and whether it is known), __snapexec_fn0 (the
 // request's exported functions; unset for none), __snapexec_fnfiles (set:
 // list the files the functions come from, which a snapshot's stamps need),
-// __snapexec_tmp (a file it may write over, or empty), __snapexec_fnfile (a
+// __snapexec_tmp (an empty file for the environment, beside empty files of
+// the same name with .t, .f, .x and .e after it; or empty), __snapexec_fnfile (a
 // file for declare -f's listing of every function, or empty) and
 // __snapexec_fnprev (the listing of the state the shell was restored from,
 // or empty). It changes the shell's options and traps: it runs last.
@@ -116,9 +117,11 @@ const bashCapture = bashCaptureProfile + bashDump
 //
 // A fork of a shell that holds a large state costs about as much as the
 // rest of the dump, so with a file in __snapexec_tmp (a session's) the dump
-// forks nothing but env: what a builtin prints goes to the file and is read
+// forks nothing but env: what a builtin prints goes to a file and is read
 // back with mapfile (a process substitution would fork, and read its pipe a
-// byte at a time); the environment goes to the file as well, not after the
+// byte at a time), each to one of its own, since a write over a file that
+// holds data truncates it, which costs about a millisecond on ext4; the
+// environment goes to the file __snapexec_tmp names, not after the
 // NUL, and the variables are printed last, by this shell, which empties the
 // exported values first (the subshell that does it otherwise keeps them
 // for env), and the function attributes are listed whole, "declare -f"
@@ -132,7 +135,7 @@ const bashCapture = bashCaptureProfile + bashDump
 const bashDump = `__snapexec_so=$SHELLOPTS
 \command set +T
 if [[ -n $__snapexec_tmp ]]; then
-  \command trap -p >|"$__snapexec_tmp"; \command mapfile -t __snapexec_tl <"$__snapexec_tmp"
+  \command trap -p >|"$__snapexec_tmp.t"; \command mapfile -t __snapexec_tl <"$__snapexec_tmp.t"
 else
   \command mapfile -t __snapexec_tl <<<"$(\command trap -p)"
 fi
@@ -185,7 +188,7 @@ fi
 if [[ -n $__snapexec_fnsame ]]; then \command printf '%s fnsame\n\n' "$__snapexec_n"
 else
   if [[ -n $__snapexec_tmp ]]; then
-    \command compgen -A function >|"$__snapexec_tmp"; \command mapfile -t __snapexec_fns <"$__snapexec_tmp"
+    \command compgen -A function >|"$__snapexec_tmp.f"; \command mapfile -t __snapexec_fns <"$__snapexec_tmp.f"
   else \command mapfile -t __snapexec_fns < <(\command compgen -A function)
   fi
   for __snapexec_f in "${__snapexec_fns[@]}"; do
@@ -249,22 +252,18 @@ for __snapexec_f in "${!__snapexec_fn0[@]}"; do
   \command printf '%s fn0 %q\n%s\n' "$__snapexec_n" "$__snapexec_f" "${__snapexec_fn0[$__snapexec_f]}"
 done
 if [[ -n $__snapexec_tmp ]]; then
-  \command compgen -A export >|"$__snapexec_tmp"; \command mapfile -t __snapexec_xs <"$__snapexec_tmp"
-  \command declare -Fx >|"$__snapexec_tmp"
+  \command compgen -A export >|"$__snapexec_tmp.x"; \command mapfile -t __snapexec_xs <"$__snapexec_tmp.x"
+  \command declare -Fx >|"$__snapexec_tmp.e"
   __snapexec_env=
-  if [[ ! -s $__snapexec_tmp ]]; then
+  if [[ ! -s $__snapexec_tmp.e ]]; then
     __snapexec_env=1
-    for __snapexec_f in "${__snapexec_xs[@]}"; do
-      if [[ ${!__snapexec_f@a} == *n* ]]; then __snapexec_env=; fi
-    done
-  fi
-  if [[ -n $__snapexec_env ]]; then
     { \command printf '%s\0' __snapexec_env=shell
       for __snapexec_f in "${__snapexec_xs[@]}"; do
-        if [[ ${!__snapexec_f@a} != *[aA]* && -n ${!__snapexec_f+x} ]]; then \command printf '%s=%s\0' "$__snapexec_f" "${!__snapexec_f}"; fi
+        if [[ ${!__snapexec_f@a} == *n* ]]; then __snapexec_env=
+        elif [[ ${!__snapexec_f@a} != *[aA]* && -n ${!__snapexec_f+x} ]]; then \command printf '%s=%s\0' "$__snapexec_f" "${!__snapexec_f}"; fi
       done; } >|"$__snapexec_tmp"
-  else \command /usr/bin/env -0 >|"$__snapexec_tmp"
   fi
+  if [[ -z $__snapexec_env ]]; then \command /usr/bin/env -0 >|"$__snapexec_tmp"; fi
   \command printf '%s vars\n' "$__snapexec_n"
   for __snapexec_f in "${__snapexec_xs[@]}"; do
     if [[ $__snapexec_f != __snapexec_* && ${!__snapexec_f@a} != *[aAr]* ]]; then \command printf -v "$__snapexec_f" ''; fi

@@ -170,7 +170,8 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 	// The files the shell writes are made here, 0600, so that the shell's
 	// umask cannot make them unreadable and noclobber (>|) cannot refuse
 	// them, in a directory of their own: the one a sandbox lets it write.
-	if c.Dir, err = f.files.writeDir(map[string]string{"dump": "", "pre": "", "tmp": "", "fns": ""}); err != nil {
+	// The dump's scratch files are written once each (bashDump).
+	if c.Dir, err = f.files.writeDir(map[string]string{"dump": "", "pre": "", "tmp": "", "tmp.t": "", "tmp.f": "", "tmp.x": "", "tmp.e": "", "fns": ""}); err != nil {
 		return nil, err
 	}
 	c.out, c.pre, c.tmp, c.fns = filepath.Join(c.Dir, "dump"), filepath.Join(c.Dir, "pre"), filepath.Join(c.Dir, "tmp"), filepath.Join(c.Dir, "fns")
