@@ -9,6 +9,7 @@ import (
 
 	"github.com/snapexec/snapexec/internal/session"
 	"github.com/snapexec/snapexec/internal/shellsnap"
+	"github.com/snapexec/snapexec/internal/shellsnap/standby"
 )
 
 // TestSessionStandbyMatchesFresh runs the same commands in two sessions,
@@ -109,4 +110,41 @@ func describe(out SessionExecOutput) string {
 	}
 	return fmt.Sprintf("status %s, exit %d, kept %v %s\nstdout %q\nstderr %q\nchanges %+v, cwd %s",
 		r.Status, code, out.Session.StateKept, out.Session.Reason, stdout, r.Stderr.Data, out.Session.Changes, out.Session.Cwd)
+}
+
+// TestSessionStandbysAreBounded: at most --standby-shells sessions hold a
+// standby shell (a new one ends the one idle the longest), one that waited
+// --standby-idle ends.
+func TestSessionStandbysAreBounded(t *testing.T) {
+	s := newSessionServiceWith(t, session.Options{}, standby.Options{Max: 1, Idle: time.Second})
+	a := bashSession(t, s, "a").ID
+	waitStandby(t, s, a, true)
+	b := bashSession(t, s, "b").ID
+	waitStandby(t, s, b, true)
+	if info, _ := s.Session(a); info.Standby {
+		t.Errorf("session a still holds a standby after b got one; want one standby at most")
+	}
+	// b's ends after the idle time, and a's command got none.
+	waitStandby(t, s, b, false)
+	if out := runIn(t, s, a, "true", time.Minute); out.Snapshot.Standby {
+		t.Errorf("a's command ran in a standby shell that should have ended")
+	}
+	waitStandby(t, s, a, true)
+}
+
+// waitStandby waits until session id holds a standby shell (want) or none
+// (at most 10 s).
+func waitStandby(t *testing.T, s *Service, id string, want bool) {
+	t.Helper()
+	for i := 0; i < 2000; i++ {
+		info, err := s.Session(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Standby == want {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("session %s: standby never became %v", id, want)
 }
