@@ -124,7 +124,9 @@ const bashCapture = bashCaptureProfile + bashDump
 // environment goes to the file __snapexec_tmp names, not after the
 // NUL, and the variables are printed last, by this shell, which empties the
 // exported values first (the subshell that does it otherwise keeps them
-// for env), and the function attributes are listed whole, "declare -f"
+// for env), the aliases are listed by one alias -p (an aliases record, which
+// the reader turns into alias records) rather than one printf %q each, and
+// the function attributes are listed whole, "declare -f"
 // lines of functions that have none included. The variables of the dump
 // itself are left to the reader. Nor does it fork env when no function is
 // exported and no exported variable is a nameref: the shell prints its
@@ -147,7 +149,7 @@ for __snapexec_f in "${__snapexec_tl[@]}"; do if [[ -n $__snapexec_f ]]; then \c
 \command unset -v __snapexec_tl
 \command set +o errexit +o nounset +o xtrace +o verbose +o onecmd
 \command printf '%s disabled\n' "$__snapexec_n"; \command enable -n; \command printf '\n'
-\command enable printf declare set shopt trap compgen mapfile umask ulimit complete hash enable eval unset
+\command enable printf declare set shopt trap compgen mapfile umask ulimit complete hash enable eval unset alias
 if [[ -z $__snapexec_tmp ]]; then
   \command printf '%s vars\n' "$__snapexec_n"
   (
@@ -207,9 +209,12 @@ else
   done < <(\command declare -F)
 fi
 \command printf '\n'
-for __snapexec_f in "${!BASH_ALIASES[@]}"; do
-  \command printf '%s alias %q\n%s\n' "$__snapexec_n" "$__snapexec_f" "${BASH_ALIASES[$__snapexec_f]}"
-done
+if [[ -n $__snapexec_tmp ]]; then \command printf '%s aliases\n' "$__snapexec_n"; \command alias -p; \command printf '\n'
+else
+  for __snapexec_f in "${!BASH_ALIASES[@]}"; do
+    \command printf '%s alias %q\n%s\n' "$__snapexec_n" "$__snapexec_f" "${BASH_ALIASES[$__snapexec_f]}"
+  done
+fi
 \command printf '%s umask\n' "$__snapexec_n"; \command umask; \command printf '\n'
 \command printf '%s limits0\n%s\n' "$__snapexec_n" "$__snapexec_limits"
 \command printf '%s limits\n' "$__snapexec_n"; \command ulimit -S -a; \command printf -- '--\n'; \command ulimit -H -a; \command printf '\n'

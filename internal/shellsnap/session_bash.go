@@ -334,6 +334,13 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 			// PWD), so that no cd of the restore changes OLDPWD.
 			s.cwd = r.payload
 			continue
+		case "aliases":
+			aliases, ok := parseAliasList(r.payload)
+			if !ok {
+				return nil, ErrNoSessionState
+			}
+			s.recs = append(s.recs, aliases...)
+			continue
 		case "limits0":
 			s.limits = r.payload
 		case "traps":
@@ -368,6 +375,48 @@ func sessionExports(out []byte, base map[string]string) map[string]string {
 		}
 	}
 	return env
+}
+
+// parseAliasList returns the alias records of alias -p's listing: one
+// "alias NAME='VALUE'" a line ("alias -- NAME=..." for a name that starts
+// with "-"), each ' of the value written '\'' (a value of just ' is \').
+// ok is false for anything else.
+func parseAliasList(text string) (recs []record, ok bool) {
+	for text != "" {
+		rest, ok := strings.CutPrefix(text, "alias ")
+		if !ok {
+			return nil, false
+		}
+		rest, _ = strings.CutPrefix(rest, "-- ")
+		name, rest, ok := strings.Cut(rest, "=")
+		if !ok {
+			return nil, false
+		}
+		// The value is a sequence of '...' and \' ('\'' for a ', \' alone for
+		// a value that is just ').
+		var value strings.Builder
+		for rest != "" && rest[0] != '\n' {
+			switch {
+			case strings.HasPrefix(rest, `\'`):
+				value.WriteByte('\'')
+				rest = rest[2:]
+			case rest[0] == '\'':
+				end := strings.IndexByte(rest[1:], '\'')
+				if end < 0 {
+					return nil, false
+				}
+				value.WriteString(rest[1 : 1+end])
+				rest = rest[2+end:]
+			default:
+				return nil, false
+			}
+		}
+		if text, ok = strings.CutPrefix(rest, "\n"); !ok && rest != "" {
+			return nil, false
+		}
+		recs = append(recs, record{kind: "alias", name: name, payload: value.String()})
+	}
+	return recs, true
 }
 
 // hasTrap reports whether s sets a trap on one of signals.

@@ -258,3 +258,28 @@ func TestSessionCarriesTheEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionCarriesOddAliases: aliases listed by alias -p come back as bash
+// had them, quotes, newlines, a leading "-" and all.
+func TestSessionCarriesOddAliases(t *testing.T) {
+	home := t.TempDir()
+	f := &SessionFiles{}
+	defer f.Close()
+	const define = `alias a='echo "it'\''s"' -x='echo dash' e= nl=$'echo one\necho two' q="'"`
+	_, errOut, _, st, err := sessionRun(t, f, home, nil, define)
+	if err != nil {
+		t.Fatalf("Finish: %v (stderr %q)", err, errOut)
+	}
+	ref, err := exec.Command("/bin/bash", "--norc", "-c", define+"; alias -p").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := string(ref)
+	out, errOut, _, _, err := sessionRun(t, f, home, st, `alias -p`)
+	if err != nil || out != want {
+		t.Errorf("alias -p after the aliases' command = %q, %v (stderr %q); want %q", out, err, errOut, want)
+	}
+	if got := st.Changes(nil).Aliases.Added; strings.Join(got, " ") != "-x a e nl q" {
+		t.Errorf("aliases added = %q, want -x a e nl q", got)
+	}
+}
