@@ -379,7 +379,7 @@ func sessionExports(out []byte, base map[string]string) map[string]string {
 
 // parseAliasList returns the alias records of alias -p's listing: one
 // "alias NAME='VALUE'" a line ("alias -- NAME=..." for a name that starts
-// with "-"), each ' of the value written '\'' (a value of just ' is \').
+// with "-"), each ' of the value written '\” (a value of just ' is \').
 // ok is false for anything else.
 func parseAliasList(text string) (recs []record, ok bool) {
 	for text != "" {
