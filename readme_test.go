@@ -107,6 +107,9 @@ var readmeVolatile = []struct {
 	{regexp.MustCompile(`"(durationMs|pid|waitMs)":[0-9.]+`), `"$1":0`},
 	{regexp.MustCompile(`"(startedAt|endedAt|requestId|createdAt|lastUsedAt)":"[^"]*"`), `"$1":""`},
 	{regexp.MustCompile(`"stateBytes":[0-9]+`), `"stateBytes":0`},
+	// A session's next command finds its standby shell ready or not by a
+	// few milliseconds: whether one ran a command depends on the reader's pace.
+	{regexp.MustCompile(`"standby":(true|false)`), `"standby":false`},
 	{regexp.MustCompile(`\b(p|exec)-[0-9a-f]{16}\b`), `$1-ID`},
 }
 

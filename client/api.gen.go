@@ -984,6 +984,10 @@ type Session struct {
 	SessionId string    `json:"sessionId"`
 	Shell     ShellInfo `json:"shell"`
 
+	// Standby A standby shell that restored the session's state waits for its next command, which
+	// then skips the shell start and the restore (--standby-shells, --standby-idle).
+	Standby *bool `json:"standby,omitempty"`
+
 	// StateBytes The size of the state's dump.
 	StateBytes int `json:"stateBytes"`
 
@@ -1295,7 +1299,10 @@ type SnapshotReceipt struct {
 	// its user cannot tell it from a fresh replay (the program run last takes the shell's
 	// place, as bash -c does). Served: bash, nothing after the script, no stdin, nothing that
 	// turns xtrace or verbose on, and a script whose ending the server can tell; any other
-	// command runs in a fresh replay. See the server's --standby-shells.
+	// command runs in a fresh replay. See the server's --standby-shells. For a session
+	// command: a bash that had restored the session's state before the command came (its
+	// session's standby shell), for a script that parses, with no stdin and no
+	// maxOutputBytes.
 	Standby bool `json:"standby"`
 
 	// State The snapshot's availability as the command found it.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -536,6 +537,7 @@ func (b *bench) sessionMode(ctx context.Context) (mode, error) {
 		return mode{}, fmt.Errorf("POST /sessions: %w", err)
 	}
 	script := client.SessionExecRequest{Script: `echo hi; BENCH_N=$(( ${BENCH_N:-0} + 1 )); if (( BENCH_N % 2 )); then cd /tmp; else cd; fi`}
+	n := 0
 	return mode{key: "session", label: "/sessions/{id}/exec after a state change", run: func(ctx context.Context) (sample, error) {
 		start := time.Now()
 		r, err := client.Result(b.srv.api.SessionExecWithResponse(ctx, id, script))
@@ -543,10 +545,23 @@ func (b *bench) sessionMode(ctx context.Context) (mode, error) {
 		if err != nil {
 			return sample{}, fmt.Errorf("POST /sessions/%s/exec: %w", id, err)
 		}
-		if r.Status != client.ExitStatusExited || r.Stdout == nil || *r.Stdout != "hi\n" || r.Stderr != nil && *r.Stderr != "" || !r.Session.StateKept {
-			return sample{}, fmt.Errorf("POST /sessions/%s/exec = status %s, stdout %v, stderr %v, state kept %t; want hi, the state kept", id, r.Status, r.Stdout, r.Stderr, r.Session.StateKept)
+		// The script goes to /tmp and home in turn, and changes BENCH_N
+		// (the first adds it), and no function.
+		n++
+		cwd, vars := home, r.Session.Variables.Changed
+		if n%2 == 1 {
+			cwd = "/tmp"
 		}
-		return sample{wallMs: ms(wall), durationMs: float64(r.DurationMs)}, nil
+		if n == 1 {
+			vars = r.Session.Variables.Added
+		}
+		fns := r.Session.Functions
+		if r.Status != client.ExitStatusExited || r.Stdout == nil || *r.Stdout != "hi\n" || r.Stderr != nil && *r.Stderr != "" || !r.Session.StateKept ||
+			r.Session.Cwd != cwd || !slices.Contains(vars, "BENCH_N") || len(fns.Added)+len(fns.Changed)+len(fns.Removed) > 0 {
+			got, _ := json.Marshal(r) // cannot fail: the generated type
+			return sample{}, fmt.Errorf("POST /sessions/%s/exec = %.600s\nwant hi, the state kept, cwd %s, BENCH_N changed", id, got, cwd)
+		}
+		return sample{wallMs: ms(wall), durationMs: float64(r.DurationMs), standby: r.Snapshot.Standby}, nil
 	}}, nil
 }
 

@@ -157,7 +157,7 @@ func orEmpty(s []string) []string {
 
 func sessionView(in session.Info) Session {
 	out := Session{
-		SessionId: in.ID, Shell: ShellInfo{Name: in.Shell.Name, Path: in.Shell.Path}, Cwd: in.Cwd, Busy: in.Busy,
+		SessionId: in.ID, Shell: ShellInfo{Name: in.Shell.Name, Path: in.Shell.Path}, Cwd: in.Cwd, Busy: in.Busy, Standby: &in.Standby,
 		CreatedAt: in.CreatedAt.UTC(), LastUsedAt: in.LastUsedAt.UTC(), Commands: in.Commands, StateBytes: in.StateBytes,
 		Variables: orEmpty(in.Variables), Functions: orEmpty(in.Functions), Aliases: orEmpty(in.Aliases),
 		History: make([]SessionCommand, len(in.History)), Sandbox: sandboxView(in.Sandbox),

@@ -58,7 +58,8 @@ type Options struct {
 	// able to enforce it (exec.Manager.CheckSandbox), or New fails.
 	DefaultSandbox sandbox.Policy
 	// Standby bounds the standby shells of warm snapshot commands; its
-	// Meter is Meter.
+	// Meter is Meter. Its Max and Idle bound the sessions' standby shells
+	// too (session.Options.Standbys, StandbyIdle), which it sets.
 	Standby standby.Options
 	// Sessions bounds the shell sessions.
 	Sessions session.Options
@@ -83,7 +84,10 @@ func New(opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	sessions, err := session.New(opts.Sessions, opts.Meter)
+	// Sessions' standby shells are bounded as the snapshots' are.
+	sessOpts := opts.Sessions
+	sessOpts.Standbys, sessOpts.StandbyIdle = opts.Standby.Max, opts.Standby.Idle
+	sessions, err := session.New(sessOpts, opts.Meter)
 	if err != nil {
 		return nil, err
 	}

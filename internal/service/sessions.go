@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"os"
 	"strings"
 	"time"
 
@@ -218,21 +219,25 @@ func (s *Service) runSession(ctx context.Context, lease *session.Lease, in Sessi
 // listed process (in the process table, as /exec's are), or for a session's
 // first command an unlisted one.
 func (s *Service) startSession(ctx context.Context, lease *session.Lease, in SessionExecInput, listed bool) (*sessionRun, error) {
+	if in.Timeout == 0 {
+		in.Timeout = s.limits.DefaultTimeout
+	}
+	if listed {
+		if p, err := s.releaseSessionStandby(ctx, lease, in); p != nil || err != nil {
+			if err != nil {
+				lease.End(in.Script, "", exec.Result{})
+				return nil, err
+			}
+			return s.followSession(ctx, lease, in, p, listed, true), nil
+		}
+	}
 	cmd, err := lease.Command(in.Script)
 	if err != nil {
 		lease.End(in.Script, "", exec.Result{})
 		return nil, err
 	}
-	if in.Timeout == 0 {
-		in.Timeout = s.limits.DefaultTimeout
-	}
-	dir := lease.Cwd()
-	if exec.CheckDir(dir) != nil {
-		// The state's directory is gone: the command starts in the root.
-		dir = "/"
-	}
 	spec := exec.Spec{
-		Argv: cmd.Argv, Dir: dir, Env: envpolicy.List(cmd.Env), Stdin: in.Stdin,
+		Argv: cmd.Argv, Dir: startDir(lease.Cwd()), Env: envpolicy.List(cmd.Env), Stdin: in.Stdin,
 		Timeout: in.Timeout, IdleTimeout: in.IdleTimeout, MaxOutputBytes: in.MaxOutputBytes,
 		// The shell writes its end state in cmd.Dir, its own.
 		Sandbox: lease.Sandbox().WithWritable(cmd.Dir),
@@ -247,23 +252,98 @@ func (s *Service) startSession(ctx context.Context, lease *session.Lease, in Ses
 		lease.End(in.Script, "", exec.Result{})
 		return nil, err
 	}
+	return s.followSession(ctx, lease, in, p, listed, false), nil
+}
+
+// followSession follows p, in's process under lease (in a standby shell
+// when standby is set): its ending ends the lease and, off the answer's
+// path, gets the session a standby shell for its next command.
+func (s *Service) followSession(ctx context.Context, lease *session.Lease, in SessionExecInput, p *exec.Process, listed, standby bool) *sessionRun {
 	run := &sessionRun{p: p, done: make(chan struct{})}
-	run.rec = record{argv: []string{lease.Shell().Path, "-lc", in.Script}, receipt: shellsnap.Receipt{Outcome: shellsnap.OutcomeNotRequested}}
+	run.rec = record{argv: []string{lease.Shell().Path, "-lc", in.Script}, receipt: shellsnap.Receipt{Outcome: shellsnap.OutcomeNotRequested, Standby: standby}}
 	if listed {
 		s.remember(p, run.rec)
-		_, life := s.tracer.Start(ctx, "process", trace.WithAttributes(attribute.String("session.id", lease.ID())))
+		_, life := s.tracer.Start(ctx, "process", trace.WithAttributes(attribute.String("session.id", lease.ID()), attribute.Bool("process.standby", standby)))
 		s.pm.track(p, life)
 	}
 	go func() {
-		defer close(run.done)
 		<-p.Done()
 		run.out = SessionExecOutput{ExecOutput: ending(p, run.rec)}
 		run.out.Session = lease.End(in.Script, p.ID(), run.out.Result)
 		if !listed {
 			run.out.ProcessID = ""
 		}
+		close(run.done)
+		s.holdSessionStandby(lease.ID())
 	}()
-	return run, nil
+	return run
+}
+
+// startDir is the directory a session command whose state is in cwd starts
+// in: the root when the state's directory is gone.
+func startDir(cwd string) string {
+	if exec.CheckDir(cwd) != nil {
+		return "/"
+	}
+	return cwd
+}
+
+// releaseSessionStandby runs in in the standby shell that waits for the
+// lease's state, when there is one, in is one it runs exactly
+// (shellsnap.SessionStandbyServes) and asks nothing its spawn fixed (stdin,
+// an output bound), and its directory is still the one it started in. It
+// returns no process and no error when in is to start fresh.
+func (s *Service) releaseSessionStandby(ctx context.Context, lease *session.Lease, in SessionExecInput) (*exec.Process, error) {
+	if len(in.Stdin) > 0 || in.MaxOutputBytes != 0 || !shellsnap.SessionStandbyServes(in.Script) {
+		return nil, nil
+	}
+	sb := lease.Standby()
+	if sb == nil {
+		return nil, nil
+	}
+	if now, err := os.Stat(startDir(lease.Cwd())); sb.Dir == nil || err != nil || !os.SameFile(now, sb.Dir) {
+		// Removed or replaced: a fresh start finds out what is there now.
+		sb.Discard()
+		return nil, nil
+	}
+	_, span := s.tracer.Start(ctx, "process.spawn", trace.WithAttributes(attribute.Bool("process.standby", true)))
+	defer span.End()
+	argv, goAhead := sb.Cmd.GoAhead(in.Script)
+	p, err := sb.Held.Release(exec.Spec{Argv: argv, Timeout: in.Timeout, IdleTimeout: in.IdleTimeout}, goAhead)
+	if err != nil {
+		sb.Discard()
+		if errors.Is(err, exec.ErrNotHeld) {
+			return nil, nil // it died meanwhile: the command starts fresh
+		}
+		span.RecordError(err)
+		return nil, err // the table's answer, as a fresh start would give it
+	}
+	return p, nil
+}
+
+// holdSessionStandby gets session id a standby shell for its next command
+// (docs/design/sessions.md#standby-shells), when it may have one and has
+// none: a shell held under the session's sandbox that restores its current
+// state, given to the session once restored.
+func (s *Service) holdSessionStandby(id string) {
+	cmd, cfg, cwd, ok := s.sessions.StandbyCommand(id)
+	if !ok {
+		return
+	}
+	dir := startDir(cwd)
+	info, err := os.Stat(dir)
+	if err != nil {
+		cmd.Close()
+		return
+	}
+	h, err := s.standbys.Hold(exec.Spec{Argv: cmd.Argv, Dir: dir, Env: envpolicy.List(cmd.Env), Sandbox: cfg.Sandbox.WithWritable(cmd.Dir)})
+	if err != nil {
+		cmd.Close()
+		return
+	}
+	if sb := (&session.Standby{Held: h, Cmd: cmd, Dir: info}); !s.sessions.Keep(id, sb) {
+		sb.Discard()
+	}
 }
 
 // Sessions returns the sessions, oldest first.

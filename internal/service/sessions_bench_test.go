@@ -17,6 +17,9 @@ import (
 // whose first state is a scope's snapshot of a profile of 200 functions, 50
 // aliases and 100 exports (make bench's session row without HTTP), and
 // reports the process's own duration beside it: the rest is the server's.
+// fresh sends each command right after the last one's answer, so it mostly
+// starts a shell of its own (the standby is still restoring); standby waits
+// for the session's standby shell first, as a client that thinks does.
 func BenchmarkSessionExec(b *testing.B) {
 	var profile strings.Builder
 	for i := 1; i <= 200; i++ {
@@ -41,13 +44,40 @@ func BenchmarkSessionExec(b *testing.B) {
 		b.Fatal(err)
 	}
 	in := SessionExecInput{Script: `echo hi; BENCH_N=$(( ${BENCH_N:-0} + 1 )); if (( BENCH_N % 2 )); then cd /tmp; else cd; fi`, Timeout: time.Minute}
-	var process time.Duration
-	for b.Loop() {
-		out, err := s.SessionExec(context.Background(), "bench", in)
-		if err != nil || !out.Session.StateKept || string(out.Result.Stdout.Data) != "hi\n" {
-			b.Fatalf("SessionExec = %+v, %v; want hi, the state kept", out, err)
+	for _, wait := range []bool{false, true} {
+		name := "fresh"
+		if wait {
+			// A client's think time: the session's standby shell waits.
+			name = "standby"
 		}
-		process += out.Result.Duration
+		b.Run(name, func(b *testing.B) {
+			var process, answer time.Duration
+			standbys := 0
+			for b.Loop() {
+				if wait {
+					b.StopTimer()
+					for i := 0; i < 2000; i++ {
+						if info, err := s.Session("bench"); err != nil || info.Standby {
+							break
+						}
+						time.Sleep(time.Millisecond)
+					}
+					b.StartTimer()
+				}
+				t0 := time.Now()
+				out, err := s.SessionExec(context.Background(), "bench", in)
+				answer += time.Since(t0)
+				if err != nil || !out.Session.StateKept || string(out.Result.Stdout.Data) != "hi\n" {
+					b.Fatalf("SessionExec = %+v, %v; want hi, the state kept", out, err)
+				}
+				if out.Snapshot.Standby {
+					standbys++
+				}
+				process += out.Result.Duration
+			}
+			b.ReportMetric(float64(answer.Microseconds())/float64(b.N), "answer-µs/op")
+			b.ReportMetric(float64(process.Microseconds())/float64(b.N), "process-µs/op")
+			b.ReportMetric(float64(standbys)/float64(b.N), "standby/op")
+		})
 	}
-	b.ReportMetric(float64(process.Microseconds())/float64(b.N), "process-µs/op")
 }

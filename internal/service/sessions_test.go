@@ -11,6 +11,7 @@ import (
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/session"
 	"github.com/snapexec/snapexec/internal/shellsnap"
+	"github.com/snapexec/snapexec/internal/shellsnap/standby"
 )
 
 // testReaper makes the test binary the child subreaper, as the server is:
@@ -25,6 +26,13 @@ var testReaper = sync.OnceValues(func() (*exec.Reaper, error) {
 // run real login shells, bounded by opts; it shuts down with the test.
 func newSessionService(t testing.TB, opts session.Options) *Service {
 	t.Helper()
+	return newSessionServiceWith(t, opts, standby.Options{Max: 8})
+}
+
+// newSessionServiceWith is newSessionService with standby shells bounded
+// by sb.
+func newSessionServiceWith(t testing.TB, opts session.Options, sb standby.Options) *Service {
+	t.Helper()
 	reaper, err := testReaper()
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +42,9 @@ func newSessionService(t testing.TB, opts session.Options) *Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Options{Procs: procs, Snapshots: cache, Sessions: opts})
+	// Standby shells on, as the server's default: a session command that
+	// comes once its session's standby waits runs in it.
+	s, err := New(Options{Procs: procs, Snapshots: cache, Sessions: opts, Standby: sb})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,8 @@ const bashCapture = bashCaptureProfile + bashDump
 // __snapexec_returned ($_ and whether it is known), __snapexec_fn0 (the
 // request's exported functions; unset for none), __snapexec_fnfiles (set:
 // list the files the functions come from, which a snapshot's stamps need),
-// __snapexec_tmp (a file it may write over, or empty), __snapexec_fnfile (a
+// __snapexec_tmp (an empty file for the environment, beside empty files of
+// the same name with .t, .f, .x and .e after it; or empty), __snapexec_fnfile (a
 // file for declare -f's listing of every function, or empty) and
 // __snapexec_fnprev (the listing of the state the shell was restored from,
 // or empty). It changes the shell's options and traps: it runs last.
@@ -116,18 +117,27 @@ const bashCapture = bashCaptureProfile + bashDump
 //
 // A fork of a shell that holds a large state costs about as much as the
 // rest of the dump, so with a file in __snapexec_tmp (a session's) the dump
-// forks nothing but env: what a builtin prints goes to the file and is read
+// forks nothing but env: what a builtin prints goes to a file and is read
 // back with mapfile (a process substitution would fork, and read its pipe a
-// byte at a time); the environment goes to the file as well, not after the
+// byte at a time), each to one of its own, since a write over a file that
+// holds data truncates it, which costs about a millisecond on ext4; the
+// environment goes to the file __snapexec_tmp names, not after the
 // NUL, and the variables are printed last, by this shell, which empties the
 // exported values first (the subshell that does it otherwise keeps them
-// for env), and the function attributes are listed whole, "declare -f"
+// for env), the aliases are listed by one alias -p (an aliases record, which
+// the reader turns into alias records) rather than one printf %q each, and
+// the function attributes are listed whole, "declare -f"
 // lines of functions that have none included. The variables of the dump
-// itself are left to the reader.
+// itself are left to the reader. Nor does it fork env when no function is
+// exported and no exported variable is a nameref: the shell prints its
+// exported variables itself, as they are exported, after a first
+// __snapexec_env=shell entry; the variables of the environment bash cannot
+// name (not identifiers) are passed through unchanged, and the reader takes
+// them from the environment the shell started with.
 const bashDump = `__snapexec_so=$SHELLOPTS
 \command set +T
 if [[ -n $__snapexec_tmp ]]; then
-  \command trap -p >|"$__snapexec_tmp"; \command mapfile -t __snapexec_tl <"$__snapexec_tmp"
+  \command trap -p >|"$__snapexec_tmp.t"; \command mapfile -t __snapexec_tl <"$__snapexec_tmp.t"
 else
   \command mapfile -t __snapexec_tl <<<"$(\command trap -p)"
 fi
@@ -139,7 +149,7 @@ for __snapexec_f in "${__snapexec_tl[@]}"; do if [[ -n $__snapexec_f ]]; then \c
 \command unset -v __snapexec_tl
 \command set +o errexit +o nounset +o xtrace +o verbose +o onecmd
 \command printf '%s disabled\n' "$__snapexec_n"; \command enable -n; \command printf '\n'
-\command enable printf declare set shopt trap compgen mapfile umask ulimit complete hash enable eval unset
+\command enable printf declare set shopt trap compgen mapfile umask ulimit complete hash enable eval unset alias
 if [[ -z $__snapexec_tmp ]]; then
   \command printf '%s vars\n' "$__snapexec_n"
   (
@@ -169,11 +179,7 @@ fi
 \command printf '%s setnames\n' "$__snapexec_n"; \command set -o; \command printf '\n'
 \command printf '%s shopts\n%s\n' "$__snapexec_n" "$__snapexec_shopts"
 \command printf '%s shoptnames\n' "$__snapexec_n"; \command shopt; \command printf '\n'
-if [[ -n $__snapexec_tmp ]]; then
-  \command compgen -A function >|"$__snapexec_tmp"; \command mapfile -t __snapexec_fns <"$__snapexec_tmp"
-else \command mapfile -t __snapexec_fns < <(\command compgen -A function)
-fi
-__snapexec_fnsame=
+__snapexec_fnsame= __snapexec_fns=()
 if [[ -n $__snapexec_fnfile ]]; then
   \command declare -f >|"$__snapexec_fnfile"
   __snapexec_xs=() __snapexec_ys=()
@@ -183,6 +189,10 @@ if [[ -n $__snapexec_fnfile ]]; then
 fi
 if [[ -n $__snapexec_fnsame ]]; then \command printf '%s fnsame\n\n' "$__snapexec_n"
 else
+  if [[ -n $__snapexec_tmp ]]; then
+    \command compgen -A function >|"$__snapexec_tmp.f"; \command mapfile -t __snapexec_fns <"$__snapexec_tmp.f"
+  else \command mapfile -t __snapexec_fns < <(\command compgen -A function)
+  fi
   for __snapexec_f in "${__snapexec_fns[@]}"; do
     if [[ $__snapexec_f == *=* ]]; then
       \command printf '%s fntype %q\n' "$__snapexec_n" "$__snapexec_f"; \command type -- "$__snapexec_f"; \command printf '\n'
@@ -199,9 +209,12 @@ else
   done < <(\command declare -F)
 fi
 \command printf '\n'
-for __snapexec_f in "${!BASH_ALIASES[@]}"; do
-  \command printf '%s alias %q\n%s\n' "$__snapexec_n" "$__snapexec_f" "${BASH_ALIASES[$__snapexec_f]}"
-done
+if [[ -n $__snapexec_tmp ]]; then \command printf '%s aliases\n' "$__snapexec_n"; \command alias -p; \command printf '\n'
+else
+  for __snapexec_f in "${!BASH_ALIASES[@]}"; do
+    \command printf '%s alias %q\n%s\n' "$__snapexec_n" "$__snapexec_f" "${BASH_ALIASES[$__snapexec_f]}"
+  done
+fi
 \command printf '%s umask\n' "$__snapexec_n"; \command umask; \command printf '\n'
 \command printf '%s limits0\n%s\n' "$__snapexec_n" "$__snapexec_limits"
 \command printf '%s limits\n' "$__snapexec_n"; \command ulimit -S -a; \command printf -- '--\n'; \command ulimit -H -a; \command printf '\n'
@@ -244,8 +257,18 @@ for __snapexec_f in "${!__snapexec_fn0[@]}"; do
   \command printf '%s fn0 %q\n%s\n' "$__snapexec_n" "$__snapexec_f" "${__snapexec_fn0[$__snapexec_f]}"
 done
 if [[ -n $__snapexec_tmp ]]; then
-  \command compgen -A export >|"$__snapexec_tmp"; \command mapfile -t __snapexec_xs <"$__snapexec_tmp"
-  \command /usr/bin/env -0 >|"$__snapexec_tmp"
+  \command compgen -A export >|"$__snapexec_tmp.x"; \command mapfile -t __snapexec_xs <"$__snapexec_tmp.x"
+  \command declare -Fx >|"$__snapexec_tmp.e"
+  __snapexec_env=
+  if [[ ! -s $__snapexec_tmp.e ]]; then
+    __snapexec_env=1
+    { \command printf '%s\0' __snapexec_env=shell
+      for __snapexec_f in "${__snapexec_xs[@]}"; do
+        if [[ ${!__snapexec_f@a} == *n* ]]; then __snapexec_env=
+        elif [[ ${!__snapexec_f@a} != *[aA]* && -n ${!__snapexec_f+x} ]]; then \command printf '%s=%s\0' "$__snapexec_f" "${!__snapexec_f}"; fi
+      done; } >|"$__snapexec_tmp"
+  fi
+  if [[ -z $__snapexec_env ]]; then \command /usr/bin/env -0 >|"$__snapexec_tmp"; fi
   \command printf '%s vars\n' "$__snapexec_n"
   for __snapexec_f in "${__snapexec_xs[@]}"; do
     if [[ $__snapexec_f != __snapexec_* && ${!__snapexec_f@a} != *[aAr]* ]]; then \command printf -v "$__snapexec_f" ''; fi

@@ -34,6 +34,9 @@ var (
 	ErrSessionStateTooLarge = errors.New("the shell state is larger than the session allows")
 	// ErrSessionShell is a shell sessions do not support.
 	ErrSessionShell = errors.New("sessions support bash and zsh only")
+	// ErrNoSessionStandby is a session state no standby shell can serve
+	// (SessionLaunch.Standby).
+	ErrNoSessionStandby = errors.New("no standby shell serves this session state")
 )
 
 // SessionFiles holds the files of session commands in a private directory:
@@ -67,6 +70,10 @@ type SessionState struct {
 	once    sync.Once
 	restore string
 	err     error
+	// standby is the restore file of a standby shell of the state, and
+	// goAhead the line its go-ahead runs before the script
+	// (bashStandbyRender); standby is "" when no standby serves it.
+	standby, goAhead string
 
 	namesOnce sync.Once
 	named     sessionNames
@@ -96,6 +103,11 @@ type SessionLaunch struct {
 	// from a bare shell.
 	State    *SessionState
 	Snapshot *Snapshot
+	// Standby builds a standby shell of State instead
+	// (docs/design/sessions.md#standby-shells): a shell that restores
+	// State now and waits for the go-ahead (SessionCommand.GoAhead), which
+	// carries the script; Script is not used.
+	Standby bool
 }
 
 // SessionCommand is one session command, built: what to run, and where its
@@ -120,12 +132,18 @@ type SessionCommand struct {
 	pre      string // the DEBUG and RETURN traps at the end (in Dir)
 	tmp      string // the dump's scratch file (in Dir)
 	fns      string // the dump's declare -f listing (in Dir)
+	dump     string // the line that dumps the state, after the script
+	setTrap  string // the line that sets the session's EXIT trap
+	goAhead  string // a standby's: the state's line before the script
 }
 
 // Command builds l's command and writes its files.
 func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 	switch l.Shell.Name {
 	case "zsh":
+		if l.Standby {
+			return nil, ErrNoSessionStandby // a zsh session runs each command fresh
+		}
 		return f.zshCommand(l)
 	case "bash":
 	default:
@@ -140,9 +158,20 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 			return nil, err
 		}
 		restore, limits, c.base = path, l.State.limits, l.State.base
+		if l.Standby {
+			if _, set := c.base["SECONDS"]; set || l.State.standby == "" {
+				// bash starts SECONDS from the environment, which the
+				// go-ahead restarts from 0; a state that traces would
+				// trace the wait.
+				return nil, ErrNoSessionStandby
+			}
+			restore, c.goAhead = l.State.standby, l.State.goAhead
+		}
 		if l.State.fns != nil {
 			fnPrev = l.State.fns.path
 		}
+	case l.Standby:
+		return nil, ErrNoSessionStandby
 	case l.Snapshot != nil && l.Snapshot.restore != "":
 		restore, c.exitTrap = l.Snapshot.restore, snapshotExitTrap(l.Snapshot)
 	}
@@ -150,7 +179,8 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 	// The files the shell writes are made here, 0600, so that the shell's
 	// umask cannot make them unreadable and noclobber (>|) cannot refuse
 	// them, in a directory of their own: the one a sandbox lets it write.
-	if c.Dir, err = f.files.writeDir(map[string]string{"dump": "", "pre": "", "tmp": "", "fns": ""}); err != nil {
+	// The dump's scratch files are written once each (bashDump).
+	if c.Dir, err = f.files.writeDir(map[string]string{"dump": "", "pre": "", "tmp": "", "tmp.t": "", "tmp.f": "", "tmp.x": "", "tmp.e": "", "fns": ""}); err != nil {
 		return nil, err
 	}
 	c.out, c.pre, c.tmp, c.fns = filepath.Join(c.Dir, "dump"), filepath.Join(c.Dir, "pre"), filepath.Join(c.Dir, "tmp"), filepath.Join(c.Dir, "fns")
@@ -162,7 +192,7 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 	// functrace): they are listed before it, into a file of their own, and
 	// the DEBUG trap goes, so that it cannot act on the dump. The comment
 	// tells the session's own EXIT trap from the user's.
-	dump := `{ __snapexec_status=$?; \builtin trap -p DEBUG RETURN >|` + quote(c.pre) + `; \builtin trap - DEBUG; \builtin . ` + quote(c.end) +
+	c.dump = `{ __snapexec_status=$?; \builtin trap -p DEBUG RETURN >|` + quote(c.pre) + `; \builtin trap - DEBUG; \builtin . ` + quote(c.end) +
 		`; } >|` + quote(c.out) + ` 2>/dev/null # __snapexec_end`
 	var start strings.Builder
 	if restore == "" {
@@ -171,8 +201,12 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 		start.WriteString(`\builtin . ` + quote(restore) + "\n")
 	}
 	// After the restore, which sets the state's traps, in a group whose
-	// trace goes nowhere should the state set xtrace.
-	start.WriteString(`{ \builtin trap -- ` + quote(dump) + " EXIT; } 2>/dev/null\n")
+	// trace goes nowhere should the state set xtrace. A standby's go-ahead
+	// sets it, after the traps it restores, as here.
+	c.setTrap = `{ \builtin trap -- ` + quote(c.dump) + " EXIT; } 2>/dev/null"
+	if !l.Standby {
+		start.WriteString(c.setTrap + "\n")
+	}
 	if c.start, err = f.files.write(start.String()); err != nil {
 		c.Close()
 		return nil, err
@@ -190,20 +224,56 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 		env["PWD"] = l.State.cwd
 	}
 	script := l.Script
-	if parses(script) {
-		// A whole script: a line after it cannot be read into a heredoc or
-		// a continued line of it.
-		script += "\n" + dump
+	switch {
+	case l.Standby:
+		script = StandbyWaitLine
+	case takesEndLine(script):
+		script += "\n" + c.dump
 	}
 	c.Argv, c.Env = []string{l.Shell.Path, "--noprofile", "-lc", script}, env
 	return c, nil
 }
 
-// parses reports whether script is whole bash syntax.
-func parses(script string) bool {
-	_, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "")
-	return err == nil
+// SessionStandbyServes reports whether a standby shell of a session runs
+// script exactly as the fresh command would: a script that takes the dump
+// line after it (takesEndLine: in an eval a syntax error does not end the
+// shell); that turns neither xtrace nor verbose on, which would trace the
+// eval's nesting; and that fits one argument, as the fresh command needs.
+func SessionStandbyServes(script string) bool {
+	return len(script) <= maxSessionScript && !StandbyTraced(script) && takesEndLine(script)
 }
+
+// maxSessionScript is the longest script a standby serves: the fresh
+// command's argument (the script and the dump line) must fit Linux's limit
+// on one argument, 128 KiB.
+const maxSessionScript = 128<<10 - 1<<10
+
+// GoAhead is the go-ahead of a standby's command (SessionLaunch.Standby)
+// that runs script, which SessionStandbyServes: SECONDS restarts as it
+// starts with a shell, BASH_EXECUTION_STRING becomes what the fresh
+// command's -c string is, the part of the state that would have acted on
+// the wait is restored, the session's EXIT trap is set with the fresh
+// command's own line (so that $_ is what it leaves, EXIT), then the script
+// and the dump line run, in one eval, the script's first line the eval's
+// first. argv is the fresh command's, which the process table shows.
+func (c *SessionCommand) GoAhead(script string) (argv []string, message []byte) {
+	script += "\n" + c.dump
+	argv = append(c.Argv[:3:3], script)
+	return argv, StandbyMessage("SECONDS=0; BASH_EXECUTION_STRING=" + ansiQuote(script) +
+		"; \\builtin export -n SECONDS BASH_EXECUTION_STRING; " + c.goAhead + c.setTrap + "; " + script)
+}
+
+// takesEndLine reports whether the dump can run as a line after script: the
+// script is whole bash syntax, so that the line cannot be read into a heredoc
+// or a continued line of it, and does not end in a backslash, which would
+// join the line to the script's last.
+func takesEndLine(script string) bool {
+	_, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "")
+	return err == nil && !strings.HasSuffix(script, `\`)
+}
+
+// From is the state the command starts from; nil for a session's first.
+func (c *SessionCommand) From() *SessionState { return c.prev }
 
 // Close removes the command's files; its state, once Finish made it, has
 // its own.
@@ -251,7 +321,7 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 	if err != nil || recs == nil {
 		return nil, ErrNoSessionState
 	}
-	s := &SessionState{shell: "bash", final: exportsOf(out), base: c.base, size: len(out), exitTrap: c.exitTrap}
+	s := &SessionState{shell: "bash", final: sessionExports(out, c.base), base: c.base, size: len(out), exitTrap: c.exitTrap}
 	if c.prev != nil {
 		s.exitTrap = c.prev.exitTrap
 	}
@@ -277,6 +347,13 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 			// PWD), so that no cd of the restore changes OLDPWD.
 			s.cwd = r.payload
 			continue
+		case "aliases":
+			aliases, ok := parseAliasList(r.payload)
+			if !ok {
+				return nil, ErrNoSessionState
+			}
+			s.recs = append(s.recs, aliases...)
+			continue
 		case "limits0":
 			s.limits = r.payload
 		case "traps":
@@ -292,6 +369,84 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 	// answer's path, rather than on the next command's.
 	go s.restoreFile(c.files)
 	return s, nil
+}
+
+// sessionExports returns the environment a session command's dump left
+// (bashDump): env's, or the shell's own listing of its exported variables,
+// which lacks the variables of the environment that bash cannot name
+// (neither identifiers nor exported functions), base's: bash passes them
+// through unchanged.
+func sessionExports(out []byte, base map[string]string) map[string]string {
+	env := exportsOf(out)
+	if _, ok := env["__snapexec_env"]; !ok {
+		return env
+	}
+	delete(env, "__snapexec_env")
+	for name, value := range base {
+		if !identifier.MatchString(name) && !strings.HasPrefix(name, "BASH_FUNC_") {
+			env[name] = value
+		}
+	}
+	return env
+}
+
+// parseAliasList returns the alias records of alias -p's listing: one
+// "alias NAME='VALUE'" a line ("alias -- NAME=..." for a name that starts
+// with "-"), each ' of the value written '\” (a value of just ' is \').
+// ok is false for anything else.
+func parseAliasList(text string) (recs []record, ok bool) {
+	for text != "" {
+		rest, ok := strings.CutPrefix(text, "alias ")
+		if !ok {
+			return nil, false
+		}
+		rest, _ = strings.CutPrefix(rest, "-- ")
+		name, rest, ok := strings.Cut(rest, "=")
+		if !ok {
+			return nil, false
+		}
+		// The value is a sequence of '...' and \' ('\'' for a ', \' alone for
+		// a value that is just ').
+		var value strings.Builder
+		for rest != "" && rest[0] != '\n' {
+			switch {
+			case strings.HasPrefix(rest, `\'`):
+				value.WriteByte('\'')
+				rest = rest[2:]
+			case rest[0] == '\'':
+				end := strings.IndexByte(rest[1:], '\'')
+				if end < 0 {
+					return nil, false
+				}
+				value.WriteString(rest[1 : 1+end])
+				rest = rest[2+end:]
+			default:
+				return nil, false
+			}
+		}
+		if text, ok = strings.CutPrefix(rest, "\n"); !ok && rest != "" {
+			return nil, false
+		}
+		recs = append(recs, record{kind: "alias", name: name, payload: value.String()})
+	}
+	return recs, true
+}
+
+// hasTrap reports whether s sets a trap on one of signals.
+func (s *SessionState) hasTrap(signals ...string) bool {
+	for _, r := range s.recs {
+		if r.kind != "traps" {
+			continue
+		}
+		for _, stmt := range statements(r.payload) {
+			for _, sig := range signals {
+				if strings.HasSuffix(stmt, " "+sig) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // fnRecords returns s's function records.
@@ -370,9 +525,25 @@ func (s *SessionState) restoreFile(f *SessionFiles) (string, error) {
 		// The user's BASH_ENV ran at the session's start, as a persistent
 		// shell runs it once.
 		text := strings.Replace(bashRender(plan), bashSourceEnv, "", 1)
-		s.restore, s.err = f.files.write(text)
-		if s.err == nil {
-			runtime.AddCleanup(s, f.files.release, s.restore)
+		if s.restore, s.err = f.files.write(text); s.err != nil {
+			return
+		}
+		runtime.AddCleanup(s, f.files.release, s.restore)
+		file, goAhead, ok := bashStandbyRender(plan)
+		if file = strings.Replace(file, bashSourceEnv, "", 1); !ok || s.hasTrap("DEBUG", "RETURN") {
+			// A DEBUG or RETURN trap acts on the rest of a fresh command's
+			// restore, which a standby's go-ahead does not run.
+			return
+		}
+		s.standby, s.goAhead = s.restore, goAhead
+		if file != text {
+			// A standby only: a failure leaves the state without one.
+			if path, err := f.files.write(file); err == nil {
+				s.standby = path
+				runtime.AddCleanup(s, f.files.release, path)
+			} else {
+				s.standby = ""
+			}
 		}
 	})
 	return s.restore, s.err

@@ -58,6 +58,10 @@ func TestSessionCarriesState(t *testing.T) {
 		{`echo z=$z; trap -p EXIT | grep -c bye`, "z=1\n0\n", 1},
 		{`set -- a 'b c'; ulimit -S -n 1000`, "", 0},
 		{`echo "$# $2"; ulimit -S -n`, "2 b c\n1000\n", 0},
+		// A backslash last is a literal one to bash -c; the dump's line
+		// after it must not join the script's last line.
+		{`w=4; echo hi \`, "hi \\\n", 0},
+		{`echo w=$w`, "w=4\n", 0},
 	}
 	for i, s := range steps {
 		out, errOut, code, next, err := sessionRun(t, f, home, st, s.script)
@@ -193,5 +197,93 @@ func TestSessionSizeCountsUnchangedFunctions(t *testing.T) {
 	}
 	if _, err := c.Finish(s2.Size() - 1000); !errors.Is(err, ErrSessionStateTooLarge) {
 		t.Errorf("Finish(bound below the state's size) = %v, want ErrSessionStateTooLarge", err)
+	}
+}
+
+// TestSessionCarriesTheEnvironment: the environment a command's programs get
+// is the one a persistent bash would give them after the same commands,
+// whether the dump lists the exported variables itself or, with an exported
+// function, runs env; variables bash cannot name pass through.
+func TestSessionCarriesTheEnvironment(t *testing.T) {
+	home := t.TempDir()
+	f := &SessionFiles{}
+	defer f.Close()
+	env := loginEnv(home)
+	env["a.b"] = "odd name"
+	env["BASH_FUNC_q%%"] = "() {  echo q\n}"
+	steps := []string{
+		"export A=1 B='x y'; declare -ix N=3",
+		"fn() { echo fn; }; export -f fn",
+		"unset -f fn q",
+		"export -n A; arr=(1 2); export arr E=$'a\\nb'",
+		"declare -x U; export B=",
+	}
+	// printEnv lists the environment a program gets, but what a shell sets
+	// for each command.
+	const printEnv = `env -0 | LC_ALL=C sort -z | tr '\0' '\n' | grep -av '^_=\|^SHLVL=\|^BASH_ENV=\|^__SNAPEXEC'`
+	var st *SessionState
+	c, err := f.Command(SessionLaunch{Shell: Shell{Name: "bash", Path: "/bin/bash"}, Env: env, Script: ":"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runSessionCommand(c, home); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if st, err = c.Finish(0); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	for i, step := range steps {
+		for _, script := range []string{step, printEnv} {
+			c, err := f.Command(SessionLaunch{Shell: Shell{Name: "bash", Path: "/bin/bash"}, Env: env, Script: script, State: st})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := runSessionCommand(c, home)
+			if err != nil {
+				t.Fatalf("step %d %q: %v: %s", i, script, err, got)
+			}
+			if st, err = c.Finish(0); err != nil {
+				t.Fatalf("step %d %q: Finish: %v", i, script, err)
+			}
+			c.Close()
+			if script != printEnv {
+				continue
+			}
+			ref := exec.Command("/bin/bash", "--noprofile", "--norc", "-c", strings.Join(steps[:i+1], "\n")+"\n"+printEnv)
+			ref.Env, ref.Dir = envPairs(env), home
+			want, err := ref.CombinedOutput()
+			if err != nil {
+				t.Fatalf("reference: %v: %s", err, want)
+			}
+			if string(got) != string(want) {
+				t.Errorf("after %q the environment is\n%s\nwant (one bash)\n%s", strings.Join(steps[:i+1], "; "), got, want)
+			}
+		}
+	}
+}
+
+// TestSessionCarriesOddAliases: aliases listed by alias -p come back as bash
+// had them, quotes, newlines, a leading "-" and all.
+func TestSessionCarriesOddAliases(t *testing.T) {
+	home := t.TempDir()
+	f := &SessionFiles{}
+	defer f.Close()
+	const define = `alias a='echo "it'\''s"' -x='echo dash' e= nl=$'echo one\necho two' q="'"`
+	_, errOut, _, st, err := sessionRun(t, f, home, nil, define)
+	if err != nil {
+		t.Fatalf("Finish: %v (stderr %q)", err, errOut)
+	}
+	ref, err := exec.Command("/bin/bash", "--norc", "-c", define+"; alias -p").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := string(ref)
+	out, errOut, _, _, err := sessionRun(t, f, home, st, `alias -p`)
+	if err != nil || out != want {
+		t.Errorf("alias -p after the aliases' command = %q, %v (stderr %q); want %q", out, err, errOut, want)
+	}
+	if got := st.Changes(nil).Aliases.Added; strings.Join(got, " ") != "-x a e nl q" {
+		t.Errorf("aliases added = %q, want -x a e nl q", got)
 	}
 }

@@ -3,6 +3,7 @@ package shellsnap
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,4 +77,100 @@ func BenchmarkSessionCommand(b *testing.B) {
 	b.ReportMetric(float64(shell.Microseconds())/n, "shell-µs/op")
 	b.ReportMetric(float64(finish.Microseconds())/n, "finish-µs/op")
 	b.ReportMetric(float64(cpu.Microseconds())/n, "shell-cpu-µs/op")
+}
+
+// BenchmarkSessionStandby times a session command run in a standby shell
+// (SessionLaunch.Standby) of the same state as BenchmarkSessionCommand's,
+// from its go-ahead to the shell's end, and reports its parts: the
+// go-ahead until the script starts, the script, and the dump at its end
+// (to the shell's end, as the server sees it), then reading the dump into
+// the next state (finish) and naming the changes (changes).
+func BenchmarkSessionStandby(b *testing.B) {
+	home := b.TempDir()
+	profile := filepath.Join(home, "profile.sh")
+	if err := os.WriteFile(profile, []byte(strings.Replace(heavyProfile(), "sleep 0.2\n", "", 1)), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	f := &SessionFiles{}
+	b.Cleanup(f.Close)
+	env := loginEnv(home)
+	first, err := f.Command(SessionLaunch{Shell: Shell{Name: "bash", Path: "/bin/bash"}, Env: env, Script: ". " + quote(profile)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if out, err := runSessionCommand(first, home); err != nil {
+		b.Fatalf("%v: %s", err, out)
+	}
+	state, err := first.Finish(0)
+	first.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	script := `BENCH_N=$(( ${BENCH_N:-0} + 1 )); if (( BENCH_N % 2 )); then cd /tmp; else cd; fi`
+	var start, run, dump, finish, changes time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		c, err := f.Command(SessionLaunch{Shell: Shell{Name: "bash", Path: "/bin/bash"}, Env: env, State: state, Standby: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
+		cmd.Env, cmd.Dir, cmd.ExtraFiles = envPairs(c.Env), home, []*os.File{r}
+		if state.Cwd() != "" {
+			cmd.Dir = state.Cwd()
+		}
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
+		time.Sleep(30 * time.Millisecond) // its restore
+		b.StartTimer()
+		_, goAhead := c.GoAhead(`__t0=$EPOCHREALTIME; ` + script + `; echo "$__t0 $EPOCHREALTIME"`)
+		t0 := time.Now()
+		w.Write(goAhead)
+		w.Close()
+		err = cmd.Wait()
+		t1 := time.Now()
+		if err != nil {
+			b.Fatalf("standby: %v, output %q", err, out.String())
+		}
+		next, err := c.Finish(0)
+		t2 := time.Now()
+		if err != nil {
+			b.Fatalf("Finish: %v (output %q)", err, out.String())
+		}
+		next.Changes(state)
+		t3 := time.Now()
+		b.StopTimer()
+		var s0, s1 float64
+		if _, err := fmt.Sscan(out.String(), &s0, &s1); err != nil {
+			b.Fatalf("output %q: %v", out.String(), err)
+		}
+		at := func(s float64) time.Time { return time.Unix(0, int64(s*1e9)) }
+		start += at(s0).Sub(t0)
+		run += at(s1).Sub(at(s0))
+		dump += t1.Sub(at(s1))
+		finish += t2.Sub(t1)
+		changes += t3.Sub(t2)
+		c.Close()
+		state = next
+		b.StartTimer()
+	}
+	n := float64(b.N)
+	for name, d := range map[string]time.Duration{"start": start, "script": run, "dump": dump, "finish": finish, "changes": changes} {
+		b.ReportMetric(float64(d.Microseconds())/n, name+"-µs/op")
+	}
+}
+
+// runSessionCommand runs c to its end in dir.
+func runSessionCommand(c *SessionCommand, dir string) ([]byte, error) {
+	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
+	cmd.Env, cmd.Dir = envPairs(c.Env), dir
+	return cmd.CombinedOutput()
 }

@@ -152,3 +152,29 @@ func bashEnvTouched(recs []record, captureEnv, final map[string]string) map[stri
 	}
 	return touched
 }
+
+// standbyScriptVar carries a standby's script from its go-ahead to the
+// eval that runs it; it is unset before the script runs.
+const standbyScriptVar = "__CODEX_SHELL_SNAPSHOT_SCRIPT"
+
+// StandbyWaitLine is the script of a standby shell's command, a snapshot's
+// (package standby) or a session's (SessionLaunch.Standby): it reads the
+// go-ahead from fd 3 (exec.Held) and runs what the go-ahead carries
+// (StandbyMessage). The command words are quoted, so that a restored alias
+// cannot rewrite them. exec must be the exec builtin itself: through
+// "builtin", its redirection would be undone.
+const StandbyWaitLine = `\builtin . /dev/fd/3; \exec 3<&-; \builtin eval "\builtin unset ` + standbyScriptVar + "; $" + standbyScriptVar + `"`
+
+// StandbyMessage is the go-ahead that makes a standby shell waiting in
+// StandbyWaitLine run run, in one eval.
+func StandbyMessage(run string) []byte {
+	return []byte(standbyScriptVar + "=" + quote(run) + "\n")
+}
+
+// StandbyTraced reports whether script may turn xtrace or verbose on,
+// which a standby shell does not serve: in an eval, xtrace marks commands
+// "++", not "+". It may match more, such as a --verbose flag: such a
+// command runs fresh.
+func StandbyTraced(script string) bool { return traced.MatchString(script) }
+
+var traced = regexp.MustCompile(`\bset\s+[-+][[:alpha:]]*[xv]|xtrace|verbose`)

@@ -71,6 +71,21 @@ func (sb *Pool) fill(key launchKey, spec exec.Spec, in shellsnap.ReplayInput) {
 	sb.pruneLocked() // this one too, if its snapshot went meanwhile
 }
 
+// Hold holds spec's program, a standby shell of another kind (a session's:
+// shellsnap.SessionLaunch.Standby), as the pool holds its own: once one of
+// Options.Fills is free, and returns once it restored and waits for its
+// go-ahead (or fillTime passed), so that the CPU its restore takes is
+// bounded with theirs. The caller keeps it and bounds how many.
+func (sb *Pool) Hold(spec exec.Spec) (*exec.Held, error) {
+	sb.fills <- struct{}{}
+	defer func() { <-sb.fills }()
+	h, err := sb.procs.Hold(spec)
+	if err == nil {
+		waitRestored(h)
+	}
+	return h, err
+}
+
 // fillTime bounds how long a fill holds its token (Options.Fills): a
 // standby whose restore takes longer restores on beside the next one.
 const fillTime = 2 * time.Second

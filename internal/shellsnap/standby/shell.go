@@ -2,26 +2,14 @@ package standby
 
 import (
 	"maps"
-	"regexp"
 	"strings"
 
 	"github.com/snapexec/snapexec/internal/shellsnap"
 )
 
-// scriptVar carries a standby's script from its go-ahead to the eval
-// that runs it; it is unset before the script runs.
-const scriptVar = "__CODEX_SHELL_SNAPSHOT_SCRIPT"
-
 // maxScript is the longest script a standby runs: Linux's limit on
 // one argument (128 KiB) less room for Replay's restore line.
 const maxScript = 128<<10 - 1<<10
-
-// waitLine is the script of a standby shell's command: it reads the
-// go-ahead from fd 3 (exec.Held) and runs what the go-ahead carries. The
-// command words are quoted, so that a restored alias cannot rewrite them.
-// exec must be the exec builtin itself: through "builtin", its redirection
-// would be undone.
-const waitLine = `\builtin . /dev/fd/3; \exec 3<&-; \builtin eval "\builtin unset ` + scriptVar + "; $" + scriptVar + `"`
 
 // standbyCommand returns the command and environment of a standby shell
 // for the launch in (docs/design/standby.md#the-shell): a shell started
@@ -29,7 +17,7 @@ const waitLine = `\builtin . /dev/fd/3; \exec 3<&-; \builtin eval "\builtin unse
 // Replay's command does but for the set -o options, and then waits on its
 // fd 3 for the go-ahead of goAhead, which carries the options and the
 // user's script. It is Replay's command for in with the options left out of
-// the state and waitLine as the script: so its environment is Replay's but
+// the state and shellsnap.StandbyWaitLine as the script: so its environment is Replay's but
 // for BASH_ENV, which names the standby's restore file, and a standby
 // serves exactly the launches whose Replay environment equals it; and the
 // eval of the user's script is on the line where Replay's command has the
@@ -47,7 +35,7 @@ func standbyCommand(in shellsnap.ReplayInput) (command []string, env map[string]
 	in.Env = maps.Clone(in.Env)
 	maps.DeleteFunc(in.Env, func(name, _ string) bool { return passed[name] })
 	in.Snapshot = in.Snapshot.ForStandby()
-	in.Command = []string{in.Command[0], "-lc", waitLine}
+	in.Command = []string{in.Command[0], "-lc", shellsnap.StandbyWaitLine}
 	command, env = shellsnap.Replay(in)
 	return command, env, true
 }
@@ -84,13 +72,8 @@ func serves(in shellsnap.ReplayInput) bool {
 		// restarts it from 0.
 		return false
 	}
-	return !traced.MatchString(in.Command[2])
+	return !shellsnap.StandbyTraced(in.Command[2])
 }
-
-// traced matches what turns xtrace or verbose on, which a standby does not
-// serve (see serves). It may match more, such as a --verbose flag: such a
-// launch is replayed as usual.
-var traced = regexp.MustCompile(`\bset\s+[-+][[:alpha:]]*[xv]|xtrace|verbose`)
 
 // goAhead is the message that makes a standby shell of in's snapshot run
 // script for the launch in: SECONDS restarts, the variables the standby
@@ -104,7 +87,7 @@ func goAhead(in shellsnap.ReplayInput, script string) []byte {
 	// Replay's command.
 	run.WriteString("SECONDS=0; " + in.Snapshot.GoAhead(in.Env, script))
 	run.WriteString(script)
-	return []byte(scriptVar + "=" + quote(run.String()) + "\n")
+	return shellsnap.StandbyMessage(run.String())
 }
 
 // quote quotes s as one single-quoted shell word, as Replay quotes.
