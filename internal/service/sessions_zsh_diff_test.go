@@ -24,6 +24,7 @@ func TestZshSessionMatchesPersistentZsh(t *testing.T) {
 		sequences = 20
 	}
 	s := newSessionService(t, session.Options{})
+	var commands, standbys int // zsh sessions have no standby shell
 	for n := range sequences {
 		ok := sessiontest.ZshSequence(t, n, zsh, func(home string, env map[string]string) sessiontest.Session {
 			info, err := s.CreateSession(context.Background(), SessionInput{Shell: shellsnap.Shell{Name: "zsh", Path: zsh}, Cwd: &home, Env: env})
@@ -31,7 +32,7 @@ func TestZshSessionMatchesPersistentZsh(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { s.DeleteSession(info.ID) })
-			return serviceSession{s, info.ID}
+			return &serviceSession{s: s, id: info.ID, commands: &commands, standbys: &standbys}
 		})
 		if !ok {
 			t.FailNow()
