@@ -286,3 +286,49 @@ func sameContent(a, b io.Reader) (bool, error) {
 		}
 	}
 }
+
+// splicer is a Splicer over a reader, as an upload's socket would be, that
+// moves at most max bytes a call and fails with fail once its reader ends.
+type splicer struct {
+	r    io.Reader
+	max  int64
+	fail error
+}
+
+func (s *splicer) Read(p []byte) (int, error) { panic("Write reads a Splicer through SpliceTo") }
+
+func (s *splicer) SpliceTo(f *os.File, n int64) (int64, error) {
+	k, err := io.Copy(f, io.LimitReader(s.r, min(n, s.max)))
+	if err == nil && k == 0 {
+		if s.fail != nil {
+			return 0, s.fail
+		}
+		return 0, io.EOF
+	}
+	return k, err
+}
+
+// TestWriteFromSplicer: a Splicer's bytes land whole and in order however it
+// cuts them; one beyond MaxFileBytes or one that fails leaves the old file.
+func TestWriteFromSplicer(t *testing.T) {
+	fx := newFixture(t, Options{MaxFileBytes: 5 << 20})
+	data := make([]byte, 4<<20+7)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	in, err := fx.fs.Write(fx.in("f"), &splicer{r: bytes.NewReader(data), max: 300_001}, WriteOptions{})
+	if got, _ := os.ReadFile(fx.in("f")); err != nil || in.Size != int64(len(data)) || !bytes.Equal(got, data) {
+		t.Fatalf("Write from a Splicer = %+v, %v; the file has %d bytes, want %d, the same", in, err, len(got), len(data))
+	}
+	big := io.MultiReader(bytes.NewReader(data), bytes.NewReader(data))
+	if _, err := fx.fs.Write(fx.in("f"), &splicer{r: big, max: 1 << 20}, WriteOptions{}); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("Write of 8 MiB from a Splicer with a 5 MiB bound = %v, want ErrTooLarge", err)
+	}
+	cut := errors.New("client gone")
+	if _, err := fx.fs.Write(fx.in("f"), &splicer{r: bytes.NewReader(data[:1000]), max: 1 << 20, fail: cut}, WriteOptions{}); !errors.Is(err, cut) {
+		t.Errorf("Write from a failing Splicer = %v, want its error", err)
+	}
+	if got, _ := os.ReadFile(fx.in("f")); !bytes.Equal(got, data) {
+		t.Errorf("a refused write changed the file (%d bytes)", len(got))
+	}
+}

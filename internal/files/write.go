@@ -81,10 +81,13 @@ func (f *FS) Write(path string, r io.Reader, o WriteOptions) (Info, error) {
 	// a larger one.
 	limited := io.LimitReader(r, f.opts.MaxFileBytes+1)
 	var n int64
-	if _, ok := r.(*os.File); ok {
+	switch src := r.(type) {
+	case *os.File:
 		// A copy: the kernel copies, without passing through us.
 		n, err = tmp.ReadFrom(limited)
-	} else {
+	case Splicer:
+		n, err = spliceAll(tmp, src, f.opts.MaxFileBytes+1)
+	default:
 		n, err = copyOverlapped(&writeBehind{f: tmp}, limited)
 	}
 	if err != nil {
@@ -195,6 +198,37 @@ func copyOverlapped(w io.Writer, r io.Reader) (n int64, err error) {
 	return n, readErr
 }
 
+// A Splicer is a source that moves its bytes into a file itself, inside the
+// kernel where it can: an upload read straight from its socket, which
+// splice(2) moves into the file without a pass through the server's memory.
+// SpliceTo moves at most n bytes into f and says how many; at the source's
+// end it returns io.EOF. Write reads a Splicer through SpliceTo only.
+type Splicer interface {
+	io.Reader
+	SpliceTo(f *os.File, n int64) (int64, error)
+}
+
+// spliceBytes is what spliceAll asks of a Splicer at a time.
+const spliceBytes = 1 << 20
+
+// spliceAll moves sp's bytes into f until sp ends or limit bytes have come,
+// starting the writeback of what came as writeBehind does.
+func spliceAll(f *os.File, sp Splicer, limit int64) (n int64, err error) {
+	wb := &writeBehind{f: f}
+	for n < limit {
+		k, err := sp.SpliceTo(f, min(spliceBytes, limit-n))
+		n += k
+		wb.advance(k)
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
 // writeBehindBytes is how much an upload writes between two starts of the
 // writeback of what it wrote.
 const writeBehindBytes = 8 << 20
@@ -210,13 +244,19 @@ type writeBehind struct {
 
 func (w *writeBehind) Write(p []byte) (int, error) {
 	n, err := w.f.Write(p)
-	w.off += int64(n)
+	w.advance(int64(n))
+	return n, err
+}
+
+// advance counts n more bytes written to w.f, and starts the writeback of
+// the unflushed ones once they are writeBehindBytes.
+func (w *writeBehind) advance(n int64) {
+	w.off += n
 	if w.off-w.flushed >= writeBehindBytes {
 		// Only a hint: the fsync that follows is what makes it durable.
 		_ = unix.SyncFileRange(int(w.f.Fd()), w.flushed, w.off-w.flushed, unix.SYNC_FILE_RANGE_WRITE)
 		w.flushed = w.off
 	}
-	return n, err
 }
 
 // check applies o's preconditions to the entry as it is.

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"time"
@@ -42,6 +43,8 @@ func boundBody(timeout time.Duration) func(http.Handler) http.Handler {
 				_ = rc.SetReadDeadline(time.Now().Add(timeout))
 				if isUpload(r) {
 					r.Body = &pacedBody{ReadCloser: r.Body, rc: rc, timeout: timeout}
+					// For an upload read past net/http (takeUpload).
+					r = r.WithContext(context.WithValue(r.Context(), uploadPaceKey{}, timeout))
 				}
 			}
 			w.Header().Set("Connection", "close")
@@ -49,6 +52,15 @@ func boundBody(timeout time.Duration) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// uploadPaceKey holds an upload's pace, the time each of its reads may take.
+type uploadPaceKey struct{}
+
+// uploadPace is r's upload pace; 0 is none.
+func uploadPace(r *http.Request) time.Duration {
+	d, _ := r.Context().Value(uploadPaceKey{}).(time.Duration)
+	return d
 }
 
 // pacedBody gives every read of a body timeout to arrive.

@@ -168,6 +168,15 @@ func sheddable(a, b *connEntry) bool {
 	return a.since.Before(b.since)
 }
 
+// requestConn is the connection r came on, as the ConnLimit saw it accepted;
+// nil without a ConnLimit.
+func requestConn(r *http.Request) net.Conn {
+	if e, ok := r.Context().Value(connKey{}).(*connEntry); ok {
+		return e.conn
+	}
+	return nil
+}
+
 // vouchForConn marks the connection of a request that carried the token as a
 // client's (see ConnLimit).
 func vouchForConn(ctx context.Context) {

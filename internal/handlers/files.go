@@ -69,7 +69,7 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, invalid("If-None-Match", `If-None-Match on a write takes "*" only`))
 		return
 	}
-	info, err := s.files.Write(r.URL.Query().Get("path"), r.Body, o)
+	info, err := s.files.Write(r.URL.Query().Get("path"), uploadBody(r), o)
 	switch {
 	case errors.Is(err, files.ErrExists):
 		// Refused by the client's own condition: HTTP's answer is 412.
