@@ -112,34 +112,20 @@ func (f *Feed) take() (chunks []Chunk, next int64, lost, closed bool) {
 // oldest retained seq, when the ring evicted chunks before the feed's reader
 // took them; the next call goes on from there.
 func (f *Feed) Next(ctx context.Context, wait time.Duration) (ReadResult, error) {
-	var timer <-chan time.Time
+	w := &boundedWait{left: wait}
+	defer w.stop()
 	for {
 		chunks, next, lost, closed := f.take()
 		res := ReadResult{Chunks: chunks, NextSeq: next, Closed: closed}
-		f.p.mu.Lock()
-		res.Exited = f.p.exited
-		if f.p.exitCode != nil {
-			code := *f.p.exitCode
-			res.ExitCode = &code
-		}
-		f.p.mu.Unlock()
+		res.Exited, res.ExitCode = f.p.ending()
 		if lost {
 			return res, ErrOutputLost
 		}
-		if len(chunks) > 0 || closed || wait <= 0 {
+		if len(chunks) > 0 || closed || w.over() {
 			return res, nil
 		}
-		if timer == nil {
-			t := time.NewTimer(wait)
-			defer t.Stop()
-			timer = t.C
-		}
-		select {
-		case <-f.ready:
-		case <-timer:
-			wait = 0 // one last look
-		case <-ctx.Done():
-			return res, ctx.Err()
+		if err := w.block(ctx, f.ready); err != nil {
+			return res, err
 		}
 	}
 }

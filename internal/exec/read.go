@@ -38,17 +38,12 @@ type ReadResult struct {
 // evicted before they were read, and ErrSeqAhead when afterSeq is not below
 // the next seq.
 func (p *Process) Read(ctx context.Context, afterSeq int64, maxBytes int, wait time.Duration) (ReadResult, error) {
-	var timer <-chan time.Time
+	w := &boundedWait{left: wait}
+	defer w.stop()
 	for {
 		r := p.ring.read(afterSeq, maxBytes)
 		res := ReadResult{Chunks: r.chunks, NextSeq: r.next, Closed: r.closed && r.atEnd}
-		p.mu.Lock()
-		res.Exited = p.exited
-		if p.exitCode != nil {
-			code := *p.exitCode
-			res.ExitCode = &code
-		}
-		p.mu.Unlock()
+		res.Exited, res.ExitCode = p.ending()
 		// Checked first: a seq near the top of int64 also reads as lost.
 		if afterSeq >= r.next {
 			return res, ErrSeqAhead
@@ -56,20 +51,56 @@ func (p *Process) Read(ctx context.Context, afterSeq int64, maxBytes int, wait t
 		if r.lost {
 			return res, ErrOutputLost
 		}
-		if len(res.Chunks) > 0 || r.closed || wait <= 0 {
+		if len(res.Chunks) > 0 || r.closed || w.over() {
 			return res, nil
 		}
-		if timer == nil {
-			t := time.NewTimer(wait)
-			defer t.Stop()
-			timer = t.C
+		if err := w.block(ctx, r.changed); err != nil {
+			return res, err
 		}
-		select {
-		case <-r.changed:
-		case <-timer:
-			wait = 0 // one last look
-		case <-ctx.Done():
-			return res, ctx.Err()
-		}
+	}
+}
+
+// ending is what p's table holds of its end: whether it exited, and its
+// exit code once known.
+func (p *Process) ending() (exited bool, code *int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exitCode != nil {
+		c := *p.exitCode
+		code = &c
+	}
+	return p.exited, code
+}
+
+// boundedWait is a loop's wait for more output: at most its first length in
+// all, across the wake-ups that each end with another look.
+type boundedWait struct {
+	left  time.Duration // 0 once over: one last look, then the answer
+	timer *time.Timer
+}
+
+// over reports whether the wait has ended, so that the loop answers.
+func (w *boundedWait) over() bool { return w.left <= 0 }
+
+// block waits for a wake-up on ready, the end of the wait (which makes it
+// over), or ctx's end (its error).
+func (w *boundedWait) block(ctx context.Context, ready <-chan struct{}) error {
+	if w.timer == nil {
+		w.timer = time.NewTimer(w.left)
+	}
+	select {
+	case <-ready:
+	case <-w.timer.C:
+		w.left = 0
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// stop releases the timer.
+func (w *boundedWait) stop() {
+	if w.timer != nil {
+		w.timer.Stop()
 	}
 }
