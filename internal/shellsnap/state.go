@@ -10,10 +10,13 @@ import (
 // What a standby shell (package standby) reads of a snapshot: the names its
 // state defines, its standby restore file and go-ahead line.
 
-// StandbyReady reports whether a standby shell can serve s: its state is
-// restored from a file, and sets no option that would act on the standby's
-// wait (xtrace, verbose, noexec, onecmd).
-func (s *Snapshot) StandbyReady() bool { return s.standby != "" }
+// StandbyReady reports whether a standby shell of shell ("bash" or "zsh")
+// can serve s: s is a snapshot of that shell, its state is restored from a
+// file, and sets no option that would act on the standby's wait (xtrace,
+// verbose, noexec, onecmd; zsh: zshStandby).
+func (s *Snapshot) StandbyReady(shell string) bool {
+	return s.standby != "" && s.zsh == (shell == "zsh")
+}
 
 // ForStandby returns a copy of s that a standby shell restores: Replay of
 // the copy restores s from the standby's restore file, which leaves the
@@ -32,7 +35,13 @@ func (s *Snapshot) ForStandby() *Snapshot {
 // BASH_EXECUTION_STRING becomes script, as in a replay, and the part of the
 // state that would have acted on the wait is restored. It is one line,
 // ending in "; ", so that the script's line numbers are a replay's.
+//
+// For zsh it sets ZSH_EXECUTION_STRING instead, and then what zshStandby
+// left to it: the options the wait line changed, and $_.
 func (s *Snapshot) GoAhead(env map[string]string, script string) string {
+	if s.zsh {
+		return "ZSH_EXECUTION_STRING=" + ansiQuote(script) + "; " + s.goAhead
+	}
 	var b strings.Builder
 	if passed := s.PassedThrough(env); len(passed) > 0 {
 		// Before the deferred state, which may disable export.
@@ -47,15 +56,18 @@ func (s *Snapshot) GoAhead(env map[string]string, script string) string {
 	return b.String()
 }
 
-// Definitions are the names a bash state defines.
+// Definitions are the names a bash or zsh state defines.
 type Definitions struct {
 	// Functions and Aliases are the names of the state's functions and
-	// aliases.
+	// aliases (zsh's global aliases among them).
 	Functions, Aliases map[string]bool
-	// ExpandAliases is set when the state turns expand_aliases on.
+	// SuffixAliases are the suffixes of a zsh state's suffix aliases.
+	SuffixAliases map[string]bool
+	// ExpandAliases is set when the state turns expand_aliases on (zsh:
+	// leaves the aliases option on).
 	ExpandAliases bool
-	// Traps is set when the state sets a trap, after which bash runs no
-	// command in its own place.
+	// Traps is set when a bash state sets a trap, after which bash runs
+	// no command in its own place.
 	Traps bool
 	// envTouched holds the names of the variables the restore reads, sets,
 	// unsets or gives attributes (bashEnvTouched); nil when unknown, and
@@ -63,9 +75,8 @@ type Definitions struct {
 	envTouched map[string]bool
 }
 
-// Definitions returns the names s's bash state defines, read from its
-// capture's records; nil for a snapshot of zsh or sh, which no standby
-// serves.
+// Definitions returns the names s's bash or zsh state defines, read from
+// its capture's records; nil for a snapshot of sh, which no standby serves.
 func (s *Snapshot) Definitions() *Definitions { return s.definitions }
 
 // PassedThrough returns the names of env, the environment of a bash launch
@@ -164,6 +175,15 @@ const standbyScriptVar = "__CODEX_SHELL_SNAPSHOT_SCRIPT"
 // cannot rewrite them. exec must be the exec builtin itself: through
 // "builtin", its redirection would be undone.
 const StandbyWaitLine = `\builtin . /dev/fd/3; \exec 3<&-; \builtin eval "\builtin unset ` + standbyScriptVar + "; $" + standbyScriptVar + `"`
+
+// StandbyWaitLineZsh is StandbyWaitLine for zsh. It turns evallineno off
+// for the eval that runs the go-ahead, so that zsh names the script's
+// errors "zsh:1:" as it names a -c string's, not "(eval):1:"; the go-ahead
+// turns it back on (zshStandby) for the evals of the script itself. Then
+// zsh counts no lines in that eval, so that a standby serves only scripts
+// of one line, and it closes fd 3 with the exec builtin through builtin,
+// which zsh, unlike bash, leaves closed.
+const StandbyWaitLineZsh = `\builtin . /dev/fd/3; \builtin exec 3<&-; \builtin unsetopt evallineno; \builtin eval "\builtin unset ` + standbyScriptVar + "; $" + standbyScriptVar + `"`
 
 // StandbyMessage is the go-ahead that makes a standby shell waiting in
 // StandbyWaitLine run run, in one eval.

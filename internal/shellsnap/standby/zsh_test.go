@@ -1,0 +1,203 @@
+package standby
+
+import (
+	"context"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snapexec/snapexec/internal/shellsnap"
+	"github.com/snapexec/snapexec/internal/shellsnap/shellsnaptest"
+)
+
+// zsh is the zsh under test.
+const zsh = "/usr/bin/zsh"
+
+// zshRequest asks for scope's snapshot of zsh.
+func zshRequest(scope string) *shellsnap.Request {
+	return &shellsnap.Request{ScopeID: scope, Shell: shellsnap.Shell{Name: "zsh", Path: zsh}}
+}
+
+// zshLaunch prepares the zsh launch of script in home through c, with env,
+// and returns what a replay of it needs (of a snapshot used whole, or
+// partly).
+func zshLaunch(t *testing.T, c *shellsnap.Cache, home, script string, env map[string]string) shellsnap.ReplayInput {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	l := shellsnap.Launch{Argv: []string{zsh, "-lc", script}, Cwd: home, Env: maps.Clone(env)}
+	p, err := c.Prepare(ctx, zshRequest("zsh"), l)
+	if err != nil || p.Snapshot == nil {
+		t.Fatalf("Prepare(zsh -lc %q) = %+v, %v; want a snapshot", script, p.Receipt, err)
+	}
+	return shellsnap.ReplayInput{Snapshot: p.Snapshot, Shell: "zsh", Command: l.Argv, Env: l.Env}
+}
+
+// zshProfiles are the zsh profiles the standby is held to a replay with.
+var zshProfiles = map[string]string{
+	"rich": shellsnaptest.RichZshProfile,
+	// No trap, so that zsh runs the last program in its own place; options
+	// that change how the script and the wait line parse and fail; evallineno
+	// off, which the go-ahead must leave off.
+	"strict": `setopt errexit nounset pipefail ksharrays shwordsplit rcquotes allexport
+unsetopt evallineno
+IFS=:
+alias print='echo hijacked'
+helper() { echo helper-ok; }
+ARR=(a b)
+cd /
+`,
+}
+
+// TestZshStandbyMatchesReplay runs one-line scripts through Replay's zsh
+// command and through a zsh standby with zshTailScript's script: stdout,
+// stderr (errors with their "zsh:1:" and line numbers), the exit status or
+// signal and whether the last program is the process itself must be the
+// same. The scripts a standby cannot run exactly must be refused.
+func TestZshStandbyMatchesReplay(t *testing.T) {
+	procs := newTestProcs(t)
+	builtins, err := shellBuiltins(context.Background(), procs, "zsh", zsh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const probe = `sh -c 'echo probe=$$'`
+	// refuse lists the profiles whose standby must refuse the script.
+	tests := []struct {
+		script string
+		refuse string
+	}{
+		{script: shellsnaptest.ZshFidelityProbe, refuse: "strict"},
+		{script: `echo "u=$_ status=$? zero=$0 args=$# line=$LINENO seconds=$SECONDS"; echo $ZSH_EXECUTION_STRING; typeset -p __CODEX_SHELL_SNAPSHOT_SCRIPT 2>&1; env | grep -c __CODEX || true`},
+		{script: `setopt | LC_ALL=C sort; echo ${#ARR} $ARR[1]`},
+		{script: `echo ${(ok)options[(R)on]}; [[ -o evallineno ]] && echo evallineno-on`},
+		{script: "false; echo after false"},
+		{script: "echo ${NOT_SET_ANYWHERE}; echo not reached"},
+		{script: `no_such_command_here; cd /no/such/dir; echo "line $LINENO"; echo $((1/0))`},
+		{script: "ls /no/such/*.glob; echo after"},
+		{script: "echo before; exit 3"},
+		{script: "echo a; return 4; echo b"},
+		{script: "kill -SEGV $$"},
+		{script: probe},
+		{script: probe + "\n"},
+		{script: probe + " # a comment"},
+		{script: "true && " + probe},
+		{script: "false || " + probe},
+		{script: "echo first; " + probe},
+		{script: probe + " 2>/dev/null"},
+		{script: "X=1 sh -c 'echo probe=$$ X=$X'"},
+		{script: "printenv _ HOME"},
+		{script: "env"},
+		{script: `sh -c 'kill -SEGV $$'`},
+		{script: `sh -c 'exit 7'`},
+		{script: probe + " | cat"},
+		{script: "! " + probe},
+		{script: probe + " >/dev/null &"},
+		{script: "TIMEFMT=t; time " + probe},
+		{script: "echo hi"},
+		{script: "[[ -n x ]]"},
+		{script: "echo a )", refuse: "rich strict"},
+		{script: "while true; do " + probe + "; break; done", refuse: "rich strict"},
+		{script: "for i in 1; do " + probe + "; done", refuse: "rich strict"},
+		{script: "{ " + probe + "; }", refuse: "rich strict"},
+		{script: "( " + probe + " )", refuse: "rich strict"},
+		{script: "if true; then " + probe + "; fi", refuse: "rich strict"},
+		{script: "command " + probe, refuse: "rich strict"},
+		{script: "noglob " + probe, refuse: "rich strict"},
+		{script: "setopt nomatch; " + probe, refuse: "rich strict"},
+		{script: "no-such-program-here", refuse: "rich strict"},
+		{script: "echo one\necho two", refuse: "rich strict"},
+		{script: "echo $ZSH_EVAL_CONTEXT", refuse: "rich strict"},
+		{script: "f() { echo f; }; f", refuse: "rich strict"},
+		{script: "greet you", refuse: "rich strict"},
+		{script: "helper", refuse: "rich strict"},
+		{script: "echo ll", refuse: "rich"},
+		{script: "ls G x", refuse: "rich"},
+		{script: "notes.txt", refuse: "rich strict"},
+		{script: "eval 'echo hi'", refuse: "rich strict"},
+		{script: "source /dev/null", refuse: "rich strict"},
+		{script: "trap 'echo t' EXIT; echo hi", refuse: "rich strict"},
+		{script: "$CMD hi", refuse: "rich strict"},
+		{script: probe + " &|", refuse: "rich strict"},
+	}
+	for pname, profile := range zshProfiles {
+		home := t.TempDir()
+		writeFile(t, filepath.Join(home, ".zshrc"), profile)
+		env := map[string]string{"HOME": home, "PATH": "/usr/bin:/bin", "DROP_ME": "x", "LANG": "C"}
+		c := newTestCache(t, procs)
+		for _, tt := range tests {
+			t.Run(pname+"/"+tt.script, func(t *testing.T) {
+				in := zshLaunch(t, c, home, tt.script, env)
+				argv, replayEnv := shellsnap.Replay(in)
+				sArgv, sEnv, ok := standbyCommand(in)
+				if !ok {
+					t.Fatalf("standbyCommand(zsh -lc %q) = _, _, false, want a standby", tt.script)
+				}
+				if !maps.Equal(sEnv, replayEnv) {
+					t.Errorf("standby environment differs from the replay's:\n%v\n%v", sEnv, replayEnv)
+				}
+				script, ok := tailScript(in, home, envPairs(replayEnv), builtins)
+				refused := slices.Contains(strings.Fields(tt.refuse), pname)
+				if ok == refused {
+					t.Fatalf("tailScript(%q) ok = %v, want %v", tt.script, ok, !refused)
+				}
+				if !ok {
+					return
+				}
+				fresh := runEnding(t, argv, home, envPairs(replayEnv), nil)
+				standby := runEnding(t, sArgv, home, envPairs(sEnv), goAhead(in, script))
+				if fresh != standby {
+					t.Errorf("script %q:\nReplay's command: %+v\nstandby (script %q): %+v", tt.script, fresh, script, standby)
+				}
+			})
+		}
+	}
+}
+
+// TestZshStandbyRefusesWhatActsOnTheWait: a zsh state whose options or
+// traps would act on the wait line, or on the eval of the script, gets no
+// standby; nor does a traced script.
+func TestZshStandbyRefusesWhatActsOnTheWait(t *testing.T) {
+	procs := newTestProcs(t)
+	profiles := map[string]string{
+		"xtrace":             "setopt xtrace\n",
+		"verbose":            "setopt verbose\n",
+		"sourcetrace":        "setopt sourcetrace\n",
+		"DEBUG trap":         "trap 'echo debug' DEBUG\n",
+		"TRAPDEBUG":          "TRAPDEBUG() { echo debug; }\n",
+		"ZERR trap":          "trap 'echo err' ZERR\n",
+		"an ignored signal":  "trap '' HUP\n",
+		"TRAPINT":            "TRAPINT() { return 1; }\n",
+		"disabled builtin":   "disable eval\n",
+		"a function builtin": "builtin() { echo fn; }\n",
+		"a function exec":    "exec() { echo fn; }\n",
+		"not found handler":  "command_not_found_handler() { echo missing; }\n",
+	}
+	for name, profile := range profiles {
+		home := t.TempDir()
+		writeFile(t, filepath.Join(home, ".zshrc"), profile)
+		l := shellsnap.Launch{Argv: []string{zsh, "-lc", "echo hi"}, Cwd: home, Env: map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"}}
+		p, err := newTestCache(t, procs).Prepare(context.Background(), zshRequest("zsh"), l)
+		if err != nil || p.Snapshot == nil {
+			t.Logf("a profile with %s: no snapshot (%+v, %v), so no standby", name, p.Receipt, err)
+			continue
+		}
+		in := shellsnap.ReplayInput{Snapshot: p.Snapshot, Shell: "zsh", Command: l.Argv, Env: l.Env}
+		if _, _, ok := standbyCommand(in); ok {
+			t.Errorf("standbyCommand() for a profile with %s = _, _, true, want false", name)
+		}
+	}
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, ".zshrc"), shellsnaptest.RichZshProfile)
+	c := newTestCache(t, procs)
+	for _, script := range []string{"setopt xtrace; ls", "setopt X_TRACE", "set -x", "set -o verbose"} {
+		if _, _, ok := standbyCommand(zshLaunch(t, c, home, script, map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"})); ok {
+			t.Errorf("standbyCommand(zsh -lc %q) = _, _, true, want false", script)
+		}
+	}
+	if _, _, ok := standbyCommand(zshLaunch(t, c, home, "echo hi", map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"})); !ok {
+		t.Errorf("standbyCommand() for the rich profile = _, _, false, want a standby")
+	}
+}
