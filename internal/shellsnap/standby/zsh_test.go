@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/shellsnap"
 	"github.com/snapexec/snapexec/internal/shellsnap/shellsnaptest"
 )
@@ -200,4 +201,36 @@ func TestZshStandbyRefusesWhatActsOnTheWait(t *testing.T) {
 	if _, _, ok := standbyCommand(zshLaunch(t, c, home, "echo hi", map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"})); !ok {
 		t.Errorf("standbyCommand() for the rich profile = _, _, false, want a standby")
 	}
+}
+
+// TestZshStandbyServesTheNextWarmCommand: a repeated zsh launch earns a
+// standby, which runs the next one-line command with the profile's state;
+// a program run last takes its place; a script of two lines runs fresh.
+func TestZshStandbyServesTheNextWarmCommand(t *testing.T) {
+	r := newZshRig(t, "export FROM_PROFILE=yes\ngreet() { echo \"hello $1\"; }\nsetopt pipefail\n", Options{Max: 4})
+	const scope = "zsh-standby"
+	r.run(command{scope: scope, script: "echo one"})
+	time.Sleep(100 * time.Millisecond)
+	r.waitIdle(0)
+	if got := r.run(command{scope: scope, script: "echo two"}); got.stdout != "two\n" || got.standby {
+		t.Fatalf("repeated launch = %+v, want two, not yet in a standby", got)
+	}
+	standby := r.waitIdle(1)[0]
+	got := r.run(command{scope: scope, script: "echo $FROM_PROFILE; false | true; echo $? $ZSH_EXECUTION_STRING"})
+	if got.stdout != "yes\n1 echo $FROM_PROFILE; false | true; echo $? $ZSH_EXECUTION_STRING\n" || got.stderr != "" || !got.standby || got.p.Done() != standby.Done() {
+		t.Fatalf("third command = %+v, want yes and pipefail's 1 from the standby that waited", got)
+	}
+	r.waitIdle(1)
+	if got := r.run(command{scope: scope, script: "echo before; sh -c 'kill -SEGV $$'"}); got.p.Result().Status != exec.StatusSignaled || got.p.Result().Signal != "SIGSEGV" || !got.standby {
+		t.Errorf("standby command whose program crashes = %+v, want signaled SIGSEGV from a standby", got.p.Result())
+	}
+	r.waitIdle(1)
+	if got := r.run(command{scope: scope, script: "greet a\necho two"}); got.stdout != "hello a\ntwo\n" || got.standby {
+		t.Errorf("script of two lines = %+v, want hello a, two from a fresh replay", got)
+	}
+	if st := r.pool.Stats(); st.Hit != 2 || st.Unfit != 1 {
+		t.Errorf("Stats() = %+v, want hit 2, unfit 1", st)
+	}
+	r.forget(scope)
+	r.waitNone()
 }
