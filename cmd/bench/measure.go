@@ -101,7 +101,7 @@ func (b *bench) measure(ctx context.Context, o options, tmp string, log io.Write
 	if o.zsh {
 		return b.measureZsh(ctx, o, res, log)
 	}
-	fmt.Fprintf(log, "latency: %d interleaved rounds of 21 modes\n", o.rounds)
+	fmt.Fprintf(log, "latency: %d interleaved rounds of every mode\n", o.rounds)
 	if res.Latency, err = b.latency(ctx, o.rounds); err != nil {
 		return nil, err
 	}
