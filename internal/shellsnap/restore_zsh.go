@@ -369,7 +369,8 @@ func zshDefinitions(recs []record) *Definitions {
 // (a function the script may call without naming it). The line sets
 // evallineno back on when the state has it (the wait line turns it off) and
 // $_ as the profile left it; under allexport it unexports SECONDS and
-// ZSH_EXECUTION_STRING, which the go-ahead assigns.
+// ZSH_EXECUTION_STRING, which the go-ahead assigns. Every word is quoted,
+// as in the wait line, so that no global alias of the state expands.
 func zshStandby(recs []record) (goAhead string, ok bool) {
 	options := map[string]string{}
 	var underscore *string
@@ -403,11 +404,11 @@ func zshStandby(recs []record) (goAhead string, ok bool) {
 	}
 	var g strings.Builder
 	if options["allexport"] == "on" {
-		g.WriteString(`\builtin typeset +x SECONDS ZSH_EXECUTION_STRING; `)
+		g.WriteString(`\builtin \typeset \+x \SECONDS \ZSH_EXECUTION_STRING; `)
 	}
 	if options["evallineno"] == "on" {
-		g.WriteString(`\builtin setopt evallineno; `)
+		g.WriteString(`\builtin \setopt \evallineno; `)
 	}
-	g.WriteString(`\builtin : ` + ansiQuote(*underscore) + "; ")
+	g.WriteString(`\builtin \: ` + ansiQuote(*underscore) + "; ")
 	return g.String(), true
 }

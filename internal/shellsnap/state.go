@@ -182,8 +182,9 @@ const StandbyWaitLine = `\builtin . /dev/fd/3; \exec 3<&-; \builtin eval "\built
 // turns it back on (zshStandby) for the evals of the script itself. Then
 // zsh counts no lines in that eval, so that a standby serves only scripts
 // of one line, and it closes fd 3 with the exec builtin through builtin,
-// which zsh, unlike bash, leaves closed.
-const StandbyWaitLineZsh = `\builtin . /dev/fd/3; \builtin exec 3<&-; \builtin unsetopt evallineno; \builtin eval "\builtin unset ` + standbyScriptVar + "; $" + standbyScriptVar + `"`
+// which zsh, unlike bash, leaves closed. Every word is quoted: zsh expands
+// a global alias in any place, and builtin calls no alias.
+const StandbyWaitLineZsh = `\builtin \. \/dev/fd/3; \builtin \exec 3<&-; \builtin \unsetopt \evallineno; \builtin \eval "\builtin \unset \` + standbyScriptVar + "; $" + standbyScriptVar + `"`
 
 // StandbyMessage is the go-ahead that makes a standby shell waiting in
 // StandbyWaitLine run run, in one eval.

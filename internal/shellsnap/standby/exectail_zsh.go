@@ -23,7 +23,7 @@ import (
 
 // zshTailScript returns the script a zsh standby runs for in's script so
 // that the user's command cannot tell it from Replay's, like tailScript:
-// the script itself, or the script with "exec " before its last command
+// the script itself, or the script with "\exec " before its last command
 // when zsh would have run that command in place of Replay's shell.
 //
 // ok is false when the script is one a zsh standby does not run exactly:
@@ -60,7 +60,7 @@ func zshTailScript(in shellsnap.ReplayInput, dir string, env []string, builtins 
 	}
 	// The state sets no trap (a zsh standby serves none that does): zsh
 	// runs the program in its place unless the script changes that.
-	if !zshOptionsKept(f) || names.Aliases["exec"] {
+	if !zshOptionsKept(f) {
 		return "", false
 	}
 	if _, found := findProgram(word, dir, env); !found {
@@ -68,7 +68,9 @@ func zshTailScript(in shellsnap.ReplayInput, dir string, env []string, builtins 
 		return "", false
 	}
 	at := int(call.Args[0].Pos().Offset())
-	return script[:at] + "exec " + script[at:], true
+	// Quoted, so that no alias of the state named exec expands (a zsh
+	// standby serves no state with a function of that name).
+	return script[:at] + "\\exec " + script[at:], true
 }
 
 // zshUnsure matches what a zsh standby leaves to a fresh replay whatever the
