@@ -79,9 +79,10 @@ func (c snapshotCapture) capture(ctx context.Context) (*Snapshot, []fileStamp, e
 	if err := c.keep(snap, p, recs); err != nil {
 		return nil, nil, &CaptureError{Reason: ReasonReadFailed, Message: "cannot keep the shell snapshot: " + err.Error()}
 	}
-	if snap.definitions != nil && !snap.zsh {
-		// zsh's names pass through nowhere yet: every variable is part of
-		// a zsh launch (PassedThrough).
+	switch {
+	case snap.zsh:
+		snap.definitions.envTouched = zshEnvTouched(recs, c.env, final)
+	case snap.definitions != nil:
 		snap.definitions.envTouched = bashEnvTouched(recs, c.env, final)
 	}
 	return snap, stamps, nil

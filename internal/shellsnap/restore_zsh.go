@@ -412,3 +412,26 @@ func zshStandby(recs []record) (goAhead string, ok bool) {
 	g.WriteString(`\builtin \: ` + ansiQuote(*underscore) + "; ")
 	return g.String(), true
 }
+
+// zshEnvTouched returns the names a zsh capture's restore touches: every
+// parameter the profile left other than an exported scalar (which the
+// dump names only: the environment step restores it), and every variable
+// of either environment that the profile set, changed or unset.
+func zshEnvTouched(recs []record, captureEnv, final map[string]string) map[string]bool {
+	touched := map[string]bool{}
+	for _, env := range []map[string]string{captureEnv, final} {
+		for name := range env {
+			c, inCapture := captureEnv[name]
+			f, inFinal := final[name]
+			if !inCapture || !inFinal || c != f {
+				touched[name] = true
+			}
+		}
+	}
+	for _, r := range recs {
+		if r.kind == "var" {
+			touched[r.name] = true
+		}
+	}
+	return touched
+}

@@ -39,17 +39,19 @@ func (s *Snapshot) ForStandby() *Snapshot {
 // For zsh it sets ZSH_EXECUTION_STRING instead, and then what zshStandby
 // left to it: the options the wait line changed, and $_.
 func (s *Snapshot) GoAhead(env map[string]string, script string) string {
-	if s.zsh {
-		return "ZSH_EXECUTION_STRING=" + ansiQuote(script) + "; " + s.goAhead
-	}
 	var b strings.Builder
 	if passed := s.PassedThrough(env); len(passed) > 0 {
-		// Before the deferred state, which may disable export.
-		b.WriteString(`\builtin export`)
+		// Before the deferred state, which may disable export. (Quoted for
+		// zsh, where a global alias expands anywhere.)
+		b.WriteString(`\builtin \export`)
 		for _, name := range slices.Sorted(maps.Keys(passed)) {
 			b.WriteString(" " + name + "=" + ansiQuote(env[name]))
 		}
 		b.WriteString("; ")
+	}
+	if s.zsh {
+		b.WriteString("ZSH_EXECUTION_STRING=" + ansiQuote(script) + "; " + s.goAhead)
+		return b.String()
 	}
 	// export -n: under allexport the assignment would export it.
 	b.WriteString("BASH_EXECUTION_STRING=" + ansiQuote(script) + "; \\builtin export -n BASH_EXECUTION_STRING; " + s.goAhead)
@@ -70,8 +72,8 @@ type Definitions struct {
 	// no command in its own place.
 	Traps bool
 	// envTouched holds the names of the variables the restore reads, sets,
-	// unsets or gives attributes (bashEnvTouched); nil when unknown, and
-	// then every name is.
+	// unsets or gives attributes (bashEnvTouched, zshEnvTouched); nil when
+	// unknown, and then every name is.
 	envTouched map[string]bool
 }
 
@@ -79,33 +81,53 @@ type Definitions struct {
 // its capture's records; nil for a snapshot of sh, which no standby serves.
 func (s *Snapshot) Definitions() *Definitions { return s.definitions }
 
-// PassedThrough returns the names of env, the environment of a bash launch
-// of s (before Replay), that a replay of s hands to the command exactly as
-// env has them and does nothing else with: the restore neither reads nor
-// changes them, and bash gives them no meaning of its own at start or when
-// they are assigned. Such a variable reaches the command the same whether
-// bash imported it at start or a standby's go-ahead exports it after the
-// restore, so one standby shell serves launches that differ only there (a
-// trace id). There are none when env carries a BASH_ENV of its own: the
-// restore runs that file, which may read any variable.
+// PassedThrough returns the names of env, the environment of a bash (zsh)
+// launch of s (before Replay), that a replay of s hands to the command
+// exactly as env has them and does nothing else with: the restore neither
+// reads nor changes them, and the shell gives them no meaning of its own at
+// start or when they are assigned. Such a variable reaches the command the
+// same whether the shell imported it at start or a standby's go-ahead
+// exports it after the restore, so one standby shell serves launches that
+// differ only there (a trace id). There are none when env carries a
+// BASH_ENV (ZDOTDIR) of its own, which names files the shell may run.
 func (s *Snapshot) PassedThrough(env map[string]string) map[string]bool {
 	if s.definitions == nil || s.definitions.envTouched == nil {
 		return nil
 	}
-	if _, ok := env["BASH_ENV"]; ok {
-		return nil
+	own, meaningful := []string{"BASH_ENV", userBashEnvVar}, bashMeaningful
+	if s.zsh {
+		own, meaningful = []string{"ZDOTDIR", userZdotdirVar}, zshMeaningful
 	}
-	if _, ok := env[userBashEnvVar]; ok {
-		return nil
+	for _, name := range own {
+		if _, ok := env[name]; ok {
+			return nil
+		}
 	}
 	passed := map[string]bool{}
 	for name := range env {
-		if !s.definitions.envTouched[name] && identifier.MatchString(name) && !bashMeaningful(name) {
+		if !s.definitions.envTouched[name] && identifier.MatchString(name) && !meaningful(name) {
 			passed[name] = true
 		}
 	}
 	return passed
 }
+
+// zshMeaningful reports whether zsh may give a variable of that name a
+// meaning of its own. Wider than zsh's own list, as bashMeaningful is:
+// every name with a lower-case letter (zsh's special arrays and its
+// modules' parameters are lower case), bash's names, and zsh's upper-case
+// ones and families.
+func zshMeaningful(name string) bool {
+	if strings.ToUpper(name) != name || bashMeaningful(name) || zshSpecialPrefix.MatchString(name) {
+		return true
+	}
+	_, skipped := zshSkipped[name]
+	return skipped
+}
+
+// zshSpecialPrefix matches the upper-case names and families zsh reads,
+// sets or acts on (and its modules': zsh/watch, zsh/zle, ...).
+var zshSpecialPrefix = regexp.MustCompile(`^(ZSH|ZLE|ZDOTDIR|ZBEEP|FPATH|MODULE_PATH|MANPATH|PSVAR|FIGNORE|WORDCHARS|KEYTIMEOUT|KEYBOARD_HACK|NULLCMD|READNULLCMD|PROMPT|RPROMPT|RPS[0-9]|SPROMPT|SAVEHIST|REPORT|TMPPREFIX|TIMEFMT|WATCH|LOGCHECK|STTY|POSTEDIT|LISTMAX|DIRSTACKSIZE|FCEDIT|BAUD|CORRECT_IGNORE|LINENO|PPID|ERRNO|RANDOM|SECONDS|EPOCH|TRY_BLOCK|USERNAME|LOGNAME|UID|EUID|GID|EGID|TTY|VENDOR|CPUTYPE|HOST|PERIOD|ARGC|TERMINFO|LISTPROMPT|MAILCHECK|SHLVL|PWD|OLDPWD|PATH|CDPATH|MAILPATH|HISTCHARS|HISTCMD|BEEP)`)
 
 // bashMeaningful reports whether bash gives a variable of that name a
 // meaning of its own: it reads it at start (SHELLOPTS, BASH_ENV, an

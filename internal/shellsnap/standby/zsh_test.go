@@ -73,9 +73,13 @@ func TestZshStandbyMatchesReplay(t *testing.T) {
 	const probe = `sh -c 'echo probe=$$'`
 	// refuse lists the profiles whose standby must refuse the script, or
 	// is "all".
+	// unordered marks a script whose output is an exec'd program's
+	// environment: the variables a standby's go-ahead exports come later
+	// in it (the same variables, in another order).
 	tests := []struct {
-		script string
-		refuse string
+		script    string
+		refuse    string
+		unordered bool
 	}{
 		{script: shellsnaptest.ZshFidelityProbe, refuse: "strict"},
 		{script: `echo "u=$_ status=$? zero=$0 args=$# line=$LINENO seconds=$SECONDS"; echo $ZSH_EXECUTION_STRING; typeset -p __CODEX_SHELL_SNAPSHOT_SCRIPT 2>&1; env | grep -c __CODEX || true`},
@@ -97,7 +101,7 @@ func TestZshStandbyMatchesReplay(t *testing.T) {
 		{script: probe + " 2>/dev/null"},
 		{script: "X=1 sh -c 'echo probe=$$ X=$X'"},
 		{script: "printenv _ HOME"},
-		{script: "env"},
+		{script: "env", unordered: true},
 		{script: `sh -c 'kill -SEGV $$'`},
 		{script: `sh -c 'exit 7'`},
 		{script: probe + " | cat"},
@@ -143,8 +147,11 @@ func TestZshStandbyMatchesReplay(t *testing.T) {
 				if !ok {
 					t.Fatalf("standbyCommand(zsh -lc %q) = _, _, false, want a standby", tt.script)
 				}
-				if !maps.Equal(sEnv, replayEnv) {
-					t.Errorf("standby environment differs from the replay's:\n%v\n%v", sEnv, replayEnv)
+				// Replay's, but the variables the go-ahead exports.
+				wantEnv := maps.Clone(replayEnv)
+				maps.DeleteFunc(wantEnv, func(name, _ string) bool { return in.Snapshot.PassedThrough(in.Env)[name] })
+				if !maps.Equal(sEnv, wantEnv) {
+					t.Errorf("standby environment = %v, want the replay's but the variables passed through: %v", sEnv, wantEnv)
 				}
 				script, ok := tailScript(in, home, envPairs(replayEnv), builtins)
 				refused := tt.refuse == "all" || slices.Contains(strings.Fields(tt.refuse), pname)
@@ -156,6 +163,9 @@ func TestZshStandbyMatchesReplay(t *testing.T) {
 				}
 				fresh := runEnding(t, argv, home, envPairs(replayEnv), nil)
 				standby := runEnding(t, sArgv, home, envPairs(sEnv), goAhead(in, script))
+				if tt.unordered {
+					fresh.stdout, standby.stdout = sortedLines(fresh.stdout), sortedLines(standby.stdout)
+				}
 				if fresh != standby {
 					t.Errorf("script %q:\nReplay's command: %+v\nstandby (script %q): %+v", tt.script, fresh, script, standby)
 				}
@@ -240,4 +250,105 @@ func TestZshStandbyServesTheNextWarmCommand(t *testing.T) {
 	}
 	r.forget(scope)
 	r.waitNone()
+}
+
+// TestZshStandbyServesAnotherEnvironment: a zsh standby started for one
+// request runs another whose environment differs only in variables the
+// replay passes through, exactly as a fresh replay of that request, and
+// shows nothing of the first request's values.
+func TestZshStandbyServesAnotherEnvironment(t *testing.T) {
+	home := t.TempDir()
+	// KEPT_BY_PROFILE is exported already: the profile's export changes
+	// nothing, and it passes through.
+	writeFile(t, filepath.Join(home, ".zshrc"), shellsnaptest.RichZshProfile+`export KEPT_BY_PROFILE
+typeset -i COUNTER=3
+export COUNTER
+typeset -l ATTR_LATER
+`)
+	base := map[string]string{"HOME": home, "PATH": "/usr/bin:/bin", "DROP_ME": "x", "LANG": "C", "KEPT_BY_PROFILE": "k", "ATTR_LATER": "Mixed"}
+	c := newTestCache(t, newTestProcs(t))
+	const probe = shellsnaptest.ZshFidelityProbe + `; echo "--- passed"; typeset -p TRACE_ID ONLY_FIRST ONLY_SECOND ODD 2>&1; echo "--- environ"; tr '\0' '\n' </proc/$$/environ | grep -c 'secret-of-''first'`
+	request := func(extra map[string]string) shellsnap.ReplayInput {
+		env := maps.Clone(base)
+		maps.Copy(env, extra)
+		return zshLaunch(t, c, home, probe, env)
+	}
+	first := request(map[string]string{"TRACE_ID": "secret-of-first-1", "ONLY_FIRST": "secret-of-first-2"})
+	second := request(map[string]string{"TRACE_ID": "t-2", "ONLY_SECOND": "s", "ODD": "a'b\"c\\\n$(x)\x01\xff"})
+	key := func(in shellsnap.ReplayInput) launchKey {
+		_, env := shellsnap.Replay(in)
+		return keyOf(in.Snapshot, exec.Spec{Argv: []string{zsh}, Dir: home, Env: envPairs(env)}, in.Snapshot.PassedThrough(in.Env))
+	}
+	if key(first) != key(second) {
+		t.Fatalf("zsh launches that differ only in passed-through variables have two keys")
+	}
+	for name, value := range map[string]string{"PATH": "/bin", "DROP_ME": "y", "LANG": "C.UTF-8", "COUNTER": "1",
+		"ATTR_LATER": "x", "shell_only": "w", "EDITOR": "nano", "ZDOTDIR": "/tmp", "FPATH": "/f", "ZSH_X": "1", "lower": "1", "SECONDS": "1", "PROMPT": "x", "A-B": "1"} {
+		if key(request(map[string]string{name: value})) == key(first) {
+			t.Errorf("a zsh launch with %s=%q shares the key of one without", name, value)
+		}
+	}
+	argv, env := shellsnap.Replay(second)
+	fresh, freshErr, freshCode := runCode(t, argv, home, env)
+	sArgv, sEnv, ok := standbyCommand(first)
+	if !ok {
+		t.Fatal("standbyCommand() = _, _, false, want a standby")
+	}
+	script, ok := tailScript(second, home, envPairs(env), map[string]bool{"echo": true})
+	if !ok || script != probe {
+		t.Fatalf("tailScript(probe) = %q, %v; want the probe itself", script, ok)
+	}
+	cmd, stdout, stderr := runShell(t, sArgv, home, envPairs(sEnv), goAhead(second, probe))
+	fresh = strings.Replace(fresh, "--- environ\n0\n", "--- environ\n", 1)
+	stdout = strings.Replace(stdout, "--- environ\n0\n", "--- environ\n", 1)
+	if missing, extra := lineDiff(fresh, stdout); len(missing)+len(extra) > 0 || cmd.ProcessState.ExitCode() != freshCode {
+		t.Errorf("zsh standby of another environment differs from the replay (exit %d vs %d):\nonly in the replay: %q\nonly in the standby: %q", cmd.ProcessState.ExitCode(), freshCode, missing, extra)
+	}
+	if stderr != freshErr {
+		t.Errorf("standby stderr = %q, want the replay's %q", stderr, freshErr)
+	}
+	if strings.Contains(stdout, "secret-of-first") || strings.Contains(stderr, "secret-of-first") {
+		t.Errorf("the second request sees the first's values:\n%s%s", stdout, stderr)
+	}
+	if !strings.Contains(stdout, "export ODD=") || !strings.Contains(stdout, "ONLY_SECOND=s") {
+		t.Errorf("probe output lacks the second request's variables:\n%s", stdout)
+	}
+}
+
+// sortedLines returns s's lines sorted.
+func sortedLines(s string) string {
+	lines := strings.Split(s, "\n")
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
+
+// TestZshPassedThroughNames: zsh's own names, lower-case ones and bash's
+// stay part of a zsh launch; their near misses pass through.
+func TestZshPassedThroughNames(t *testing.T) {
+	home := t.TempDir()
+	snap := zshLaunch(t, newTestCache(t, newTestProcs(t)), home, "true", map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"}).Snapshot
+	passes := []string{"TRACE_ID", "HOMEBREW_PREFIX", "X", "NVM_DIR", "ZZ"}
+	stays := []string{"HOME", "PATH", "path", "FPATH", "fpath", "ZDOTDIR", "ZSH_VERSION", "ZLE_RPROMPT_INDENT", "PROMPT", "PS1", "RPROMPT", "SAVEHIST",
+		"HISTFILE", "WORDCHARS", "KEYTIMEOUT", "NULLCMD", "READNULLCMD", "LANG", "LC_ALL", "TERM", "IFS", "SECONDS", "RANDOM", "LINENO", "SHLVL",
+		"PWD", "OLDPWD", "TMPPREFIX", "WATCH", "CDPATH", "MANPATH", "MODULE_PATH", "PSVAR", "TIMEFMT", "REPORTTIME", "USERNAME", "trace_id", "BASH_ENV", "A-B"}
+	env := map[string]string{}
+	for _, name := range append(slices.Clone(passes), stays...) {
+		env[name] = "v"
+	}
+	delete(env, "ZDOTDIR") // which would keep every name in the launch
+	passed := snap.PassedThrough(env)
+	for _, name := range passes {
+		if !passed[name] {
+			t.Errorf("PassedThrough() leaves out %s, which zsh gives no meaning", name)
+		}
+	}
+	for _, name := range stays {
+		if passed[name] {
+			t.Errorf("PassedThrough() has %s, which zsh reads or sets itself", name)
+		}
+	}
+	env["ZDOTDIR"] = "/z"
+	if got := snap.PassedThrough(env); len(got) != 0 {
+		t.Errorf("PassedThrough() with a ZDOTDIR of the request's own = %v, want none", slices.Sorted(maps.Keys(got)))
+	}
 }
