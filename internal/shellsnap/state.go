@@ -214,6 +214,13 @@ func StandbyMessage(run string) []byte {
 	return []byte(standbyScriptVar + "=" + quote(run) + "\n")
 }
 
+// StandbyMessageZsh is StandbyMessage for zsh: run in one $'...' word,
+// which holds no newline, so that no option of the state (cshjunkiequotes)
+// finds a newline inside quotes.
+func StandbyMessageZsh(run string) []byte {
+	return []byte(standbyScriptVar + "=" + ansiQuote(run) + "\n")
+}
+
 // StandbyTraced reports whether script may turn xtrace or verbose on,
 // which a standby shell does not serve: in an eval, xtrace marks commands
 // "++", not "+". It may match more, such as a --verbose flag: such a

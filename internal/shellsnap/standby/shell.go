@@ -96,6 +96,9 @@ func goAhead(in shellsnap.ReplayInput, script string) []byte {
 	// Replay's command.
 	run.WriteString("SECONDS=0; " + in.Snapshot.GoAhead(in.Env, script))
 	run.WriteString(script)
+	if in.Shell == "zsh" {
+		return shellsnap.StandbyMessageZsh(run.String())
+	}
 	return shellsnap.StandbyMessage(run.String())
 }
 

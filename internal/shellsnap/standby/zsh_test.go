@@ -57,6 +57,8 @@ cd /
 		"typeset='echo GA' +x='echo GA' SECONDS='echo GA' setopt='echo GA' __CODEX_SHELL_SNAPSHOT_SCRIPT='echo GA' .='echo GA' :='echo GA'\n",
 	// sh's emulation, with its options (posixbuiltins, shwordsplit, ...).
 	"sh emulation": "emulate sh\nARR=x\n",
+	// C shell quoting: a newline inside quotes is an error.
+	"csh": "setopt cshjunkiequotes cshnullglob cshnullcmd\n",
 }
 
 // TestZshStandbyMatchesReplay runs one-line scripts through Replay's zsh
@@ -109,6 +111,7 @@ func TestZshStandbyMatchesReplay(t *testing.T) {
 		{script: probe + " >/dev/null &"},
 		{script: "TIMEFMT=t; time " + probe},
 		{script: "echo hi"},
+		{script: `echo "héllo wörld ✓ $ZSH_EXECUTION_STRING"; print -r -- $'\xff' | od -An -c`, refuse: "strict"},
 		{script: "[[ -n x ]]"},
 		{script: "echo a )", refuse: "all"},
 		{script: "while true; do " + probe + "; break; done", refuse: "all"},
