@@ -57,6 +57,8 @@ cd /
 		"typeset='echo GA' +x='echo GA' SECONDS='echo GA' setopt='echo GA' __CODEX_SHELL_SNAPSHOT_SCRIPT='echo GA' .='echo GA' :='echo GA'\n",
 	// sh's emulation, with its options (posixbuiltins, shwordsplit, ...).
 	"sh emulation": "emulate sh\nARR=x\n",
+	// Options that change globbing, assignment, returns, lookups.
+	"odd options": "setopt noglob globsubst warncreateglobal errreturn noaliases pathdirs autocd posixidentifiers\n",
 	// C shell quoting: a newline inside quotes is an error.
 	"csh": "setopt cshjunkiequotes cshnullglob cshnullcmd\n",
 }
