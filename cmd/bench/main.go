@@ -60,6 +60,9 @@ type options struct {
 	// hop measures only the hop: /exec /bin/true over TCP and the socket
 	// against a direct spawn, the throughput, and the idle memory.
 	hop bool
+	// zsh measures only the zsh row: a warm zsh command in a standby and
+	// without one, against a direct zsh -c.
+	zsh bool
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -72,6 +75,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.firstRuns, "first", 5, "first captures (and plain logins) to time")
 	fs.IntVar(&o.requests, "requests", 400, "requests per throughput measurement and concurrency level")
 	fs.BoolVar(&o.hop, "hop", false, "measure only the hop: /exec /bin/true (TCP and Unix socket) against a direct spawn, its throughput, and the idle server's memory")
+	fs.BoolVar(&o.zsh, "zsh", false, "measure only the zsh row: a warm zsh -lc in a standby and without one (a fresh replay) against a direct zsh -c")
 	if err := fs.Parse(args[1:]); err != nil {
 		return o, err
 	}

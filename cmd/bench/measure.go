@@ -98,7 +98,10 @@ func (b *bench) measure(ctx context.Context, o options, tmp string, log io.Write
 	if o.hop {
 		return b.measureHop(ctx, o, res, log)
 	}
-	fmt.Fprintf(log, "latency: %d interleaved rounds of 20 modes\n", o.rounds)
+	if o.zsh {
+		return b.measureZsh(ctx, o, res, log)
+	}
+	fmt.Fprintf(log, "latency: %d interleaved rounds of every mode\n", o.rounds)
 	if res.Latency, err = b.latency(ctx, o.rounds); err != nil {
 		return nil, err
 	}
@@ -155,6 +158,49 @@ func (b *bench) measureHop(ctx context.Context, o options, res *results, log io.
 	return res, nil
 }
 
+// measureZsh is measure for -zsh: the zsh row's modes, interleaved.
+func (b *bench) measureZsh(ctx context.Context, o options, res *results, log io.Writer) (*results, error) {
+	res.Zsh = true
+	modes, err := b.zshModes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "latency: %d interleaved rounds of the zsh row's %d modes\n", o.rounds, len(modes))
+	if res.Latency, err = interleave(ctx, modes, o.rounds, warmupRounds); err != nil {
+		return nil, err
+	}
+	res.Figures = res.figures()
+	return res, nil
+}
+
+// zshModes captures the zsh scope and returns the zsh row's modes: a warm
+// zsh -lc, which after its launch's second command runs in a standby
+// shell; the same with a PATH of its own each time, a launch no standby
+// waits for, which is a fresh replay (what every warm zsh command cost
+// before zsh had standbys); and a direct zsh -c.
+func (b *bench) zshModes(ctx context.Context) ([]mode, error) {
+	zshBody := b.execBody(zshEchoHi, "bench-zsh", b.home)
+	zshBody.ShellSnapshot.Shell = zshShell
+	for _, state := range []string{"on_demand", "cache_hit"} {
+		if _, err := b.exec(ctx, zshBody, want{"hi\n", "used", state, "no"}); err != nil {
+			return nil, fmt.Errorf("capturing the zsh scope: %w", err)
+		}
+	}
+	var nonce atomic.Int64
+	return []mode{
+		{key: "zsh", label: "/exec zsh -lc, warm snapshot", run: func(ctx context.Context) (sample, error) {
+			return b.exec(ctx, zshBody, want{"hi\n", "used", "cache_hit", "yes"})
+		}},
+		{key: "zshfresh", label: "/exec zsh -lc, warm, no standby", run: func(ctx context.Context) (sample, error) {
+			req := b.execBody(zshEchoHi, "bench-zsh", b.home)
+			req.ShellSnapshot.Shell = zshShell
+			(*req.Env)["PATH"] = childPath + ":/nonexistent/" + fmt.Sprint(nonce.Add(1))
+			return b.exec(ctx, req, want{"hi\n", "used", "cache_hit", "no"})
+		}},
+		b.spawnMode("zshc", "direct zsh -c", "hi\n", zshShell.Path, "-c", "echo hi"),
+	}, nil
+}
+
 // hopModes are /exec /bin/true over TCP and over the Unix socket, and the
 // direct spawn of /bin/true they are measured against.
 func (b *bench) hopModes() []mode {
@@ -197,12 +243,9 @@ func (b *bench) latency(ctx context.Context, rounds int) ([]summary, error) {
 		}
 		cwdBodies = append(cwdBodies, body)
 	}
-	zshBody := b.execBody(zshEchoHi, "bench-zsh", b.home)
-	zshBody.ShellSnapshot.Shell = zshShell
-	for _, state := range []string{"on_demand", "cache_hit"} {
-		if _, err := b.exec(ctx, zshBody, want{"hi\n", "used", state, "no"}); err != nil {
-			return nil, fmt.Errorf("capturing the zsh scope: %w", err)
-		}
+	zshModes, err := b.zshModes(ctx)
+	if err != nil {
+		return nil, err
 	}
 	envBody := func(trace string) client.ExecRequest {
 		req := b.execBody(echoHi, "bench-env", b.home)
@@ -264,9 +307,8 @@ func (b *bench) latency(ctx context.Context, rounds int) ([]summary, error) {
 		burst,
 		envdiff,
 		cwd,
-		{key: "zsh", label: "/exec zsh -lc, warm snapshot", run: func(ctx context.Context) (sample, error) {
-			return b.exec(ctx, zshBody, want{"hi\n", "used", "cache_hit", ""})
-		}},
+		zshModes[0],
+		zshModes[1],
 		b.execMode("nosnap", "/exec bash -lc, no snapshot", echoHi, "", want{"hi\n", "not_requested", "", "no"}),
 		{key: "sbwarm", label: "/exec bash -lc, warm snapshot, sandboxed", run: func(ctx context.Context) (sample, error) {
 			return b.exec(ctx, sandboxedWarm, want{"hi\n", "used", "cache_hit", "yes"})
@@ -276,7 +318,7 @@ func (b *bench) latency(ctx context.Context, rounds int) ([]summary, error) {
 		}},
 		b.spawnMode("bashc", "direct bash -c", "hi\n", "/bin/bash", "-c", "echo hi"),
 		b.spawnMode("bashcat", "direct bash -c 'cat /dev/null'", "", "/bin/bash", "-c", "cat /dev/null"),
-		b.spawnMode("zshc", "direct zsh -c", "hi\n", zshShell.Path, "-c", "echo hi"),
+		zshModes[2],
 	}
 	return interleave(ctx, append(modes, b.hopModes()...), rounds, warmupRounds)
 }

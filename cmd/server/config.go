@@ -215,7 +215,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return c, err
 	}
 	fs.IntVar(&c.maxConns, "max-connections", maxConns, "open connections; at the cap a new one closes an idle one, unauthorised ones first (SNAPEXEC_MAX_CONNECTIONS; default 512, or half the open-file limit when that is lower)")
-	fs.IntVar(&c.standbyShells, "standby-shells", 8, "bash shells kept restored ahead of the next warm snapshot command, over all launches (0: none); as many sessions may keep one for their next command")
+	fs.IntVar(&c.standbyShells, "standby-shells", 8, "bash and zsh shells kept restored ahead of the next warm snapshot command, over all launches (0: none); as many sessions may keep one for their next command")
 	fs.IntVar(&c.standbyLaunch, "standby-per-launch", 2, "standby shells one launch may keep when its commands come faster than one is restored")
 	fs.IntVar(&c.standbyFills, "standby-fills", 1, "standby shells restoring at once (the CPU they take from commands)")
 	fs.Int64Var(&c.limits.bodyBytes, "max-body-bytes", 8<<20, "bytes of a request body; beyond it 413")

@@ -79,7 +79,10 @@ func (c snapshotCapture) capture(ctx context.Context) (*Snapshot, []fileStamp, e
 	if err := c.keep(snap, p, recs); err != nil {
 		return nil, nil, &CaptureError{Reason: ReasonReadFailed, Message: "cannot keep the shell snapshot: " + err.Error()}
 	}
-	if snap.definitions != nil {
+	switch {
+	case snap.zsh:
+		snap.definitions.envTouched = zshEnvTouched(recs, c.env, final)
+	case snap.definitions != nil:
 		snap.definitions.envTouched = bashEnvTouched(recs, c.env, final)
 	}
 	return snap, stamps, nil
@@ -87,7 +90,7 @@ func (c snapshotCapture) capture(ctx context.Context) (*Snapshot, []fileStamp, e
 
 // keep writes snap's restore files from plan: the replay's and, for bash,
 // a login terminal's rc file (bashTerminalRC) and the standby's
-// (bashStandbyRender), and the names recs define.
+// (bashStandbyRender), and the names recs define (bash and zsh).
 func (c snapshotCapture) keep(snap *Snapshot, plan *restorePlan, recs []record) error {
 	if c.shell == "zsh" {
 		zshenv, zlogin := zshRender(plan)
@@ -97,6 +100,12 @@ func (c snapshotCapture) keep(snap *Snapshot, plan *restorePlan, recs []record) 
 		}
 		snap.restore = path
 		c.files.own(snap, path)
+		snap.zsh, snap.definitions = true, zshDefinitions(recs)
+		if goAhead, ok := zshStandby(recs); ok {
+			// The standby restores from the replay's own directory: its
+			// environment is then exactly Replay's.
+			snap.standby, snap.goAhead = path, goAhead
+		}
 		return nil
 	}
 	if c.shell == "sh" {

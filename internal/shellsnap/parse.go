@@ -27,17 +27,21 @@ type Snapshot struct {
 	// restore is the restore file (the restore directory for zsh) a replay
 	// runs (restore.go).
 	restore string
-	// standby is the restore file of a standby shell (bashStandbyRender),
-	// and goAhead the line its go-ahead runs before the command; standby is
-	// empty when no standby can serve the snapshot.
+	// standby is the restore file of a standby shell (bashStandbyRender;
+	// a zsh standby's is the replay's directory, zshStandby), and goAhead
+	// the line its go-ahead runs before the command; standby is empty when
+	// no standby can serve the snapshot.
 	standby, goAhead string
 	// terminal is a bash snapshot's rc file of a login terminal
 	// (bashTerminalRC), which sources restore.
 	terminal string
 
-	// definitions are the names a bash state defines (bashDefinitions),
-	// which a standby reads; nil for zsh and sh.
+	// definitions are the names a bash or zsh state defines
+	// (bashDefinitions, zshDefinitions), which a standby reads; nil for sh.
 	definitions *Definitions
+	// zsh is set for a snapshot of zsh, whose standby's go-ahead is zsh's
+	// (GoAhead).
+	zsh bool
 }
 
 // parseCapture splits a capture's stdout into its state, its records and its

@@ -332,3 +332,106 @@ func zshValidation(p *restorePlan) string {
 		return `\builtin eval -- ` + quote(code) + ` >/dev/null 2>&1 || \builtin print "F ` + strconv.Itoa(i) + `"`
 	})
 }
+
+// zshDefinitions returns the names a zsh capture's records define: its
+// functions, its aliases (global ones among them) and suffix aliases, and
+// whether the aliases option is on. (Its traps are zshStandby's: a standby
+// serves no state that sets one.)
+func zshDefinitions(recs []record) *Definitions {
+	d := &Definitions{Functions: map[string]bool{}, Aliases: map[string]bool{}, SuffixAliases: map[string]bool{}, ExpandAliases: true}
+	for _, r := range recs {
+		switch r.kind {
+		case "fn":
+			d.Functions[r.name] = true
+		case "alias", "galias":
+			d.Aliases[r.name] = true
+		case "salias":
+			d.SuffixAliases[r.name] = true
+		case "options":
+			d.ExpandAliases = !slices.Contains(strings.Split(r.payload, "\n"), "aliases off")
+		}
+	}
+	return d
+}
+
+// zshStandby returns the line a standby shell of a zsh capture runs with
+// its go-ahead right before the script, and whether a standby can serve
+// the capture at all (docs/design/standby.md#zsh). A standby restores from
+// the replay's own directory, and then runs the wait line
+// (StandbyWaitLineZsh), so nothing of the state may act on the wait or on
+// the eval that runs the script: no option that traces or stops commands
+// (xtrace, verbose, sourcetrace, noexec), no trap (a DEBUG trap would run
+// on the wait; a signal's or ZERR's would run its code, or call its
+// function, without line numbers; and zsh skips the EXIT trap when a -c
+// string ends in an error such as $((1/0)) or nounset's, but not when an
+// eval does), no disabled builtin, no function
+// named builtin or exec (the wait line's words) or command_not_found_handler
+// (a function the script may call without naming it). The line sets
+// evallineno back on when the state has it (the wait line turns it off) and
+// $_ as the profile left it; under allexport it unexports SECONDS and
+// ZSH_EXECUTION_STRING, which the go-ahead assigns. Every word is quoted,
+// as in the wait line, so that no global alias of the state expands.
+func zshStandby(recs []record) (goAhead string, ok bool) {
+	options := map[string]string{}
+	var underscore *string
+	for _, r := range recs {
+		switch r.kind {
+		case "options":
+			for line := range strings.SplitSeq(r.payload, "\n") {
+				name, state, _ := strings.Cut(line, " ")
+				options[name] = state
+			}
+		case "traps":
+			for _, stmt := range statements(r.payload) {
+				if strings.HasPrefix(stmt, "trap ") && !strings.Contains(stmt, "__snapexec_") {
+					return "", false
+				}
+			}
+		case "fn":
+			if strings.HasPrefix(r.name, "TRAP") || r.name == "builtin" || r.name == "exec" || r.name == "command_not_found_handler" {
+				return "", false
+			}
+		case "disabled":
+			if strings.TrimSpace(r.payload) != "" {
+				return "", false
+			}
+		case "underscore":
+			underscore = &r.payload
+		}
+	}
+	if underscore == nil || options["xtrace"] != "off" || options["verbose"] != "off" || options["sourcetrace"] != "off" || options["exec"] != "on" {
+		return "", false
+	}
+	var g strings.Builder
+	if options["allexport"] == "on" {
+		g.WriteString(`\builtin \typeset \+x \SECONDS \ZSH_EXECUTION_STRING; `)
+	}
+	if options["evallineno"] == "on" {
+		g.WriteString(`\builtin \setopt \evallineno; `)
+	}
+	g.WriteString(`\builtin \: ` + ansiQuote(*underscore) + "; ")
+	return g.String(), true
+}
+
+// zshEnvTouched returns the names a zsh capture's restore touches: every
+// parameter the profile left other than an exported scalar (which the
+// dump names only: the environment step restores it), and every variable
+// of either environment that the profile set, changed or unset.
+func zshEnvTouched(recs []record, captureEnv, final map[string]string) map[string]bool {
+	touched := map[string]bool{}
+	for _, env := range []map[string]string{captureEnv, final} {
+		for name := range env {
+			c, inCapture := captureEnv[name]
+			f, inFinal := final[name]
+			if !inCapture || !inFinal || c != f {
+				touched[name] = true
+			}
+		}
+	}
+	for _, r := range recs {
+		if r.kind == "var" {
+			touched[r.name] = true
+		}
+	}
+	return touched
+}

@@ -10,10 +10,13 @@ import (
 // What a standby shell (package standby) reads of a snapshot: the names its
 // state defines, its standby restore file and go-ahead line.
 
-// StandbyReady reports whether a standby shell can serve s: its state is
-// restored from a file, and sets no option that would act on the standby's
-// wait (xtrace, verbose, noexec, onecmd).
-func (s *Snapshot) StandbyReady() bool { return s.standby != "" }
+// StandbyReady reports whether a standby shell of shell ("bash" or "zsh")
+// can serve s: s is a snapshot of that shell, its state is restored from a
+// file, and sets no option that would act on the standby's wait (xtrace,
+// verbose, noexec, onecmd; zsh: zshStandby).
+func (s *Snapshot) StandbyReady(shell string) bool {
+	return s.standby != "" && s.zsh == (shell == "zsh")
+}
 
 // ForStandby returns a copy of s that a standby shell restores: Replay of
 // the copy restores s from the standby's restore file, which leaves the
@@ -32,69 +35,99 @@ func (s *Snapshot) ForStandby() *Snapshot {
 // BASH_EXECUTION_STRING becomes script, as in a replay, and the part of the
 // state that would have acted on the wait is restored. It is one line,
 // ending in "; ", so that the script's line numbers are a replay's.
+//
+// For zsh it sets ZSH_EXECUTION_STRING instead, and then what zshStandby
+// left to it: the options the wait line changed, and $_.
 func (s *Snapshot) GoAhead(env map[string]string, script string) string {
 	var b strings.Builder
 	if passed := s.PassedThrough(env); len(passed) > 0 {
-		// Before the deferred state, which may disable export.
-		b.WriteString(`\builtin export`)
+		// Before the deferred state, which may disable export. (Quoted for
+		// zsh, where a global alias expands anywhere.)
+		b.WriteString(`\builtin \export`)
 		for _, name := range slices.Sorted(maps.Keys(passed)) {
 			b.WriteString(" " + name + "=" + ansiQuote(env[name]))
 		}
 		b.WriteString("; ")
+	}
+	if s.zsh {
+		b.WriteString("ZSH_EXECUTION_STRING=" + ansiQuote(script) + "; " + s.goAhead)
+		return b.String()
 	}
 	// export -n: under allexport the assignment would export it.
 	b.WriteString("BASH_EXECUTION_STRING=" + ansiQuote(script) + "; \\builtin export -n BASH_EXECUTION_STRING; " + s.goAhead)
 	return b.String()
 }
 
-// Definitions are the names a bash state defines.
+// Definitions are the names a bash or zsh state defines.
 type Definitions struct {
 	// Functions and Aliases are the names of the state's functions and
-	// aliases.
+	// aliases (zsh's global aliases among them).
 	Functions, Aliases map[string]bool
-	// ExpandAliases is set when the state turns expand_aliases on.
+	// SuffixAliases are the suffixes of a zsh state's suffix aliases.
+	SuffixAliases map[string]bool
+	// ExpandAliases is set when the state turns expand_aliases on (zsh:
+	// leaves the aliases option on).
 	ExpandAliases bool
-	// Traps is set when the state sets a trap, after which bash runs no
-	// command in its own place.
+	// Traps is set when a bash state sets a trap, after which bash runs
+	// no command in its own place.
 	Traps bool
 	// envTouched holds the names of the variables the restore reads, sets,
-	// unsets or gives attributes (bashEnvTouched); nil when unknown, and
-	// then every name is.
+	// unsets or gives attributes (bashEnvTouched, zshEnvTouched); nil when
+	// unknown, and then every name is.
 	envTouched map[string]bool
 }
 
-// Definitions returns the names s's bash state defines, read from its
-// capture's records; nil for a snapshot of zsh or sh, which no standby
-// serves.
+// Definitions returns the names s's bash or zsh state defines, read from
+// its capture's records; nil for a snapshot of sh, which no standby serves.
 func (s *Snapshot) Definitions() *Definitions { return s.definitions }
 
-// PassedThrough returns the names of env, the environment of a bash launch
-// of s (before Replay), that a replay of s hands to the command exactly as
-// env has them and does nothing else with: the restore neither reads nor
-// changes them, and bash gives them no meaning of its own at start or when
-// they are assigned. Such a variable reaches the command the same whether
-// bash imported it at start or a standby's go-ahead exports it after the
-// restore, so one standby shell serves launches that differ only there (a
-// trace id). There are none when env carries a BASH_ENV of its own: the
-// restore runs that file, which may read any variable.
+// PassedThrough returns the names of env, the environment of a bash (zsh)
+// launch of s (before Replay), that a replay of s hands to the command
+// exactly as env has them and does nothing else with: the restore neither
+// reads nor changes them, and the shell gives them no meaning of its own at
+// start or when they are assigned. Such a variable reaches the command the
+// same whether the shell imported it at start or a standby's go-ahead
+// exports it after the restore, so one standby shell serves launches that
+// differ only there (a trace id). There are none when env carries a
+// BASH_ENV (ZDOTDIR) of its own, which names files the shell may run.
 func (s *Snapshot) PassedThrough(env map[string]string) map[string]bool {
 	if s.definitions == nil || s.definitions.envTouched == nil {
 		return nil
 	}
-	if _, ok := env["BASH_ENV"]; ok {
-		return nil
+	own, meaningful := []string{"BASH_ENV", userBashEnvVar}, bashMeaningful
+	if s.zsh {
+		own, meaningful = []string{"ZDOTDIR", userZdotdirVar}, zshMeaningful
 	}
-	if _, ok := env[userBashEnvVar]; ok {
-		return nil
+	for _, name := range own {
+		if _, ok := env[name]; ok {
+			return nil
+		}
 	}
 	passed := map[string]bool{}
 	for name := range env {
-		if !s.definitions.envTouched[name] && identifier.MatchString(name) && !bashMeaningful(name) {
+		if !s.definitions.envTouched[name] && identifier.MatchString(name) && !meaningful(name) {
 			passed[name] = true
 		}
 	}
 	return passed
 }
+
+// zshMeaningful reports whether zsh may give a variable of that name a
+// meaning of its own. Wider than zsh's own list, as bashMeaningful is:
+// every name with a lower-case letter (zsh's special arrays and its
+// modules' parameters are lower case), bash's names, and zsh's upper-case
+// ones and families.
+func zshMeaningful(name string) bool {
+	if strings.ToUpper(name) != name || bashMeaningful(name) || zshSpecialPrefix.MatchString(name) {
+		return true
+	}
+	_, skipped := zshSkipped[name]
+	return skipped
+}
+
+// zshSpecialPrefix matches the upper-case names and families zsh reads,
+// sets or acts on (and its modules': zsh/watch, zsh/zle, ...).
+var zshSpecialPrefix = regexp.MustCompile(`^(ZSH|ZLE|ZDOTDIR|ZBEEP|FPATH|MODULE_PATH|MANPATH|PSVAR|FIGNORE|WORDCHARS|KEYTIMEOUT|KEYBOARD_HACK|NULLCMD|READNULLCMD|PROMPT|RPROMPT|RPS[0-9]|SPROMPT|SAVEHIST|REPORT|TMPPREFIX|TIMEFMT|WATCH|LOGCHECK|STTY|POSTEDIT|LISTMAX|DIRSTACKSIZE|FCEDIT|BAUD|CORRECT_IGNORE|LINENO|PPID|ERRNO|RANDOM|SECONDS|EPOCH|TRY_BLOCK|USERNAME|LOGNAME|UID|EUID|GID|EGID|TTY|VENDOR|CPUTYPE|HOST|PERIOD|ARGC|TERMINFO|LISTPROMPT|MAILCHECK|SHLVL|PWD|OLDPWD|PATH|CDPATH|MAILPATH|HISTCHARS|HISTCMD|BEEP)`)
 
 // bashMeaningful reports whether bash gives a variable of that name a
 // meaning of its own: it reads it at start (SHELLOPTS, BASH_ENV, an
@@ -165,10 +198,27 @@ const standbyScriptVar = "__CODEX_SHELL_SNAPSHOT_SCRIPT"
 // "builtin", its redirection would be undone.
 const StandbyWaitLine = `\builtin . /dev/fd/3; \exec 3<&-; \builtin eval "\builtin unset ` + standbyScriptVar + "; $" + standbyScriptVar + `"`
 
+// StandbyWaitLineZsh is StandbyWaitLine for zsh. It turns evallineno off
+// for the eval that runs the go-ahead, so that zsh names the script's
+// errors "zsh:1:" as it names a -c string's, not "(eval):1:"; the go-ahead
+// turns it back on (zshStandby) for the evals of the script itself. Then
+// zsh counts no lines in that eval, so that a standby serves only scripts
+// of one line, and it closes fd 3 with the exec builtin through builtin,
+// which zsh, unlike bash, leaves closed. Every word is quoted: zsh expands
+// a global alias in any place, and builtin calls no alias.
+const StandbyWaitLineZsh = `\builtin \. \/dev/fd/3; \builtin \exec 3<&-; \builtin \unsetopt \evallineno; \builtin \eval "\builtin \unset \` + standbyScriptVar + "; $" + standbyScriptVar + `"`
+
 // StandbyMessage is the go-ahead that makes a standby shell waiting in
 // StandbyWaitLine run run, in one eval.
 func StandbyMessage(run string) []byte {
 	return []byte(standbyScriptVar + "=" + quote(run) + "\n")
+}
+
+// StandbyMessageZsh is StandbyMessage for zsh: run in one $'...' word,
+// which holds no newline, so that no option of the state (cshjunkiequotes)
+// finds a newline inside quotes.
+func StandbyMessageZsh(run string) []byte {
+	return []byte(standbyScriptVar + "=" + ansiQuote(run) + "\n")
 }
 
 // StandbyTraced reports whether script may turn xtrace or verbose on,

@@ -30,3 +30,32 @@ echo "--- shopt"; shopt -s
 echo "--- umask"; umask
 echo "--- exported function"; exported_fn
 echo "--- alias use"; type -t ll`
+
+// RichZshProfile is RichProfile's zsh twin: exports, a path prefix,
+// functions, aliases of every kind, arrays, an association, integer,
+// read-only and unexported parameters, options on and off, a umask, a
+// zshexit hook (which runs at the shell's end, unless a program ran in its
+// place), and a last word for $_.
+const RichZshProfile = `export EDITOR=vim
+export PROJECT_ROOT="$HOME/src"
+path=("$HOME/bin" $path)
+unset DROP_ME
+greet() { echo "hello $1"; }
+typeset -a ARR=(one 'two words' three)
+typeset -A MAP=(k v 'a b' c)
+typeset -i COUNT=3
+typeset -r LOCKED=1
+shell_only=v
+alias ll='ls -l'
+alias -g G='| grep'
+alias -s txt=cat
+setopt pipefail noclobber extendedglob
+unsetopt nomatch
+umask 027
+zshexit() { echo bye; }
+: last-word
+`
+
+// ZshFidelityProbe prints the state a zsh command sees, one fact a line,
+// in one line of script (a zsh standby serves no other).
+const ZshFidelityProbe = `echo "u=$_ status=$?"; env | LC_ALL=C sort; echo "--- functions"; print -rl -- ${(ok)functions}; echo "--- aliases"; print -rl -- ${(okv)aliases} ${(okv)galiases} ${(okv)saliases}; echo "--- options"; print -rl -- ${(ok)options[(R)on]}; echo "--- params"; typeset -p ARR MAP COUNT LOCKED shell_only 2>&1; echo "--- umask"; umask; echo "--- misc"; echo "zero=$0 args=$# lineno=$LINENO seconds=$SECONDS sub=$ZSH_SUBSHELL"; print -r -- "$ZSH_EXECUTION_STRING"; pwd; print -rl -- /proc/$$/fd/*(:t)`

@@ -10,13 +10,19 @@ import (
 )
 
 // shellBuiltins returns the builtin commands and reserved words of the bash
-// at path, as a plain bash -c lists them: a replayed or standby shell has
-// exactly these, since no profile runs in it. The probe is an unlisted
-// process of procs, with an empty environment, bounded by 5 s and ctx.
-func shellBuiltins(ctx context.Context, procs *exec.Manager, path string) (map[string]bool, error) {
+// or zsh (shell) at path, as a plain bash -c (zsh -fc) lists them: a
+// replayed or standby shell has exactly these, since no profile runs in it
+// (and a standby serves no state that disables one). The probe is an
+// unlisted process of procs, with an empty environment, bounded by 5 s and
+// ctx.
+func shellBuiltins(ctx context.Context, procs *exec.Manager, shell, path string) (map[string]bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	p, err := procs.Spawn(exec.Spec{Argv: []string{path, "-c", "compgen -b; compgen -k"}, DiscardStderr: true})
+	argv := []string{path, "-c", "compgen -b; compgen -k"}
+	if shell == "zsh" {
+		argv = []string{path, "-fc", "print -rl -- ${(k)builtins} ${(k)reswords}"}
+	}
+	p, err := procs.Spawn(exec.Spec{Argv: argv, DiscardStderr: true})
 	if err != nil {
 		return nil, err
 	}

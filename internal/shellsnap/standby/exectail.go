@@ -38,6 +38,9 @@ import (
 // program; builtins are the shell's builtin commands and reserved words
 // (shellBuiltins).
 func tailScript(in shellsnap.ReplayInput, dir string, env []string, builtins map[string]bool) (string, bool) {
+	if in.Shell == "zsh" {
+		return zshTailScript(in, dir, env, builtins)
+	}
 	if builtins == nil {
 		return "", false
 	}

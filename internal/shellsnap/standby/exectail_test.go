@@ -48,7 +48,7 @@ func runEnding(t *testing.T, argv []string, dir string, env []string, message []
 // same way, and the last command must be the process itself in both or in
 // neither.
 func TestStandbyScriptExecsAsBashDoes(t *testing.T) {
-	builtins, err := shellBuiltins(context.Background(), newTestProcs(t), bash)
+	builtins, err := shellBuiltins(context.Background(), newTestProcs(t), "bash", bash)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func (sb *Pool) refill(key launchKey, spec exec.Spec, in *shellsnap.ReplayInput)
 // standby waits, or for at most fillTime.
 func (sb *Pool) fill(key launchKey, spec exec.Spec, in shellsnap.ReplayInput) {
 	sb.fills <- struct{}{}
-	sb.learnBuiltins(spec.Argv[0])
+	sb.learnBuiltins(in.Shell, spec.Argv[0])
 	h, dir, err := sb.spawn(spec, in)
 	if err == nil {
 		waitRestored(h)
@@ -148,21 +148,21 @@ func (sb *Pool) seenLocked(launch launchID) bool {
 	return ok && now.Sub(last) <= sb.opts.Idle
 }
 
-// learnBuiltins lists the builtins of the shell at path once; without them
-// no standby serves its commands (tailScript).
-func (sb *Pool) learnBuiltins(path string) {
+// learnBuiltins lists the builtins of the shell (bash or zsh) at path
+// once; without them no standby serves its commands (tailScript).
+func (sb *Pool) learnBuiltins(shell, path string) {
 	sb.mu.Lock()
-	_, known := sb.builtins[path]
+	_, known := sb.builtins[shell+" "+path]
 	sb.mu.Unlock()
 	if known {
 		return
 	}
-	builtins, err := shellBuiltins(context.Background(), sb.procs, path)
+	builtins, err := shellBuiltins(context.Background(), sb.procs, shell, path)
 	if err != nil {
 		return // tried again at the next fill
 	}
 	sb.mu.Lock()
-	sb.builtins[path] = builtins
+	sb.builtins[shell+" "+path] = builtins
 	sb.mu.Unlock()
 }
 

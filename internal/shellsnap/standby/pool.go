@@ -94,7 +94,7 @@ type Pool struct {
 	// want is how many standbys each launch with one keeps (Options.PerLaunch).
 	want     map[launchKey]int
 	seen     map[launchID]time.Time     // when each launch last ran
-	builtins map[string]map[string]bool // by shell path, learnt by the first fill
+	builtins map[string]map[string]bool // by shell name and path, learnt by the first fill
 }
 
 // New returns an empty Pool whose standbys are held processes of procs
@@ -173,7 +173,7 @@ func (sb *Pool) startLaunch(ctx context.Context, key launchKey, spec exec.Spec, 
 	result := "miss"
 	sb.mu.Lock()
 	waiting := len(sb.idle[key]) > 0
-	builtins := sb.builtins[spec.Argv[0]] // learnt by the fill that started the one waiting
+	builtins := sb.builtins[in.Shell+" "+spec.Argv[0]] // learnt by the fill that started the one waiting
 	sb.mu.Unlock()
 	if waiting {
 		// The script decides; an unfit one leaves the standby to the next.

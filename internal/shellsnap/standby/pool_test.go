@@ -85,6 +85,8 @@ type rig struct {
 	// home holds the .bashrc of every launch and is their cwd, unless a
 	// command says otherwise.
 	home string
+	// zsh is set for a rig whose launches are zsh's (newZshRig).
+	zsh bool
 	// reader collects the pool's metrics.
 	reader *sdkmetric.ManualReader
 	// seen holds every standby the rig saw idle.
@@ -103,6 +105,16 @@ func newRig(t *testing.T, bashrc string, opts Options) *rig {
 		t.Fatal(err)
 	}
 	r.pool = pool
+	return r
+}
+
+// newZshRig returns a rig of zsh launches whose HOME has zshrc as its
+// .zshrc.
+func newZshRig(t *testing.T, zshrc string, opts Options) *rig {
+	t.Helper()
+	r := newRig(t, "", opts)
+	r.zsh = true
+	writeFile(t, filepath.Join(r.home, ".zshrc"), zshrc)
 	return r
 }
 
@@ -129,8 +141,11 @@ func (r *rig) run(c command) ran {
 	r.t.Helper()
 	env := loginEnv(r.home)
 	maps.Copy(env, c.env)
-	l := shellsnap.Launch{Argv: []string{bash, "-lc", c.script}, Cwd: cmp.Or(c.cwd, r.home), Env: env, Sandbox: c.sandbox}
-	req := bashRequest(c.scope)
+	shell, req := "bash", bashRequest(c.scope)
+	if r.zsh {
+		shell, req = "zsh", zshRequest(c.scope)
+	}
+	l := shellsnap.Launch{Argv: []string{req.Shell.Path, "-lc", c.script}, Cwd: cmp.Or(c.cwd, r.home), Env: env, Sandbox: c.sandbox}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	prepared, err := r.cache.Prepare(ctx, req, l)
@@ -140,7 +155,7 @@ func (r *rig) run(c command) ran {
 	spec := exec.Spec{Argv: l.Argv, Dir: l.Cwd, Env: envPairs(l.Env), Timeout: c.timeout, Sandbox: c.sandbox}
 	var in *shellsnap.ReplayInput
 	if prepared.Snapshot != nil {
-		in = &shellsnap.ReplayInput{Snapshot: prepared.Snapshot, Shell: "bash", Command: l.Argv, Env: l.Env}
+		in = &shellsnap.ReplayInput{Snapshot: prepared.Snapshot, Shell: shell, Command: l.Argv, Env: l.Env}
 		argv, replayEnv := shellsnap.Replay(*in)
 		spec.Argv, spec.Env = argv, envPairs(replayEnv)
 	}

@@ -35,13 +35,17 @@ func standbyCommand(in shellsnap.ReplayInput) (command []string, env map[string]
 	in.Env = maps.Clone(in.Env)
 	maps.DeleteFunc(in.Env, func(name, _ string) bool { return passed[name] })
 	in.Snapshot = in.Snapshot.ForStandby()
-	in.Command = []string{in.Command[0], "-lc", shellsnap.StandbyWaitLine}
+	wait := shellsnap.StandbyWaitLine
+	if in.Shell == "zsh" {
+		wait = shellsnap.StandbyWaitLineZsh
+	}
+	in.Command = []string{in.Command[0], "-lc", wait}
 	command, env = shellsnap.Replay(in)
 	return command, env, true
 }
 
 // serves reports whether a standby can serve the launch in. It does not
-// serve a shell other than bash, a sandbox wrapper before the shell,
+// serve a shell other than bash and zsh, a sandbox wrapper before the shell,
 // arguments after the script (the standby's $0 and positional parameters
 // are its own), SECONDS in the environment, and traced launches.
 //
@@ -59,7 +63,7 @@ func standbyCommand(in shellsnap.ReplayInput) (command []string, env map[string]
 //     the exec'd program finds _ first in its environment rather than last.
 //     SECONDS restarts at the go-ahead, as it starts with a shell.
 func serves(in shellsnap.ReplayInput) bool {
-	if in.Snapshot == nil || !in.Snapshot.StandbyReady() || in.Shell != "bash" || in.ShellStart != 0 || len(in.Command) != 3 {
+	if in.Snapshot == nil || in.Shell != "bash" && in.Shell != "zsh" || !in.Snapshot.StandbyReady(in.Shell) || in.ShellStart != 0 || len(in.Command) != 3 {
 		return false
 	}
 	if len(in.Command[2]) > maxScript {
@@ -72,12 +76,17 @@ func serves(in shellsnap.ReplayInput) bool {
 		// restarts it from 0.
 		return false
 	}
-	return !shellsnap.StandbyTraced(in.Command[2])
+	script := in.Command[2]
+	if in.Shell == "zsh" {
+		// zsh's option names ignore case and underscores (setopt X_TRACE).
+		script = strings.ToLower(strings.ReplaceAll(script, "_", ""))
+	}
+	return !shellsnap.StandbyTraced(script)
 }
 
 // goAhead is the message that makes a standby shell of in's snapshot run
 // script for the launch in: SECONDS restarts, the variables the standby
-// started without are exported, BASH_EXECUTION_STRING becomes the script, the part of
+// started without are exported, BASH_EXECUTION_STRING (ZSH_EXECUTION_STRING) becomes the script, the part of
 // the state that would have acted on the wait is restored
 // (shellsnap.Snapshot.GoAhead), then the script runs, in one eval, parsed
 // after the restore as Replay's command parses it.
@@ -87,6 +96,9 @@ func goAhead(in shellsnap.ReplayInput, script string) []byte {
 	// Replay's command.
 	run.WriteString("SECONDS=0; " + in.Snapshot.GoAhead(in.Env, script))
 	run.WriteString(script)
+	if in.Shell == "zsh" {
+		return shellsnap.StandbyMessageZsh(run.String())
+	}
 	return shellsnap.StandbyMessage(run.String())
 }
 

@@ -211,7 +211,7 @@ func TestStandbyServesOnlyPlainBashLaunches(t *testing.T) {
 		name string
 		in   shellsnap.ReplayInput
 	}{
-		{"zsh", shellsnap.ReplayInput{Snapshot: snap, Shell: "zsh", Command: []string{"/bin/zsh", "-lc", "true"}}},
+		{"zsh with a snapshot of bash", shellsnap.ReplayInput{Snapshot: snap, Shell: "zsh", Command: []string{"/bin/zsh", "-lc", "true"}}},
 		{"arguments after the script", shellsnap.ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", "true", "zero"}}},
 		{"sandbox wrapper", shellsnap.ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"wrap", "/bin/bash", "-lc", "true"}, ShellStart: 1}},
 		{"SECONDS from the environment", shellsnap.ReplayInput{Snapshot: snap, Shell: "bash", Command: []string{"/bin/bash", "-lc", "true"}, Env: map[string]string{"SECONDS": "5"}}},
