@@ -180,7 +180,7 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 	// umask cannot make them unreadable and noclobber (>|) cannot refuse
 	// them, in a directory of their own: the one a sandbox lets it write.
 	// The dump's scratch files are written once each (bashDump).
-	if c.Dir, err = f.files.writeDir(map[string]string{"dump": "", "pre": "", "tmp": "", "tmp.t": "", "tmp.f": "", "tmp.x": "", "tmp.e": "", "fns": ""}); err != nil {
+	if c.Dir, err = f.files.writeDir(map[string]string{"dump": "", "pre": "", "tmp": "", "tmp.t": "", "tmp.f": "", "tmp.e": "", "fns": ""}); err != nil {
 		return nil, err
 	}
 	c.out, c.pre, c.tmp, c.fns = filepath.Join(c.Dir, "dump"), filepath.Join(c.Dir, "pre"), filepath.Join(c.Dir, "tmp"), filepath.Join(c.Dir, "fns")
@@ -321,7 +321,11 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 	if err != nil || recs == nil {
 		return nil, ErrNoSessionState
 	}
-	s := &SessionState{shell: "bash", final: sessionExports(out, c.base), base: c.base, size: len(out), exitTrap: c.exitTrap}
+	final, ok := sessionExports(out, c.base, recs)
+	if !ok {
+		return nil, ErrNoSessionState
+	}
+	s := &SessionState{shell: "bash", final: final, base: c.base, size: len(out), exitTrap: c.exitTrap}
 	if c.prev != nil {
 		s.exitTrap = c.prev.exitTrap
 	}
@@ -372,22 +376,45 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 }
 
 // sessionExports returns the environment a session command's dump left
-// (bashDump): env's, or the shell's own listing of its exported variables,
-// which lacks the variables of the environment that bash cannot name
-// (neither identifiers nor exported functions), base's: bash passes them
-// through unchanged.
-func sessionExports(out []byte, base map[string]string) map[string]string {
-	env := exportsOf(out)
-	if _, ok := env["__snapexec_env"]; !ok {
-		return env
+// (bashDump): env's, or the exported variables with a value, not arrays,
+// as its declare -p listing in recs prints them, which lacks the variables
+// of the environment that bash cannot name (neither identifiers nor
+// exported functions), base's: bash passes them through unchanged. ok is
+// false when the listing cannot be read.
+func sessionExports(out []byte, base map[string]string, recs []record) (env map[string]string, ok bool) {
+	env = exportsOf(out)
+	if env["__snapexec_env"] != "declare" {
+		return env, true
 	}
 	delete(env, "__snapexec_env")
+	var listing string
+	for _, r := range recs {
+		if r.kind == "vars" {
+			listing = r.payload
+			break
+		}
+	}
+	stmts, ok := declareStatements(listing)
+	if !ok {
+		stmts = statements(listing)
+	}
+	for _, stmt := range stmts {
+		flags, name, at, ok := declareHead(stmt)
+		if !ok || !strings.Contains(flags, "x") || strings.ContainsAny(flags, "aAn") || at < 0 || strings.HasPrefix(name, "__snapexec_") {
+			continue
+		}
+		value, ok := declareValue(stmt)
+		if !ok {
+			return nil, false
+		}
+		env[name] = value
+	}
 	for name, value := range base {
 		if !identifier.MatchString(name) && !strings.HasPrefix(name, "BASH_FUNC_") {
 			env[name] = value
 		}
 	}
-	return env
+	return env, true
 }
 
 // parseAliasList returns the alias records of alias -p's listing: one
