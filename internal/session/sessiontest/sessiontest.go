@@ -21,12 +21,13 @@ import (
 
 // probeNames are the variables the generator touches, which the probe
 // prints with declare -p.
-const probeNames = "V1 V2 V3 N1 arr m S1 LIBV OLDPWD PATH"
+const probeNames = "V1 V2 V3 N1 arr m S1 LIBV R1 OLDPWD PATH"
 
 // probe prints the state a next command sees: no line of it depends
 // on how the command was run (no $0, line numbers or PIDs).
 const probe = `pwd; dirs -p
-for __v in ` + probeNames + `; do declare -p "$__v" 2>/dev/null || echo "$__v unset"; done; unset __v
+for __v in ` + probeNames + `; do declare -p "$__v" 2>/dev/null || echo "$__v unset"; done
+for __v in V1 V2 V3 LIBV; do if __x=$(printenv "$__v"); then printf '%s in env: %q\n' "$__v" "$__x"; else echo "$__v not in env"; fi; done; unset __v __x
 declare -F; alias; set -o; shopt -p; umask; trap -p`
 
 // mark separates the probe's output from the command's.
@@ -37,7 +38,9 @@ const mark = "::probe-end::"
 // last says whether the command may end with exit 3 (the reference leaves
 // the exit out: its state at exit is the state before it).
 func command(r *rand.Rand, dir string, n int) (cmd string, exits bool) {
-	vals := []string{"a", "b c", "x'y", `p"q`, "é", "$HOME", "1 2 3", ""}
+	// Values bash's declare -p quotes each way ("...", $'...'), which the
+	// session reads the exported ones from.
+	vals := []string{"a", "b c", "x'y", `p"q`, "é", "$HOME", "1 2 3", "", "l1\nl2", `b\s`, "t\tt", "$(echo x)`y`", "\xff\xfe", `\`}
 	val := func() string { return sq(vals[r.IntN(len(vals))]) }
 	dirs := []string{"/", "/tmp", dir, dir + "/sub", "/usr"}
 	pick := func(s ...string) string { return s[r.IntN(len(s))] }
@@ -60,6 +63,12 @@ func command(r *rand.Rand, dir string, n int) (cmd string, exits bool) {
 			return pick("f1", "f2", "my-fn") + "() { echo " + val() + " \"$@\"; local z=" + fmt.Sprint(n) + "; }"
 		},
 		func() string { return "unset -f " + pick("f1", "f2", "my-fn") },
+		// A function exported, or a nameref: the dump lists the environment
+		// with env then, not from declare -p.
+		func() string { return "export -f " + pick("f1", "f2") + " 2>/dev/null" },
+		func() string { return "declare -n R1=" + pick("V1", "V2", "V3") + pick("", "; export R1") },
+		func() string { return "unset -n R1" },
+		func() string { return "declare -A m=([" + pick(".", "-", "a.b", "%", "/x") + "]=" + val() + ")" },
 		func() string {
 			return "alias " + pick("ll", "la", "g") + "=" + sq(pick("ls -l", "echo 'hi there'", "cd /"))
 		},
