@@ -50,7 +50,7 @@ __snapexec_pwd=$PWD
 __snapexec_args=("$@")
 __snapexec_zero=$0
 __snapexec_flags0=$-
-__snapexec_tmp= __snapexec_fnfile= __snapexec_fnprev=
+__snapexec_tmp= __snapexec_fnfile= __snapexec_fnprev= __snapexec_fnkeep=
 __snapexec_fnfiles=1
 \builtin declare -A __snapexec_fn0
 \builtin mapfile -t __snapexec_fns <<<"$(\builtin compgen -A function)"
@@ -108,7 +108,8 @@ const bashCapture = bashCaptureProfile + bashDump
 // the same name with .t, .f and .e after it; or empty), __snapexec_fnfile (a
 // file for declare -f's listing of every function, or empty) and
 // __snapexec_fnprev (the listing of the state the shell was restored from,
-// or empty). It changes the shell's options and traps: it runs last.
+// or empty) and __snapexec_fnkeep (set: the functions are that state's,
+// read from the script itself, and are not listed). It changes the shell's options and traps: it runs last.
 //
 // When the two listings are the same, so are the functions (names and
 // text: declare -f prints each as bash reads it back), and the dump says
@@ -181,7 +182,8 @@ fi
 \command printf '%s shopts\n%s\n' "$__snapexec_n" "$__snapexec_shopts"
 \command printf '%s shoptnames\n' "$__snapexec_n"; \command shopt; \command printf '\n'
 __snapexec_fnsame= __snapexec_fns=()
-if [[ -n $__snapexec_fnfile ]]; then
+if [[ -n $__snapexec_fnkeep ]]; then __snapexec_fnsame=1
+elif [[ -n $__snapexec_fnfile ]]; then
   \command declare -f >|"$__snapexec_fnfile"
   __snapexec_xs=() __snapexec_ys=()
   if [[ -n $__snapexec_fnprev ]] && \command mapfile -d '' __snapexec_xs <"$__snapexec_fnfile" && \command mapfile -d '' __snapexec_ys <"$__snapexec_fnprev"; then

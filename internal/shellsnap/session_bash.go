@@ -77,6 +77,9 @@ type SessionState struct {
 
 	namesOnce sync.Once
 	named     sessionNames
+
+	guardOnce sync.Once
+	guard     fnGuard // what keepsFunctions reads of the state
 }
 
 // fnListing is a file holding a declare -f listing, shared by the states
@@ -133,7 +136,6 @@ type SessionCommand struct {
 	tmp      string // the dump's scratch file (in Dir)
 	fns      string // the dump's declare -f listing (in Dir)
 	dump     string // the line that dumps the state, after the script
-	setTrap  string // the line that sets the session's EXIT trap
 	goAhead  string // a standby's: the state's line before the script
 }
 
@@ -188,24 +190,15 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 		c.Close()
 		return nil, err
 	}
-	// bash hides the DEBUG and RETURN traps from a sourced file (without
-	// functrace): they are listed before it, into a file of their own, and
-	// the DEBUG trap goes, so that it cannot act on the dump. The comment
-	// tells the session's own EXIT trap from the user's.
-	c.dump = `{ __snapexec_status=$?; \builtin trap -p DEBUG RETURN >|` + quote(c.pre) + `; \builtin trap - DEBUG; \builtin . ` + quote(c.end) +
-		`; } >|` + quote(c.out) + ` 2>/dev/null # __snapexec_end`
+	c.dump = c.dumpLine(!l.Standby && l.State.keepsFunctions(l.Script))
 	var start strings.Builder
 	if restore == "" {
 		start.WriteString(bashPrelude)
 	} else {
 		start.WriteString(`\builtin . ` + quote(restore) + "\n")
 	}
-	// After the restore, which sets the state's traps, in a group whose
-	// trace goes nowhere should the state set xtrace. A standby's go-ahead
-	// sets it, after the traps it restores, as here.
-	c.setTrap = `{ \builtin trap -- ` + quote(c.dump) + " EXIT; } 2>/dev/null"
 	if !l.Standby {
-		start.WriteString(c.setTrap + "\n")
+		start.WriteString(setTrapLine(c.dump) + "\n")
 	}
 	if c.start, err = f.files.write(start.String()); err != nil {
 		c.Close()
@@ -257,10 +250,35 @@ const maxSessionScript = 128<<10 - 1<<10
 // and the dump line run, in one eval, the script's first line the eval's
 // first. argv is the fresh command's, which the process table shows.
 func (c *SessionCommand) GoAhead(script string) (argv []string, message []byte) {
-	script += "\n" + c.dump
+	dump := c.dumpLine(c.prev.keepsFunctions(script))
+	script += "\n" + dump
 	argv = append(c.Argv[:3:3], script)
 	return argv, StandbyMessage("SECONDS=0; BASH_EXECUTION_STRING=" + ansiQuote(script) +
-		"; \\builtin export -n SECONDS BASH_EXECUTION_STRING; " + c.goAhead + c.setTrap + "; " + script)
+		"; \\builtin export -n SECONDS BASH_EXECUTION_STRING; " + c.goAhead + setTrapLine(dump) + "; " + script)
+}
+
+// dumpLine is the line that dumps the state at the command's end, after
+// the script and in the session's EXIT trap. bash hides the DEBUG and
+// RETURN traps from a sourced file (without functrace): they are listed
+// before it, into a file of their own, and the DEBUG trap goes, so that it
+// cannot act on the dump. keepFns says the script cannot change a
+// function (keepsFunctions): the dump skips their listing. The comment
+// tells the session's own EXIT trap from the user's.
+func (c *SessionCommand) dumpLine(keepFns bool) string {
+	keep := ""
+	if keepFns {
+		keep = "1"
+	}
+	return `{ __snapexec_status=$?; __snapexec_fnkeep=` + keep + `; \builtin trap -p DEBUG RETURN >|` + quote(c.pre) + `; \builtin trap - DEBUG; \builtin . ` + quote(c.end) +
+		`; } >|` + quote(c.out) + ` 2>/dev/null # __snapexec_end`
+}
+
+// setTrapLine sets the session's EXIT trap to dump, in a group whose trace
+// goes nowhere should the state set xtrace: after the restore, which sets
+// the state's traps (a standby's go-ahead sets it after the traps it
+// restores, as the start file does).
+func setTrapLine(dump string) string {
+	return `{ \builtin trap -- ` + quote(dump) + " EXIT; } 2>/dev/null"
 }
 
 // takesEndLine reports whether the dump can run as a line after script: the

@@ -28,7 +28,7 @@ const probeNames = "V1 V2 V3 N1 arr m S1 LIBV R1 OLDPWD PATH"
 const probe = `pwd; dirs -p
 for __v in ` + probeNames + `; do declare -p "$__v" 2>/dev/null || echo "$__v unset"; done
 for __v in V1 V2 V3 LIBV; do if __x=$(printenv "$__v"); then printf '%s in env: %q\n' "$__v" "$__x"; else echo "$__v not in env"; fi; done; unset __v __x
-declare -F; alias; set -o; shopt -p; umask; trap -p`
+declare -f; declare -F; alias; set -o; shopt -p; umask; trap -p`
 
 // mark separates the probe's output from the command's.
 const mark = "::probe-end::"
@@ -68,6 +68,16 @@ func command(r *rand.Rand, dir string, n int) (cmd string, exits bool) {
 		func() string { return "export -f " + pick("f1", "f2") + " 2>/dev/null" },
 		func() string { return "declare -n R1=" + pick("V1", "V2", "V3") + pick("", "; export R1") },
 		func() string { return "unset -n R1" },
+		// Functions and aliases changed by code the script does not show:
+		// the dump must list the functions then (a command that cannot
+		// change one skips the listing).
+		func() string { return "eval " + sq(pick("f1", "f2")+"() { echo ev"+fmt.Sprint(n)+"; }") },
+		func() string { return "mkf() { f2() { echo made" + fmt.Sprint(n) + "; }; }" },
+		func() string { return "mkf 2>/dev/null" },
+		func() string { return "eval " + sq("alias "+pick("ll", "la")+"="+sq("echo ev")) },
+		func() string { return "BASH_ALIASES[" + pick("ll", "g") + "]=" + sq("f1() { echo ba; }") },
+		func() string { return "trap " + sq("f1() { echo tr; }") + " USR2; kill -USR2 $$" },
+		func() string { return pick("ll", "g") + " >/dev/null 2>&1" },
 		func() string { return "declare -A m=([" + pick(".", "-", "a.b", "%", "/x") + "]=" + val() + ")" },
 		func() string {
 			return "alias " + pick("ll", "la", "g") + "=" + sq(pick("ls -l", "echo 'hi there'", "cd /"))
