@@ -101,7 +101,7 @@ func (g fnGuard) keepsDecl(d *syntax.DeclClause) bool {
 	if d.Variant.Value == "nameref" {
 		return false
 	}
-	if listsOnly(d.Args) {
+	if listsOnly(d.Variant.Value, d.Args) {
 		return true
 	}
 	for _, a := range d.Args {
@@ -117,9 +117,11 @@ func (g fnGuard) keepsDecl(d *syntax.DeclClause) bool {
 }
 
 // listsOnly reports whether a declare only prints: its first word is -p
-// (bash then prints each name and sets nothing), or it has options and no
-// name (it lists the variables or functions that have them).
-func listsOnly(args []*syntax.Assign) bool {
+// for declare, typeset and local (bash then prints each name and sets
+// nothing; export -p and readonly -p still set their names), or it has
+// options and no name (it lists the variables or functions that have
+// them).
+func listsOnly(variant string, args []*syntax.Assign) bool {
 	if len(args) == 0 {
 		return true
 	}
@@ -129,7 +131,7 @@ func listsOnly(args []*syntax.Assign) bool {
 		if a.Naked && a.Value != nil {
 			w = literal(a.Value)
 		}
-		if i == 0 && w != "" && w[0] == '-' && strings.Contains(w, "p") {
+		if i == 0 && w != "" && w[0] == '-' && strings.Contains(w, "p") && variant != "export" && variant != "readonly" {
 			return true
 		}
 		names = names || w == "" || w[0] != '-' && w[0] != '+'

@@ -40,6 +40,8 @@ func TestKeepsFunctionsReadsTheScript(t *testing.T) {
 		{`declare -p "$v"; declare -f; declare -F; typeset -p -f f1; export -p; alias; alias -p; trap; trap -p; trap -p USR1`, true},
 		{`declare -f -- "$v"`, false},
 		{`declare -p`, true},
+		{`export -pf f1`, false},
+		{`readonly -pf f1`, false},
 		{`alias -p q=x`, false},
 		{`trap -p; trap - USR1`, false},
 		{`f1() { :; }`, false},
@@ -151,6 +153,8 @@ func TestSessionFunctionsChangedEveryWay(t *testing.T) {
 		`\eval 'f1() { echo backslash; }'`,
 		`declare -fx f1`,
 		`declare -ft g`,
+		`export -pf f1`,
+		`readonly -pf g`,
 		`mk`,
 		`compgen -F g x >/dev/null 2>&1`,
 	} {
