@@ -108,8 +108,10 @@ const bashCapture = bashCaptureProfile + bashDump
 // the same name with .t, .f and .e after it; or empty), __snapexec_fnfile (a
 // file for declare -f's listing of every function, or empty) and
 // __snapexec_fnprev (the listing of the state the shell was restored from,
-// or empty) and __snapexec_fnkeep (set: the functions are that state's,
-// read from the script itself, and are not listed). It changes the shell's options and traps: it runs last.
+// or empty) and __snapexec_fnkeep (set: the functions and their attributes
+// are that state's, read from the script itself, and are not listed: a
+// fnkept record says so). It changes the shell's options and traps: it
+// runs last.
 //
 // When the two listings are the same, so are the functions (names and
 // text: declare -f prints each as bash reads it back), and the dump says
@@ -190,7 +192,8 @@ elif [[ -n $__snapexec_fnfile ]]; then
     if [[ ${__snapexec_xs[0]-} == "${__snapexec_ys[0]-}" ]]; then __snapexec_fnsame=1; fi
   fi
 fi
-if [[ -n $__snapexec_fnsame ]]; then \command printf '%s fnsame\n\n' "$__snapexec_n"
+if [[ -n $__snapexec_fnkeep ]]; then \command printf '%s fnkept\n\n' "$__snapexec_n"
+elif [[ -n $__snapexec_fnsame ]]; then \command printf '%s fnsame\n\n' "$__snapexec_n"
 else
   if [[ -n $__snapexec_tmp ]]; then
     \command compgen -A function >|"$__snapexec_tmp.f"; \command mapfile -t __snapexec_fns <"$__snapexec_tmp.f"
@@ -204,14 +207,16 @@ else
     fi
   done
 fi
-\command printf '%s fnattrs\n' "$__snapexec_n"
-if [[ -n $__snapexec_tmp ]]; then \command declare -F
-else
-  while IFS= \command read -r __snapexec_f; do
-    if [[ $__snapexec_f != "declare -f "* ]]; then \command printf '%s\n' "$__snapexec_f"; fi
-  done < <(\command declare -F)
+if [[ -z $__snapexec_fnkeep ]]; then
+  \command printf '%s fnattrs\n' "$__snapexec_n"
+  if [[ -n $__snapexec_tmp ]]; then \command declare -F
+  else
+    while IFS= \command read -r __snapexec_f; do
+      if [[ $__snapexec_f != "declare -f "* ]]; then \command printf '%s\n' "$__snapexec_f"; fi
+    done < <(\command declare -F)
+  fi
+  \command printf '\n'
 fi
-\command printf '\n'
 if [[ -n $__snapexec_tmp ]]; then \command printf '%s aliases\n' "$__snapexec_n"; \command alias -p; \command printf '\n'
 else
   for __snapexec_f in "${!BASH_ALIASES[@]}"; do

@@ -349,13 +349,18 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 	}
 	for _, r := range recs {
 		switch r.kind {
-		case "fnsame":
-			// The functions are the previous state's, and so is their listing.
+		case "fnsame", "fnkept":
+			// The functions are the previous state's, and so is their
+			// listing; kept (keepsFunctions), their attributes too.
 			if c.prev == nil || c.prev.fns == nil {
 				return nil, ErrNoSessionState
 			}
 			s.fns = c.prev.fns
-			for _, fn := range c.prev.fnRecords() {
+			kinds := []string{"fn", "fntype"}
+			if r.kind == "fnkept" {
+				kinds = append(kinds, "fnattrs")
+			}
+			for _, fn := range c.prev.recordsOf(kinds...) {
 				// They count in the state's size as if dumped again.
 				s.size += len(fn.kind) + len(fn.name) + len(fn.payload)
 				s.recs = append(s.recs, fn)
@@ -405,23 +410,17 @@ func sessionExports(out []byte, base map[string]string, recs []record) (env map[
 		return env, true
 	}
 	delete(env, "__snapexec_env")
-	var listing string
+	byKind := map[string][]record{}
 	for _, r := range recs {
 		if r.kind == "vars" {
-			listing = r.payload
-			break
+			byKind[r.kind] = append(byKind[r.kind], r)
 		}
 	}
-	stmts, ok := declareStatements(listing)
-	if !ok {
-		stmts = statements(listing)
-	}
-	for _, stmt := range stmts {
-		flags, name, at, ok := declareHead(stmt)
-		if !ok || !strings.Contains(flags, "x") || strings.ContainsAny(flags, "aAn") || at < 0 || strings.HasPrefix(name, "__snapexec_") {
+	for name, v := range bashVars(byKind) {
+		if _, _, at, _ := declareHead(v.text); !strings.Contains(v.flags, "x") || strings.ContainsAny(v.flags, "aAn") || at < 0 || strings.HasPrefix(name, "__snapexec_") {
 			continue
 		}
-		value, ok := declareValue(stmt)
+		value, ok := declareValue(v.text)
 		if !ok {
 			return nil, false
 		}
@@ -494,11 +493,11 @@ func (s *SessionState) hasTrap(signals ...string) bool {
 	return false
 }
 
-// fnRecords returns s's function records.
-func (s *SessionState) fnRecords() []record {
+// recordsOf returns s's records of the kinds given.
+func (s *SessionState) recordsOf(kinds ...string) []record {
 	var out []record
 	for _, r := range s.recs {
-		if r.kind == "fn" || r.kind == "fntype" {
+		if slices.Contains(kinds, r.kind) {
 			out = append(out, r)
 		}
 	}
