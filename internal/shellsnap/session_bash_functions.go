@@ -22,7 +22,8 @@ import (
 // function nor an alias of the state, and a builtin only if it runs no
 // code; no variable whose name is not written in the script can be
 // assigned (an alias can be made through BASH_ALIASES); and the state
-// itself must run nothing on its own (no trap, no nameref).
+// itself must run nothing on its own (no trap, no nameref, no function
+// named builtin or command, which the dump's own commands would call).
 
 // fnKeepBuiltins are the builtins a script may run when its functions are
 // to be kept: none runs code or assigns a variable named by a value.
@@ -251,6 +252,9 @@ func (s *SessionState) readFnGuard() fnGuard {
 		if g.alias[w] {
 			return g
 		}
+	}
+	if g.functions["builtin"] || g.functions["command"] {
+		return g // the dump's own \builtin and \command would call it
 	}
 	vars := bashVars(byKind)
 	for _, v := range vars {

@@ -104,6 +104,7 @@ func TestKeepsFunctionsReadsTheScript(t *testing.T) {
 		"a nameref":             `declare -n r=x`,
 		"an alias of a keyword": `alias if='echo'`,
 		"an alias of a then":    `alias then=echo`,
+		"a function command":    `command() { builtin command "$@"; }`,
 	} {
 		if fnState(t, f, home, extra).keepsFunctions(`cd /tmp`) {
 			t.Errorf("a state with %s keeps its functions", name)
