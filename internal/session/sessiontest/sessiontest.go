@@ -39,8 +39,9 @@ const mark = "::probe-end::"
 // the exit out: its state at exit is the state before it).
 func command(r *rand.Rand, dir string, n int) (cmd string, exits bool) {
 	// Values bash's declare -p quotes each way ("...", $'...'), which the
-	// session reads the exported ones from.
-	vals := []string{"a", "b c", "x'y", `p"q`, "é", "$HOME", "1 2 3", "", "l1\nl2", `b\s`, "t\tt", "$(echo x)`y`", "\xff\xfe", `\`}
+	// session reads the exported ones from; valid UTF-8, which a script
+	// sent as JSON must be.
+	vals := []string{"a", "b c", "x'y", `p"q`, "é", "$HOME", "1 2 3", "", "l1\nl2", `b\s`, "t\tt", "$(echo x)`y`", "c\x01\x7f", `\`}
 	val := func() string { return sq(vals[r.IntN(len(vals))]) }
 	dirs := []string{"/", "/tmp", dir, dir + "/sub", "/usr"}
 	pick := func(s ...string) string { return s[r.IntN(len(s))] }
