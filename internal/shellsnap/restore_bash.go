@@ -37,9 +37,8 @@ var bashReadOnlyOptions = map[string]bool{"login_shell": true, "restricted_shell
 var bashLastOptions = []string{"xtrace", "verbose", "noexec", "onecmd"}
 
 var (
-	declareHead = regexp.MustCompile(`^declare (-[-a-zA-Z]*) ([^=\s]+)(=|$)`)
-	fnattrLine  = regexp.MustCompile(`(?m)^declare -f([a-z]*) (.+)$`)
-	limitLine   = regexp.MustCompile(`\(.*-([A-Za-z])\) (\S+)$`)
+	fnattrLine = regexp.MustCompile(`(?m)^declare -f([a-z]*) (.+)$`)
+	limitLine  = regexp.MustCompile(`\(.*-([A-Za-z])\) (\S+)$`)
 )
 
 // bashPlan builds the restore of a bash capture's records. captureEnv is the
@@ -184,18 +183,168 @@ func bashVars(byKind map[string][]record) map[string]bashVar {
 	if len(rs) == 0 {
 		return vars
 	}
-	for _, stmt := range statements(rs[0].payload) {
-		if m := declareHead.FindStringSubmatch(stmt); m != nil {
-			vars[m[2]] = bashVar{flags: m[1], text: stmt}
+	stmts, ok := declareStatements(rs[0].payload)
+	if !ok {
+		stmts = statements(rs[0].payload)
+	}
+	for _, stmt := range stmts {
+		if flags, name, _, ok := declareHead(stmt); ok {
+			vars[name] = bashVar{flags: flags, text: stmt}
 		}
 	}
 	return vars
 }
 
+// declareStatements splits bash's own declare -p listing into its
+// statements, as statements does, without parsing the whole: a full parse
+// of a few hundred variables costs about half a millisecond, on every
+// session command's answer. bash prints one variable a line, quoting its
+// value (and an associative array's keys) in "..." or $'...', which holds
+// any control character; ok is false for anything else (a line that is not
+// a declare, a character a shell reads as syntax outside a quote, a quote
+// left open), which the caller parses whole.
+func declareStatements(text string) (stmts []string, ok bool) {
+	const (
+		plain = iota
+		double
+		ansi
+	)
+	state, start := plain, 0
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch state {
+		case double:
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				state = plain
+			case '$', '`':
+				return nil, false // bash escapes them
+			}
+			continue
+		case ansi:
+			switch c {
+			case '\\':
+				i++
+			case '\'':
+				state = plain
+			}
+			continue
+		}
+		switch {
+		case c == '\n':
+			if !strings.HasPrefix(text[start:i], "declare -") {
+				return nil, false
+			}
+			stmts = append(stmts, text[start:i])
+			start = i + 1
+		case c == '"':
+			state = double
+		case c == '$' && i+1 < len(text) && text[i+1] == '\'':
+			state = ansi
+			i++
+		case !declarePlain[c]:
+			return nil, false
+		}
+	}
+	if state != plain {
+		return nil, false
+	}
+	if start < len(text) {
+		if !strings.HasPrefix(text[start:], "declare -") {
+			return nil, false
+		}
+		stmts = append(stmts, text[start:])
+	}
+	return stmts, true
+}
+
+// declarePlain are the bytes declareStatements reads outside a quote: the
+// ones bash prints there (names, attributes, an array's parentheses and
+// subscripts, a key that needs no quote), none of them syntax that could
+// end a statement or start an expansion.
+var declarePlain = func() (set [256]bool) {
+	for _, c := range []byte("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+.,/:@%^= ()[]") {
+		set[c] = true
+	}
+	for c := 0x80; c < 0x100; c++ {
+		set[c] = true // a key's letters in a UTF-8 locale
+	}
+	return set
+}()
+
+// declareHead reads the start of a statement of bash's declare -p
+// listing, "declare -FLAGS NAME" then "=" or the end: the flags ("-x",
+// "--"), the name, and where the value starts after the "=" (-1 for none).
+// ok is false for any other statement.
+func declareHead(stmt string) (flags, name string, value int, ok bool) {
+	rest, ok := strings.CutPrefix(stmt, "declare -")
+	if !ok {
+		return "", "", 0, false
+	}
+	i := 0
+	for i < len(rest) && (rest[i] == '-' || 'a' <= rest[i] && rest[i] <= 'z' || 'A' <= rest[i] && rest[i] <= 'Z') {
+		i++
+	}
+	flags, rest = "-"+rest[:i], rest[i:]
+	if rest, ok = strings.CutPrefix(rest, " "); !ok {
+		return "", "", 0, false
+	}
+	end := strings.IndexAny(rest, "= \t\n\f\r")
+	switch {
+	case end == 0:
+		return "", "", 0, false
+	case end < 0:
+		return flags, rest, -1, true
+	case rest[end] != '=':
+		return "", "", 0, false
+	}
+	return flags, rest[:end], len(stmt) - len(rest) + end + 1, true
+}
+
+// declareValue returns the value of a scalar's statement in bash's declare
+// -p listing ("declare -x NAME=VALUE", VALUE as declare -p quotes it: "..."
+// with \, \", \$ and \` escaped, or $'...'); ok is false for anything
+// else.
+func declareValue(stmt string) (value string, ok bool) {
+	_, _, at, ok := declareHead(stmt)
+	if !ok || at < 0 {
+		return "", false
+	}
+	quoted := stmt[at:]
+	var b strings.Builder
+	switch {
+	case strings.HasPrefix(quoted, "$'"):
+		n, ok := ansiC(&b, quoted[2:])
+		return b.String(), ok && 2+n == len(quoted)
+	case len(quoted) >= 2 && quoted[0] == '"' && quoted[len(quoted)-1] == '"':
+		body := quoted[1 : len(quoted)-1]
+		for i := 0; i < len(body); i++ {
+			c := body[i]
+			switch {
+			case c == '"' || c == '$' || c == '`':
+				return "", false // bash escapes them
+			case c == '\\' && i+1 < len(body) && strings.IndexByte("\\\"$`\n", body[i+1]) >= 0:
+				if body[i+1] != '\n' {
+					b.WriteByte(body[i+1])
+				}
+				i++
+			case c == '\\' && i+1 == len(body):
+				return "", false // it would escape the closing quote
+			default:
+				b.WriteByte(c)
+			}
+		}
+		return b.String(), true
+	}
+	return "", false
+}
+
 // exportedScalar reports whether v is an exported variable with a value in
 // the environment, which the environment step restores.
 func exportedScalar(v bashVar, final map[string]string) bool {
-	name := declareHead.FindStringSubmatch(v.text)[2]
+	_, name, _, _ := declareHead(v.text)
 	_, inEnv := final[name]
 	return strings.Contains(v.flags, "x") && !strings.ContainsAny(v.flags, "aA") && inEnv
 }

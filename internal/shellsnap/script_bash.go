@@ -50,7 +50,7 @@ __snapexec_pwd=$PWD
 __snapexec_args=("$@")
 __snapexec_zero=$0
 __snapexec_flags0=$-
-__snapexec_tmp= __snapexec_fnfile= __snapexec_fnprev=
+__snapexec_tmp= __snapexec_fnfile= __snapexec_fnprev= __snapexec_fnkeep=
 __snapexec_fnfiles=1
 \builtin declare -A __snapexec_fn0
 \builtin mapfile -t __snapexec_fns <<<"$(\builtin compgen -A function)"
@@ -105,10 +105,13 @@ const bashCapture = bashCaptureProfile + bashDump
 // request's exported functions; unset for none), __snapexec_fnfiles (set:
 // list the files the functions come from, which a snapshot's stamps need),
 // __snapexec_tmp (an empty file for the environment, beside empty files of
-// the same name with .t, .f, .x and .e after it; or empty), __snapexec_fnfile (a
+// the same name with .t, .f and .e after it; or empty), __snapexec_fnfile (a
 // file for declare -f's listing of every function, or empty) and
 // __snapexec_fnprev (the listing of the state the shell was restored from,
-// or empty). It changes the shell's options and traps: it runs last.
+// or empty) and __snapexec_fnkeep (set: the functions and their attributes
+// are that state's, read from the script itself, and are not listed: a
+// fnkept record says so). It changes the shell's options and traps: it
+// runs last.
 //
 // When the two listings are the same, so are the functions (names and
 // text: declare -f prints each as bash reads it back), and the dump says
@@ -122,18 +125,19 @@ const bashCapture = bashCaptureProfile + bashDump
 // byte at a time), each to one of its own, since a write over a file that
 // holds data truncates it, which costs about a millisecond on ext4; the
 // environment goes to the file __snapexec_tmp names, not after the
-// NUL, and the variables are printed last, by this shell, which empties the
-// exported values first (the subshell that does it otherwise keeps them
-// for env), the aliases are listed by one alias -p (an aliases record, which
+// NUL, and the variables are printed last, by this shell, exported values
+// and all, the aliases are listed by one alias -p (an aliases record, which
 // the reader turns into alias records) rather than one printf %q each, and
 // the function attributes are listed whole, "declare -f"
 // lines of functions that have none included. The variables of the dump
 // itself are left to the reader. Nor does it fork env when no function is
-// exported and no exported variable is a nameref: the shell prints its
-// exported variables itself, as they are exported, after a first
-// __snapexec_env=shell entry; the variables of the environment bash cannot
-// name (not identifiers) are passed through unchanged, and the reader takes
-// them from the environment the shell started with.
+// exported and no variable is a nameref (bash exports the variable a
+// nameref names): the environment is then the exported variables with a
+// value, not arrays, as declare -p prints them, and the file holds only a
+// __snapexec_env=declare entry that says so; the variables of the
+// environment bash cannot name (not identifiers) are passed through
+// unchanged, and the reader takes them from the environment the shell
+// started with.
 const bashDump = `__snapexec_so=$SHELLOPTS
 \command set +T
 if [[ -n $__snapexec_tmp ]]; then
@@ -180,14 +184,16 @@ fi
 \command printf '%s shopts\n%s\n' "$__snapexec_n" "$__snapexec_shopts"
 \command printf '%s shoptnames\n' "$__snapexec_n"; \command shopt; \command printf '\n'
 __snapexec_fnsame= __snapexec_fns=()
-if [[ -n $__snapexec_fnfile ]]; then
+if [[ -n $__snapexec_fnkeep ]]; then __snapexec_fnsame=1
+elif [[ -n $__snapexec_fnfile ]]; then
   \command declare -f >|"$__snapexec_fnfile"
   __snapexec_xs=() __snapexec_ys=()
   if [[ -n $__snapexec_fnprev ]] && \command mapfile -d '' __snapexec_xs <"$__snapexec_fnfile" && \command mapfile -d '' __snapexec_ys <"$__snapexec_fnprev"; then
     if [[ ${__snapexec_xs[0]-} == "${__snapexec_ys[0]-}" ]]; then __snapexec_fnsame=1; fi
   fi
 fi
-if [[ -n $__snapexec_fnsame ]]; then \command printf '%s fnsame\n\n' "$__snapexec_n"
+if [[ -n $__snapexec_fnkeep ]]; then \command printf '%s fnkept\n\n' "$__snapexec_n"
+elif [[ -n $__snapexec_fnsame ]]; then \command printf '%s fnsame\n\n' "$__snapexec_n"
 else
   if [[ -n $__snapexec_tmp ]]; then
     \command compgen -A function >|"$__snapexec_tmp.f"; \command mapfile -t __snapexec_fns <"$__snapexec_tmp.f"
@@ -201,14 +207,16 @@ else
     fi
   done
 fi
-\command printf '%s fnattrs\n' "$__snapexec_n"
-if [[ -n $__snapexec_tmp ]]; then \command declare -F
-else
-  while IFS= \command read -r __snapexec_f; do
-    if [[ $__snapexec_f != "declare -f "* ]]; then \command printf '%s\n' "$__snapexec_f"; fi
-  done < <(\command declare -F)
+if [[ -z $__snapexec_fnkeep ]]; then
+  \command printf '%s fnattrs\n' "$__snapexec_n"
+  if [[ -n $__snapexec_tmp ]]; then \command declare -F
+  else
+    while IFS= \command read -r __snapexec_f; do
+      if [[ $__snapexec_f != "declare -f "* ]]; then \command printf '%s\n' "$__snapexec_f"; fi
+    done < <(\command declare -F)
+  fi
+  \command printf '\n'
 fi
-\command printf '\n'
 if [[ -n $__snapexec_tmp ]]; then \command printf '%s aliases\n' "$__snapexec_n"; \command alias -p; \command printf '\n'
 else
   for __snapexec_f in "${!BASH_ALIASES[@]}"; do
@@ -257,22 +265,11 @@ for __snapexec_f in "${!__snapexec_fn0[@]}"; do
   \command printf '%s fn0 %q\n%s\n' "$__snapexec_n" "$__snapexec_f" "${__snapexec_fn0[$__snapexec_f]}"
 done
 if [[ -n $__snapexec_tmp ]]; then
-  \command compgen -A export >|"$__snapexec_tmp.x"; \command mapfile -t __snapexec_xs <"$__snapexec_tmp.x"
-  \command declare -Fx >|"$__snapexec_tmp.e"
-  __snapexec_env=
-  if [[ ! -s $__snapexec_tmp.e ]]; then
-    __snapexec_env=1
-    { \command printf '%s\0' __snapexec_env=shell
-      for __snapexec_f in "${__snapexec_xs[@]}"; do
-        if [[ ${!__snapexec_f@a} == *n* ]]; then __snapexec_env=
-        elif [[ ${!__snapexec_f@a} != *[aA]* && -n ${!__snapexec_f+x} ]]; then \command printf '%s=%s\0' "$__snapexec_f" "${!__snapexec_f}"; fi
-      done; } >|"$__snapexec_tmp"
+  { \command declare -Fx; \command declare -n; } >|"$__snapexec_tmp.e"
+  if [[ -s $__snapexec_tmp.e ]]; then \command /usr/bin/env -0 >|"$__snapexec_tmp"
+  else \command printf '%s\0' __snapexec_env=declare >|"$__snapexec_tmp"
   fi
-  if [[ -z $__snapexec_env ]]; then \command /usr/bin/env -0 >|"$__snapexec_tmp"; fi
   \command printf '%s vars\n' "$__snapexec_n"
-  for __snapexec_f in "${__snapexec_xs[@]}"; do
-    if [[ $__snapexec_f != __snapexec_* && ${!__snapexec_f@a} != *[aAr]* ]]; then \command printf -v "$__snapexec_f" ''; fi
-  done
   \command unset -v __snapexec_u __snapexec_last __snapexec_xs __snapexec_ys BASH_EXECUTION_STRING __snapexec_limits __snapexec_fns __snapexec_fn0
   \command declare -p
   \command printf '\n%s end\n\n\0' "$__snapexec_n"

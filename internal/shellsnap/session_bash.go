@@ -77,6 +77,9 @@ type SessionState struct {
 
 	namesOnce sync.Once
 	named     sessionNames
+
+	guardOnce sync.Once
+	guard     fnGuard // what keepsFunctions reads of the state
 }
 
 // fnListing is a file holding a declare -f listing, shared by the states
@@ -133,7 +136,6 @@ type SessionCommand struct {
 	tmp      string // the dump's scratch file (in Dir)
 	fns      string // the dump's declare -f listing (in Dir)
 	dump     string // the line that dumps the state, after the script
-	setTrap  string // the line that sets the session's EXIT trap
 	goAhead  string // a standby's: the state's line before the script
 }
 
@@ -180,7 +182,7 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 	// umask cannot make them unreadable and noclobber (>|) cannot refuse
 	// them, in a directory of their own: the one a sandbox lets it write.
 	// The dump's scratch files are written once each (bashDump).
-	if c.Dir, err = f.files.writeDir(map[string]string{"dump": "", "pre": "", "tmp": "", "tmp.t": "", "tmp.f": "", "tmp.x": "", "tmp.e": "", "fns": ""}); err != nil {
+	if c.Dir, err = f.files.writeDir(map[string]string{"dump": "", "pre": "", "tmp": "", "tmp.t": "", "tmp.f": "", "tmp.e": "", "fns": ""}); err != nil {
 		return nil, err
 	}
 	c.out, c.pre, c.tmp, c.fns = filepath.Join(c.Dir, "dump"), filepath.Join(c.Dir, "pre"), filepath.Join(c.Dir, "tmp"), filepath.Join(c.Dir, "fns")
@@ -188,24 +190,15 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 		c.Close()
 		return nil, err
 	}
-	// bash hides the DEBUG and RETURN traps from a sourced file (without
-	// functrace): they are listed before it, into a file of their own, and
-	// the DEBUG trap goes, so that it cannot act on the dump. The comment
-	// tells the session's own EXIT trap from the user's.
-	c.dump = `{ __snapexec_status=$?; \builtin trap -p DEBUG RETURN >|` + quote(c.pre) + `; \builtin trap - DEBUG; \builtin . ` + quote(c.end) +
-		`; } >|` + quote(c.out) + ` 2>/dev/null # __snapexec_end`
+	c.dump = c.dumpLine(!l.Standby && l.State.keepsFunctions(l.Script))
 	var start strings.Builder
 	if restore == "" {
 		start.WriteString(bashPrelude)
 	} else {
 		start.WriteString(`\builtin . ` + quote(restore) + "\n")
 	}
-	// After the restore, which sets the state's traps, in a group whose
-	// trace goes nowhere should the state set xtrace. A standby's go-ahead
-	// sets it, after the traps it restores, as here.
-	c.setTrap = `{ \builtin trap -- ` + quote(c.dump) + " EXIT; } 2>/dev/null"
 	if !l.Standby {
-		start.WriteString(c.setTrap + "\n")
+		start.WriteString(setTrapLine(c.dump) + "\n")
 	}
 	if c.start, err = f.files.write(start.String()); err != nil {
 		c.Close()
@@ -257,10 +250,35 @@ const maxSessionScript = 128<<10 - 1<<10
 // and the dump line run, in one eval, the script's first line the eval's
 // first. argv is the fresh command's, which the process table shows.
 func (c *SessionCommand) GoAhead(script string) (argv []string, message []byte) {
-	script += "\n" + c.dump
+	dump := c.dumpLine(c.prev.keepsFunctions(script))
+	script += "\n" + dump
 	argv = append(c.Argv[:3:3], script)
 	return argv, StandbyMessage("SECONDS=0; BASH_EXECUTION_STRING=" + ansiQuote(script) +
-		"; \\builtin export -n SECONDS BASH_EXECUTION_STRING; " + c.goAhead + c.setTrap + "; " + script)
+		"; \\builtin export -n SECONDS BASH_EXECUTION_STRING; " + c.goAhead + setTrapLine(dump) + "; " + script)
+}
+
+// dumpLine is the line that dumps the state at the command's end, after
+// the script and in the session's EXIT trap. bash hides the DEBUG and
+// RETURN traps from a sourced file (without functrace): they are listed
+// before it, into a file of their own, and the DEBUG trap goes, so that it
+// cannot act on the dump. keepFns says the script cannot change a
+// function (keepsFunctions): the dump skips their listing. The comment
+// tells the session's own EXIT trap from the user's.
+func (c *SessionCommand) dumpLine(keepFns bool) string {
+	keep := ""
+	if keepFns {
+		keep = "1"
+	}
+	return `{ __snapexec_status=$?; __snapexec_fnkeep=` + keep + `; \builtin trap -p DEBUG RETURN >|` + quote(c.pre) + `; \builtin trap - DEBUG; \builtin . ` + quote(c.end) +
+		`; } >|` + quote(c.out) + ` 2>/dev/null # __snapexec_end`
+}
+
+// setTrapLine sets the session's EXIT trap to dump, in a group whose trace
+// goes nowhere should the state set xtrace: after the restore, which sets
+// the state's traps (a standby's go-ahead sets it after the traps it
+// restores, as the start file does).
+func setTrapLine(dump string) string {
+	return `{ \builtin trap -- ` + quote(dump) + " EXIT; } 2>/dev/null"
 }
 
 // takesEndLine reports whether the dump can run as a line after script: the
@@ -321,19 +339,28 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 	if err != nil || recs == nil {
 		return nil, ErrNoSessionState
 	}
-	s := &SessionState{shell: "bash", final: sessionExports(out, c.base), base: c.base, size: len(out), exitTrap: c.exitTrap}
+	final, ok := sessionExports(out, c.base, recs)
+	if !ok {
+		return nil, ErrNoSessionState
+	}
+	s := &SessionState{shell: "bash", final: final, base: c.base, size: len(out), exitTrap: c.exitTrap}
 	if c.prev != nil {
 		s.exitTrap = c.prev.exitTrap
 	}
 	for _, r := range recs {
 		switch r.kind {
-		case "fnsame":
-			// The functions are the previous state's, and so is their listing.
+		case "fnsame", "fnkept":
+			// The functions are the previous state's, and so is their
+			// listing; kept (keepsFunctions), their attributes too.
 			if c.prev == nil || c.prev.fns == nil {
 				return nil, ErrNoSessionState
 			}
 			s.fns = c.prev.fns
-			for _, fn := range c.prev.fnRecords() {
+			kinds := []string{"fn", "fntype"}
+			if r.kind == "fnkept" {
+				kinds = append(kinds, "fnattrs")
+			}
+			for _, fn := range c.prev.recordsOf(kinds...) {
 				// They count in the state's size as if dumped again.
 				s.size += len(fn.kind) + len(fn.name) + len(fn.payload)
 				s.recs = append(s.recs, fn)
@@ -372,22 +399,39 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 }
 
 // sessionExports returns the environment a session command's dump left
-// (bashDump): env's, or the shell's own listing of its exported variables,
-// which lacks the variables of the environment that bash cannot name
-// (neither identifiers nor exported functions), base's: bash passes them
-// through unchanged.
-func sessionExports(out []byte, base map[string]string) map[string]string {
-	env := exportsOf(out)
-	if _, ok := env["__snapexec_env"]; !ok {
-		return env
+// (bashDump): env's, or the exported variables with a value, not arrays,
+// as its declare -p listing in recs prints them, which lacks the variables
+// of the environment that bash cannot name (neither identifiers nor
+// exported functions), base's: bash passes them through unchanged. ok is
+// false when the listing cannot be read.
+func sessionExports(out []byte, base map[string]string, recs []record) (env map[string]string, ok bool) {
+	env = exportsOf(out)
+	if env["__snapexec_env"] != "declare" {
+		return env, true
 	}
 	delete(env, "__snapexec_env")
+	byKind := map[string][]record{}
+	for _, r := range recs {
+		if r.kind == "vars" {
+			byKind[r.kind] = append(byKind[r.kind], r)
+		}
+	}
+	for name, v := range bashVars(byKind) {
+		if _, _, at, _ := declareHead(v.text); !strings.Contains(v.flags, "x") || strings.ContainsAny(v.flags, "aAn") || at < 0 || strings.HasPrefix(name, "__snapexec_") {
+			continue
+		}
+		value, ok := declareValue(v.text)
+		if !ok {
+			return nil, false
+		}
+		env[name] = value
+	}
 	for name, value := range base {
 		if !identifier.MatchString(name) && !strings.HasPrefix(name, "BASH_FUNC_") {
 			env[name] = value
 		}
 	}
-	return env
+	return env, true
 }
 
 // parseAliasList returns the alias records of alias -p's listing: one
@@ -449,11 +493,11 @@ func (s *SessionState) hasTrap(signals ...string) bool {
 	return false
 }
 
-// fnRecords returns s's function records.
-func (s *SessionState) fnRecords() []record {
+// recordsOf returns s's records of the kinds given.
+func (s *SessionState) recordsOf(kinds ...string) []record {
 	var out []record
 	for _, r := range s.recs {
-		if r.kind == "fn" || r.kind == "fntype" {
+		if slices.Contains(kinds, r.kind) {
 			out = append(out, r)
 		}
 	}

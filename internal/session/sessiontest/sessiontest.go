@@ -21,13 +21,14 @@ import (
 
 // probeNames are the variables the generator touches, which the probe
 // prints with declare -p.
-const probeNames = "V1 V2 V3 N1 arr m S1 LIBV OLDPWD PATH"
+const probeNames = "V1 V2 V3 N1 arr m S1 LIBV R1 OLDPWD PATH"
 
 // probe prints the state a next command sees: no line of it depends
 // on how the command was run (no $0, line numbers or PIDs).
 const probe = `pwd; dirs -p
-for __v in ` + probeNames + `; do declare -p "$__v" 2>/dev/null || echo "$__v unset"; done; unset __v
-declare -F; alias; set -o; shopt -p; umask; trap -p`
+for __v in ` + probeNames + `; do declare -p "$__v" 2>/dev/null || echo "$__v unset"; done
+for __v in V1 V2 V3 LIBV; do if __x=$(printenv "$__v"); then printf '%s in env: %q\n' "$__v" "$__x"; else echo "$__v not in env"; fi; done; unset __v __x
+declare -f; declare -F; alias; set -o; shopt -p; umask; trap -p`
 
 // mark separates the probe's output from the command's.
 const mark = "::probe-end::"
@@ -37,7 +38,10 @@ const mark = "::probe-end::"
 // last says whether the command may end with exit 3 (the reference leaves
 // the exit out: its state at exit is the state before it).
 func command(r *rand.Rand, dir string, n int) (cmd string, exits bool) {
-	vals := []string{"a", "b c", "x'y", `p"q`, "é", "$HOME", "1 2 3", ""}
+	// Values bash's declare -p quotes each way ("...", $'...'), which the
+	// session reads the exported ones from; valid UTF-8, which a script
+	// sent as JSON must be.
+	vals := []string{"a", "b c", "x'y", `p"q`, "é", "$HOME", "1 2 3", "", "l1\nl2", `b\s`, "t\tt", "$(echo x)`y`", "c\x01\x7f", `\`}
 	val := func() string { return sq(vals[r.IntN(len(vals))]) }
 	dirs := []string{"/", "/tmp", dir, dir + "/sub", "/usr"}
 	pick := func(s ...string) string { return s[r.IntN(len(s))] }
@@ -60,6 +64,22 @@ func command(r *rand.Rand, dir string, n int) (cmd string, exits bool) {
 			return pick("f1", "f2", "my-fn") + "() { echo " + val() + " \"$@\"; local z=" + fmt.Sprint(n) + "; }"
 		},
 		func() string { return "unset -f " + pick("f1", "f2", "my-fn") },
+		// A function exported, or a nameref: the dump lists the environment
+		// with env then, not from declare -p.
+		func() string { return "export -f " + pick("f1", "f2") + " 2>/dev/null" },
+		func() string { return "declare -n R1=" + pick("V1", "V2", "V3") + pick("", "; export R1") },
+		func() string { return "unset -n R1" },
+		// Functions and aliases changed by code the script does not show:
+		// the dump must list the functions then (a command that cannot
+		// change one skips the listing).
+		func() string { return "eval " + sq(pick("f1", "f2")+"() { echo ev"+fmt.Sprint(n)+"; }") },
+		func() string { return "mkf() { f2() { echo made" + fmt.Sprint(n) + "; }; }" },
+		func() string { return "mkf 2>/dev/null" },
+		func() string { return "eval " + sq("alias "+pick("ll", "la")+"="+sq("echo ev")) },
+		func() string { return "BASH_ALIASES[" + pick("ll", "g") + "]=" + sq("f1() { echo ba; }") },
+		func() string { return "trap " + sq("f1() { echo tr; }") + " USR2; kill -USR2 $$" },
+		func() string { return pick("ll", "g") + " >/dev/null 2>&1" },
+		func() string { return "declare -A m=([" + pick(".", "-", "a.b", "%", "/x") + "]=" + val() + ")" },
 		func() string {
 			return "alias " + pick("ll", "la", "g") + "=" + sq(pick("ls -l", "echo 'hi there'", "cd /"))
 		},
