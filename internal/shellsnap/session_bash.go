@@ -205,17 +205,7 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 		return nil, err
 	}
 
-	env := maps.Clone(c.base)
-	maps.DeleteFunc(env, func(name, _ string) bool { return strings.HasPrefix(name, internalEnvPrefix) })
-	if v, ok := env["BASH_ENV"]; ok {
-		env[userBashEnvVar] = v
-	}
-	env["BASH_ENV"] = c.start
-	if l.State != nil {
-		// bash takes PWD when it names the directory it starts in: the
-		// logical path, symbolic links and all, as the state had it.
-		env["PWD"] = l.State.cwd
-	}
+	env := sessionEnv(c.base, l.State, "BASH_ENV", userBashEnvVar, c.start)
 	script := l.Script
 	switch {
 	case l.Standby:
@@ -721,4 +711,23 @@ func snapshotExitTrap(snap *Snapshot) string {
 		}
 	}
 	return ""
+}
+
+// sessionEnv is the environment of a session command: base without the
+// server's own variables, the shell's start variable (BASH_ENV, ZDOTDIR)
+// naming start, the user's own value of it kept under userVar, and PWD
+// naming the state's directory. A shell takes PWD when it names the
+// directory it starts in: the logical path, symbolic links and all, as the
+// state had it, with no cd that would change OLDPWD.
+func sessionEnv(base map[string]string, state *SessionState, startVar, userVar, start string) map[string]string {
+	env := maps.Clone(base)
+	maps.DeleteFunc(env, func(name, _ string) bool { return strings.HasPrefix(name, internalEnvPrefix) })
+	if v, ok := env[startVar]; ok {
+		env[userVar] = v
+	}
+	env[startVar] = start
+	if state != nil {
+		env["PWD"] = state.cwd
+	}
+	return env
 }

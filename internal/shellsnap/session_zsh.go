@@ -86,17 +86,7 @@ func (f *SessionFiles) zshCommand(l SessionLaunch) (*SessionCommand, error) {
 	}
 	c.start = start
 
-	env := maps.Clone(c.base)
-	maps.DeleteFunc(env, func(name, _ string) bool { return strings.HasPrefix(name, internalEnvPrefix) })
-	if v, ok := env["ZDOTDIR"]; ok {
-		env[userZdotdirVar] = v
-	}
-	env["ZDOTDIR"] = c.start
-	if l.State != nil {
-		// zsh takes PWD when it names the directory it starts in: the
-		// logical path, as the state had it, and no cd of the restore.
-		env["PWD"] = l.State.cwd
-	}
+	env := sessionEnv(c.base, l.State, "ZDOTDIR", userZdotdirVar, c.start)
 	script := l.Script
 	if parsesZsh(script) && !strings.HasSuffix(script, `\`) {
 		// A backslash last would join the line to the script's.
