@@ -106,16 +106,17 @@ func command(r *rand.Rand, dir string, n int) (cmd string, exits bool) {
 		},
 		func() string { return pick("false", "ls /nonexistent-dir 2>/dev/null", "(exit 7)") },
 	}
-	k := 1 + r.IntN(3)
-	parts := make([]string, k)
+	return compose(r, gens)
+}
+
+// compose joins 1 to 3 statements, each from a generator of gens picked at
+// random; exits says whether the command then leaves by exit (1 in 8).
+func compose(r *rand.Rand, gens []func() string) (cmd string, exits bool) {
+	parts := make([]string, 1+r.IntN(3))
 	for i := range parts {
 		parts[i] = gens[r.IntN(len(gens))]()
 	}
-	cmd = strings.Join(parts, "; ")
-	if r.IntN(8) == 0 {
-		return cmd, true
-	}
-	return cmd, false
+	return strings.Join(parts, "; "), r.IntN(8) == 0
 }
 
 // sq quotes s as one single-quoted shell word.

@@ -101,16 +101,7 @@ func zshCommand(r *rand.Rand, dir string, n int) (cmd string, exits bool) {
 		},
 		func() string { return pick("false", "ls /nonexistent-dir 2>/dev/null", "(exit 7)") },
 	}
-	k := 1 + r.IntN(3)
-	parts := make([]string, k)
-	for i := range parts {
-		parts[i] = gens[r.IntN(len(gens))]()
-	}
-	cmd = strings.Join(parts, "; ")
-	if r.IntN(8) == 0 {
-		return cmd, true
-	}
-	return cmd, false
+	return compose(r, gens)
 }
 
 // ZshSequence runs generated zsh sequence n in the session start makes (a
