@@ -15,7 +15,13 @@ import (
 // exit code and the state it left (nil, with the error, when none).
 func sessionRun(t *testing.T, f *SessionFiles, home string, state *SessionState, script string) (stdout, stderr string, code int, next *SessionState, err error) {
 	t.Helper()
-	c, err := f.Command(SessionLaunch{Shell: Shell{Name: "bash", Path: "/bin/bash"}, Env: loginEnv(home), Script: script, State: state})
+	return shellSessionRun(t, f, Shell{Name: "bash", Path: "/bin/bash"}, home, state, script)
+}
+
+// shellSessionRun runs one session command of shell from state.
+func shellSessionRun(t *testing.T, f *SessionFiles, shell Shell, home string, state *SessionState, script string) (stdout, stderr string, code int, next *SessionState, err error) {
+	t.Helper()
+	c, err := f.Command(SessionLaunch{Shell: shell, Env: loginEnv(home), Script: script, State: state})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,6 @@
 package shellsnap
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"os/exec"
 	"slices"
@@ -16,28 +13,7 @@ import (
 // runs a bash one.
 func zshSessionRun(t *testing.T, f *SessionFiles, home string, state *SessionState, script string) (stdout, stderr string, code int, next *SessionState, err error) {
 	t.Helper()
-	c, err := f.Command(SessionLaunch{Shell: Shell{Name: "zsh", Path: zshPath(t)}, Env: loginEnv(home), Script: script, State: state})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
-	cmd.Env = envPairs(c.Env)
-	cmd.Dir = home
-	if state != nil && state.Cwd() != "" {
-		cmd.Dir = state.Cwd()
-	}
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	runErr := cmd.Run()
-	var ee *exec.ExitError
-	if runErr != nil && !errors.As(runErr, &ee) {
-		t.Fatalf("session command %q: %v", script, runErr)
-	}
-	next, err = c.Finish(0)
-	return out.String(), errOut.String(), cmd.ProcessState.ExitCode(), next, err
+	return shellSessionRun(t, f, Shell{Name: "zsh", Path: zshPath(t)}, home, state, script)
 }
 
 // zshPath is zsh's path; the tests fail without it (shellsUnderTest).
