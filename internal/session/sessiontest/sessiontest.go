@@ -95,18 +95,23 @@ func command(r *rand.Rand, dir string, n int) (cmd string, exits bool) {
 			return "trap " + sq(pick("echo usr1", "V2=trapped", "")) + " " + pick("USR1", "USR2", "HUP")
 		},
 		func() string { return "trap - " + pick("USR1", "USR2", "HUP") },
-		func() string {
-			f := filepath.Join(dir, fmt.Sprintf("lib%d.sh", n))
-			return "printf '%s\\n' " + sq("export LIBV="+fmt.Sprint(n)) + " " +
-				sq("S1=("+fmt.Sprint(n)+" two)") + " " +
-				sq("libf() { echo lib; }") + " " +
-				sq("alias lib='echo lib'") + " " +
-				sq("cd "+dir+"/sub") + " " +
-				sq("set -o noclobber") + " >| " + f + "; source " + f
-		},
+		func() string { return sourceLib(dir, n, "sh", `printf '%s\n'`, "set -o noclobber") },
 		func() string { return pick("false", "ls /nonexistent-dir 2>/dev/null", "(exit 7)") },
 	}
 	return compose(r, gens)
+}
+
+// sourceLib writes, with the shell's print command, a file lib<n>.<ext> in
+// dir that exports a variable, sets an array, defines a function and an
+// alias, changes directory and sets an option, then sources it.
+func sourceLib(dir string, n int, ext, print, option string) string {
+	f := filepath.Join(dir, fmt.Sprintf("lib%d.%s", n, ext))
+	return print + " " + sq("export LIBV="+fmt.Sprint(n)) + " " +
+		sq("S1=("+fmt.Sprint(n)+" two)") + " " +
+		sq("libf() { echo lib; }") + " " +
+		sq("alias lib='echo lib'") + " " +
+		sq("cd "+dir+"/sub") + " " +
+		sq(option) + " >| " + f + "; source " + f
 }
 
 // compose joins 1 to 3 statements, each from a generator of gens picked at

@@ -3,7 +3,6 @@ package sessiontest
 import (
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -90,15 +89,7 @@ func zshCommand(r *rand.Rand, dir string, n int) (cmd string, exits bool) {
 			return "trap " + sq(pick("echo usr1", "V2=trapped", "")) + " " + pick("USR1", "HUP", "TERM")
 		},
 		func() string { return "trap - " + pick("USR1", "HUP", "TERM") },
-		func() string {
-			f := filepath.Join(dir, fmt.Sprintf("lib%d.zsh", n))
-			return "print -rl -- " + sq("export LIBV="+fmt.Sprint(n)) + " " +
-				sq("S1=("+fmt.Sprint(n)+" two)") + " " +
-				sq("libf() { echo lib; }") + " " +
-				sq("alias lib='echo lib'") + " " +
-				sq("cd "+dir+"/sub") + " " +
-				sq("setopt noclobber") + " >| " + f + "; source " + f
-		},
+		func() string { return sourceLib(dir, n, "zsh", "print -rl --", "setopt noclobber") },
 		func() string { return pick("false", "ls /nonexistent-dir 2>/dev/null", "(exit 7)") },
 	}
 	return compose(r, gens)
