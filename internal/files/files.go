@@ -52,9 +52,12 @@ type FS struct {
 	seed    maphash.Seed
 	// Test seams: noTmpfile makes writes use a named temporary file from
 	// the start, as on a filesystem without O_TMPFILE; beforeRename, when
-	// set, runs between a write's last check and its rename.
-	noTmpfile    bool
-	beforeRename func()
+	// set, runs between a write's last check and its rename;
+	// releaseDropped, when set, is given the descriptor of each file an
+	// operation dropped (holdDropped) instead of a close in the background.
+	noTmpfile      bool
+	beforeRename   func()
+	releaseDropped func(fd int)
 }
 
 type root struct {

@@ -38,6 +38,12 @@ func (f *FS) Remove(path string, recursive bool) error {
 	if recursive {
 		return classify(t.root.r.RemoveAll(t.rel))
 	}
+	dir, name, err := t.openParent()
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	defer f.holdDropped(dir, name)()
 	err = t.root.r.Remove(t.rel)
 	if errors.Is(err, unix.EEXIST) {
 		return fail(ErrNotEmpty, t.abs)
@@ -71,7 +77,9 @@ func (f *FS) Move(src, dst string, overwrite bool) error {
 	}
 	defer toDir.Close()
 	flags := uint(0)
-	if !overwrite {
+	if overwrite {
+		defer f.holdDropped(toDir, toName)()
+	} else {
 		flags = unix.RENAME_NOREPLACE
 	}
 	// Both directories were opened beneath their roots and both names are

@@ -127,6 +127,9 @@ func (f *FS) Write(path string, r io.Reader, o WriteOptions) (Info, error) {
 	if f.beforeRename != nil {
 		f.beforeRename()
 	}
+	if exists {
+		defer f.holdDropped(dir, name)()
+	}
 	if err := unix.Renameat2(int(dir.Fd()), tmpName, int(dir.Fd()), name, flags); err != nil {
 		return Info{}, classify(err)
 	}
