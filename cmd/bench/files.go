@@ -21,6 +21,8 @@ import (
 const (
 	// filesBytes is the size of the file read and written.
 	filesBytes = 64 << 20
+	// settlePause is the untimed pause before each files mode.
+	settlePause = 50 * time.Millisecond
 	// filesRounds of each files mode are timed, interleaved, after one
 	// unkept round that fills the page cache.
 	filesRounds = 9
@@ -79,8 +81,11 @@ func (b *bench) filesThroughput(ctx context.Context) (filesFigures, error) {
 			// Each mode starts with nothing dirty in the page cache, so none
 			// waits behind the writeback of the one before it (which made
 			// the write's fsync swing from 0.58x to 0.75x cp between quiet
-			// runs); the sync is not timed.
+			// runs); the sync is not timed. The pause after it lets work a
+			// mode left in the background end before the next one starts:
+			// the server frees a replaced file's blocks after its answer.
 			unix.Sync()
+			time.Sleep(settlePause)
 			start := time.Now()
 			if err := modes[i].run(ctx); err != nil {
 				return filesFigures{}, fmt.Errorf("files %s: %w", modes[i].key, err)

@@ -63,6 +63,9 @@ type options struct {
 	// zsh measures only the zsh row: a warm zsh command in a standby and
 	// without one, against a direct zsh -c.
 	zsh bool
+	// files measures only the files rows: a read and a write through the
+	// files API against cat and cp.
+	files bool
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -75,6 +78,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.firstRuns, "first", 5, "first captures (and plain logins) to time")
 	fs.IntVar(&o.requests, "requests", 400, "requests per throughput measurement and concurrency level")
 	fs.BoolVar(&o.hop, "hop", false, "measure only the hop: /exec /bin/true (TCP and Unix socket) against a direct spawn, its throughput, and the idle server's memory")
+	fs.BoolVar(&o.files, "files", false, "measure only the files rows: a read and a write of one file through the files API against cat and cp")
 	fs.BoolVar(&o.zsh, "zsh", false, "measure only the zsh row: a warm zsh -lc in a standby and without one (a fresh replay) against a direct zsh -c")
 	if err := fs.Parse(args[1:]); err != nil {
 		return o, err

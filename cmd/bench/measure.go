@@ -101,6 +101,15 @@ func (b *bench) measure(ctx context.Context, o options, tmp string, log io.Write
 	if o.zsh {
 		return b.measureZsh(ctx, o, res, log)
 	}
+	if o.files {
+		res.FilesOnly = true
+		fmt.Fprintf(log, "files: %d interleaved rounds of a %d MiB read and write against cat and cp\n", filesRounds, filesBytes>>20)
+		if res.Files, err = b.filesThroughput(ctx); err != nil {
+			return nil, err
+		}
+		res.Figures = res.figures()
+		return res, nil
+	}
 	fmt.Fprintf(log, "latency: %d interleaved rounds of every mode\n", o.rounds)
 	if res.Latency, err = b.latency(ctx, o.rounds); err != nil {
 		return nil, err

@@ -35,6 +35,8 @@ type results struct {
 	Hop bool `json:"hop,omitempty"`
 	// Zsh says the run measured only the zsh row (-zsh).
 	Zsh bool `json:"zsh,omitempty"`
+	// FilesOnly says the run measured only the files rows (-files).
+	FilesOnly bool `json:"filesOnly,omitempty"`
 }
 
 // summary is one mode's samples, in ms of client wall time.
@@ -182,6 +184,9 @@ func (r *results) figures() []figure {
 	if r.Zsh {
 		return zsh
 	}
+	if r.FilesOnly {
+		return r.filesFigures()
+	}
 	f := []figure{
 		check("warm, standby ÷ direct bash -c", med["warm"]/med["bashc"], "×", "≤", 0.8),
 		check("warm, back to back ÷ direct bash -c", med["burst"]/med["bashc"], "×", "≤", 1.0),
@@ -208,17 +213,7 @@ func (r *results) figures() []figure {
 		{Name: "keystroke round trip: attach WebSocket ÷ bare relay", Value: round3(med["keyws"] / med["keyrelay"]), Unit: "×"},
 		check("first prompt: real login terminal ÷ snapshot login terminal", med["promptlogin"]/med["promptsnap"], "×", "≥", 20),
 	}
-	fl := r.Files
-	f = append(f,
-		figure{Name: fmt.Sprintf("GET /files/content, %d MiB", fl.SizeMiB), Value: fl.ReadMBps, Unit: "MB/s"},
-		figure{Name: fmt.Sprintf("cat, %d MiB", fl.SizeMiB), Value: fl.CatMBps, Unit: "MB/s"},
-		check("files read ÷ cat", fl.ReadMBps/fl.CatMBps, "×", "≥", 0.7),
-		figure{Name: fmt.Sprintf("PUT /files/content (fsync'ed), %d MiB", fl.SizeMiB), Value: fl.WriteMBps, Unit: "MB/s"},
-		figure{Name: fmt.Sprintf("cp, %d MiB", fl.SizeMiB), Value: fl.CpMBps, Unit: "MB/s"},
-		figure{Name: fmt.Sprintf("cp && sync FILE, %d MiB", fl.SizeMiB), Value: fl.CpSyncMBps, Unit: "MB/s"},
-		check("files write ÷ cp", fl.WriteMBps/fl.CpMBps, "×", "≥", 0.7),
-		figure{Name: "files write ÷ cp && sync FILE", Value: round3(fl.WriteMBps / fl.CpSyncMBps), Unit: "×"},
-	)
+	f = append(f, r.filesFigures()...)
 	f = append(f, r.throughputFigures()...)
 	bu := r.Budget
 	f = append(f,
@@ -233,6 +228,21 @@ func (r *results) figures() []figure {
 		check(fmt.Sprintf("server RSS, %d full snapshots", m.Snapshots), m.FullRSSMiB, "MiB", "<", 64),
 		check("server peak RSS (VmHWM)", m.PeakHWMMiB, "MiB", "<", 64),
 		figure{Name: fmt.Sprintf("RSS of the %d idle standby shells, full snapshots", m.StandbyShells), Value: m.StandbyRSSMiB, Unit: "MiB"})
+}
+
+// filesFigures are the files API's throughput figures.
+func (r *results) filesFigures() []figure {
+	fl := r.Files
+	return []figure{
+		{Name: fmt.Sprintf("GET /files/content, %d MiB", fl.SizeMiB), Value: fl.ReadMBps, Unit: "MB/s"},
+		{Name: fmt.Sprintf("cat, %d MiB", fl.SizeMiB), Value: fl.CatMBps, Unit: "MB/s"},
+		check("files read ÷ cat", fl.ReadMBps/fl.CatMBps, "×", "≥", 0.7),
+		{Name: fmt.Sprintf("PUT /files/content (fsync'ed), %d MiB", fl.SizeMiB), Value: fl.WriteMBps, Unit: "MB/s"},
+		{Name: fmt.Sprintf("cp, %d MiB", fl.SizeMiB), Value: fl.CpMBps, Unit: "MB/s"},
+		{Name: fmt.Sprintf("cp && sync FILE, %d MiB", fl.SizeMiB), Value: fl.CpSyncMBps, Unit: "MB/s"},
+		check("files write ÷ cp", fl.WriteMBps/fl.CpMBps, "×", "≥", 0.7),
+		{Name: "files write ÷ cp && sync FILE", Value: round3(fl.WriteMBps / fl.CpSyncMBps), Unit: "×"},
+	}
 }
 
 // throughputFigures are the throughput's figures, each concurrency's.
