@@ -69,6 +69,30 @@ type restorePlan struct {
 	unrestored []Piece
 }
 
+// add appends s to the plan's steps.
+func (p *restorePlan) add(s step) { p.steps = append(p.steps, s) }
+
+// records are a capture's records by kind, in the order they came.
+type records map[string][]record
+
+// byKind sorts recs by kind.
+func byKind(recs []record) records {
+	rs := records{}
+	for _, r := range recs {
+		rs[r.kind] = append(rs[r.kind], r)
+	}
+	return rs
+}
+
+// one returns the payload of the first record of kind; ok is false when
+// there is none.
+func (rs records) one(kind string) (payload string, ok bool) {
+	if r := rs[kind]; len(r) > 0 {
+		return r[0].payload, true
+	}
+	return "", false
+}
+
 // drop removes the steps whose indices failed from plan, and returns them
 // as pieces.
 func (p *restorePlan) drop(failed map[int]bool) (dropped []Piece) {

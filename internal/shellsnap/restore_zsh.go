@@ -61,32 +61,21 @@ var (
 // like a builtin can stand in for it.
 func zshPlan(recs []record, captureEnv, final, kept map[string]string) *restorePlan {
 	p := &restorePlan{shell: "zsh"}
-	byKind := map[string][]record{}
-	for _, r := range recs {
-		byKind[r.kind] = append(byKind[r.kind], r)
+	rs := byKind(recs)
+	if cwd, ok := rs.one("cwd"); ok {
+		p.add(step{code: `\builtin cd -q -- ` + quote(cwd) + ` >/dev/null 2>&1`})
 	}
-	one := func(kind string) (string, bool) {
-		if rs := byKind[kind]; len(rs) > 0 {
-			return rs[0].payload, true
-		}
-		return "", false
-	}
-	add := func(s step) { p.steps = append(p.steps, s) }
-
-	if cwd, ok := one("cwd"); ok {
-		add(step{code: `\builtin cd -q -- ` + quote(cwd) + ` >/dev/null 2>&1`})
-	}
-	if _, ok := one("dirs"); ok {
+	if _, ok := rs.one("dirs"); ok {
 		var dirs []string
-		for _, r := range byKind["dir"] {
+		for _, r := range rs["dir"] {
 			dirs = append(dirs, quote(r.payload))
 		}
-		add(step{code: "dirstack=(" + strings.Join(dirs, " ") + ")"})
+		p.add(step{code: "dirstack=(" + strings.Join(dirs, " ") + ")"})
 	}
 
 	// The environment, then the other parameters.
 	loaded := map[string]bool{}
-	if m, ok := one("modules"); ok {
+	if m, ok := rs.one("modules"); ok {
 		for _, stmt := range statements(m) {
 			if f := strings.Fields(stmt); len(f) == 2 && f[0] == "zmodload" {
 				loaded[f[1]] = true
@@ -94,18 +83,51 @@ func zshPlan(recs []record, captureEnv, final, kept map[string]string) *restoreP
 		}
 	}
 	vars := map[string]record{}
-	for _, r := range byKind["var"] {
+	for _, r := range rs["var"] {
 		vars[r.name] = r
 	}
 	exported := map[string]bool{}
-	for _, r := range byKind["xvar"] {
+	for _, r := range rs["xvar"] {
 		exported[r.name] = true
 	}
+	zdotdir := zshEnvSteps(p, captureEnv, final, kept, vars, exported)
+	zshParamSteps(p, vars, exported, loaded)
+	zshSettingSteps(p, rs)
+
+	// The tail, in .zlogin: ZDOTDIR, then the functions, as zsh prints
+	// them, read without aliases (zsh expanded the profile's aliases when
+	// it first read them), then aliases, arguments, the emulation and
+	// options.
+	p.steps = append(p.steps, zdotdir...)
+	p.add(step{tail: true, check: true, code: "options[aliases]=off"})
+	zshDefinitionSteps(p, rs)
+	if _, ok := rs.one("args"); ok {
+		var args []string
+		for _, r := range rs["arg"] {
+			args = append(args, quote(r.payload))
+		}
+		p.add(step{tail: true, code: "argv=(" + strings.Join(args, " ") + ")"})
+	}
+	if e, ok := rs.one("emulation"); ok && strings.TrimSpace(e) != "zsh" {
+		p.add(step{tail: true, code: `\builtin emulate ` + quote(strings.TrimSpace(e))})
+	}
+	if o, ok := rs.one("options"); ok {
+		zshOptionSteps(p, o, loaded)
+	}
+	if u, ok := rs.one("underscore"); ok {
+		p.underscore = &u
+	}
+	return p
+}
+
+// zshEnvSteps adds the steps that make the environment the profile's: what
+// it unset, exported or changed, relative to what the replay starts with.
+// The ZDOTDIR step is returned, for the tail: zsh reads ZDOTDIR to find
+// .zlogin, so the profile's goes there.
+func zshEnvSteps(p *restorePlan, captureEnv, final, kept map[string]string, vars map[string]record, exported map[string]bool) (zdotdir []step) {
 	var unsets, exports []string
-	var zdotdir []step
 	for _, ch := range diffEnv(captureEnv, final, kept, zshSkipped) {
 		if ch.name == "ZDOTDIR" {
-			// zsh reads ZDOTDIR to find .zlogin: the profile's goes there.
 			code := `\builtin unset ZDOTDIR`
 			if ch.op == envSet {
 				code = "ZDOTDIR=" + quote(ch.value) + "\n\\builtin export ZDOTDIR"
@@ -120,7 +142,7 @@ func zshPlan(recs []record, captureEnv, final, kept map[string]string) *restoreP
 			// An exported integer, float or read-only variable: its own
 			// typeset line, value and attributes.
 			_, text, _ := strings.Cut(strings.TrimSuffix(vars[ch.name].payload, "\n"), "\n")
-			add(step{check: true, code: zshTypeset(text)})
+			p.add(step{check: true, code: zshTypeset(text)})
 		case ch.relative:
 			exports = append(exports, ch.name+"="+quote(ch.prefix)+`"${`+ch.name+`-}"`+quote(ch.suffix))
 		default:
@@ -128,11 +150,18 @@ func zshPlan(recs []record, captureEnv, final, kept map[string]string) *restoreP
 		}
 	}
 	if len(unsets) > 0 {
-		add(step{check: true, code: `\builtin unset -- ` + strings.Join(unsets, " ")})
+		p.add(step{check: true, code: `\builtin unset -- ` + strings.Join(unsets, " ")})
 	}
 	if len(exports) > 0 {
-		add(step{check: true, code: `\builtin export ` + strings.Join(exports, " ")})
+		p.add(step{check: true, code: `\builtin export ` + strings.Join(exports, " ")})
 	}
+	return zdotdir
+}
+
+// zshParamSteps adds the parameters that are not the environment's: arrays,
+// associations, unexported scalars, and the special arrays tied to an
+// unexported scalar.
+func zshParamSteps(p *restorePlan, vars map[string]record, exported, loaded map[string]bool) {
 	for _, name := range slices.Sorted(maps.Keys(vars)) {
 		r := vars[name]
 		typ, text, _ := strings.Cut(strings.TrimSuffix(r.payload, "\n"), "\n")
@@ -150,58 +179,61 @@ func zshPlan(recs []record, captureEnv, final, kept map[string]string) *restoreP
 		}
 		if scalar, tied := zshTied[name]; tied {
 			if strings.Contains(typ, "unique") {
-				add(step{code: `\builtin typeset -U ` + name})
+				p.add(step{code: `\builtin typeset -U ` + name})
 			}
 			if exported[scalar] {
 				continue
 			}
 			if _, value, ok := strings.Cut(text, name+"="); ok {
-				add(step{kind: "variable", name: name, code: name + "=" + value})
+				p.add(step{kind: "variable", name: name, code: name + "=" + value})
 			}
 			continue
 		}
 		if strings.Contains(typ, "tied") && strings.Contains(typ, "array") || strings.Contains(typ, "special") && strings.Contains(typ, "tied") {
 			continue // the other half of a tie restores it
 		}
-		add(step{kind: "variable", name: name, code: zshTypeset(text)})
+		p.add(step{kind: "variable", name: name, code: zshTypeset(text)})
 	}
+}
 
-	if m, ok := one("umask"); ok && strings.TrimSpace(m) != "" {
-		add(step{code: `\builtin umask ` + quote(strings.TrimSpace(m)) + ` 2>/dev/null`})
+// zshSettingSteps adds the shell's settings before the tail: the umask,
+// limits, modules, named directories, the command hash, zstyles, disabled
+// builtins and traps.
+func zshSettingSteps(p *restorePlan, rs records) {
+	if m, ok := rs.one("umask"); ok && strings.TrimSpace(m) != "" {
+		p.add(step{code: `\builtin umask ` + quote(strings.TrimSpace(m)) + ` 2>/dev/null`})
 	}
-	limitSteps(p, byKind, zshLimitLine)
+	limitSteps(p, rs, zshLimitLine)
 	for _, kind := range []string{"modules", "nameddirs", "hash", "zstyles"} {
-		if text, ok := one(kind); ok {
+		if text, ok := rs.one(kind); ok {
 			for _, stmt := range statements(text) {
-				add(step{code: `\builtin ` + stmt + ` 2>/dev/null`})
+				p.add(step{code: `\builtin ` + stmt + ` 2>/dev/null`})
 			}
 		}
 	}
-	if d, ok := one("disabled"); ok {
+	if d, ok := rs.one("disabled"); ok {
 		var names []string
 		for _, name := range strings.Fields(d) {
 			names = append(names, quote(name))
 		}
 		if len(names) > 0 {
-			add(step{code: `\builtin disable -- ` + strings.Join(names, " ")})
+			p.add(step{code: `\builtin disable -- ` + strings.Join(names, " ")})
 		}
 	}
-	if t, ok := one("traps"); ok {
+	if t, ok := rs.one("traps"); ok {
 		for _, stmt := range statements(t) {
 			// trap lists TRAPxxx functions too, which the functions restore.
 			if strings.HasPrefix(stmt, "trap ") && !strings.Contains(stmt, "__snapexec_") {
-				add(step{code: `\builtin ` + stmt})
+				p.add(step{code: `\builtin ` + stmt})
 			}
 		}
 	}
+}
 
-	// The tail, in .zlogin: ZDOTDIR, then the functions, as zsh prints
-	// them, read without aliases (zsh expanded the profile's aliases when
-	// it first read them), then aliases, arguments, the emulation and
-	// options.
-	p.steps = append(p.steps, zdotdir...)
-	add(step{tail: true, check: true, code: "options[aliases]=off"})
-	for _, r := range byKind["fn"] {
+// zshDefinitionSteps adds the tail's functions, as zsh printed them, and
+// aliases of the three kinds.
+func zshDefinitionSteps(p *restorePlan, rs records) {
+	for _, r := range rs["fn"] {
 		code := r.payload
 		if m := zshAutoloadStub.FindStringSubmatch(code); m != nil && m[1] == r.name {
 			// A function marked for autoload and not loaded yet: marked
@@ -211,69 +243,57 @@ func zshPlan(recs []record, captureEnv, final, kept map[string]string) *restoreP
 				code = `\builtin autoload -` + m[2] + ` -- ` + quote(r.name)
 			}
 		}
-		add(step{tail: true, kind: "function", name: r.name, code: code})
+		p.add(step{tail: true, kind: "function", name: r.name, code: code})
 	}
 	for _, kind := range []string{"alias", "galias", "salias"} {
-		for _, r := range byKind[kind] {
+		for _, r := range rs[kind] {
 			// The subscript's (Q) takes the quotes off the name; neither +=
 			// nor a quoted subscript does that for these arrays.
-			add(step{tail: true, kind: "alias", name: r.name, code: kind + "es[${(Q):-" + quote(r.name) + "}]=" + quote(r.payload)})
+			p.add(step{tail: true, kind: "alias", name: r.name, code: kind + "es[${(Q):-" + quote(r.name) + "}]=" + quote(r.payload)})
 		}
 	}
-	if _, ok := one("args"); ok {
-		var args []string
-		for _, r := range byKind["arg"] {
-			args = append(args, quote(r.payload))
+}
+
+// zshOptionSteps adds the tail's options, from setopt's listing o. aliases
+// and allexport go last: the one was off for the functions, the other would
+// export what the steps after it set (and a module's arrays as it is
+// unloaded). The options that act on every later command are the plan's
+// last, after $_.
+func zshOptionSteps(p *restorePlan, o string, loaded map[string]bool) {
+	var sets []string
+	last := map[string]string{"aliases": "on", "allexport": "off", "xtrace": "off", "verbose": "off"}
+	for line := range strings.SplitSeq(o, "\n") {
+		name, state, _ := strings.Cut(line, " ")
+		switch {
+		case name == "" || zshFixedOptions[name]:
+			continue
+		case last[name] != "":
+			last[name] = state
+		default:
+			sets = append(sets, "options["+name+"]="+state)
 		}
-		add(step{tail: true, code: "argv=(" + strings.Join(args, " ") + ")"})
+		p.options++
 	}
-	if e, ok := one("emulation"); ok && strings.TrimSpace(e) != "zsh" {
-		add(step{tail: true, code: `\builtin emulate ` + quote(strings.TrimSpace(e))})
-	}
-	if o, ok := one("options"); ok {
-		// aliases and allexport go last: the one was off for the
-		// functions, the other would export what the steps after it set
-		// (and a module's arrays as it is unloaded).
-		var sets []string
-		last := map[string]string{"aliases": "on", "allexport": "off", "xtrace": "off", "verbose": "off"}
-		for line := range strings.SplitSeq(o, "\n") {
-			name, state, _ := strings.Cut(line, " ")
-			switch {
-			case name == "" || zshFixedOptions[name]:
-				continue
-			case last[name] != "":
-				last[name] = state
-			default:
-				sets = append(sets, "options["+name+"]="+state)
-			}
-			p.options++
-		}
-		sets = append(sets, "options[aliases]="+last["aliases"])
-		add(step{tail: true, code: strings.Join(sets, "\n")})
-		// The restore's own use of zsh/parameter (options, aliases), ulimit
-		// and zstyle loads modules the login shell may not have loaded.
-		for _, module := range []string{"zsh/parameter", "zsh/rlimits", "zsh/zutil"} {
-			if !loaded[module] {
-				add(step{tail: true, code: `\builtin zmodload -u ` + module + ` 2>/dev/null`})
-			}
-		}
-		// The options that act on every later command come last, with
-		// $_ as the profile left it, set by a command whose trace goes
-		// nowhere.
-		var final []string
-		for _, name := range []string{"allexport", "xtrace", "verbose"} {
-			if last[name] == "on" {
-				final = append(final, name)
-			}
-		}
-		if len(final) > 0 {
-			p.last = `\builtin setopt ` + strings.Join(final, " ")
+	sets = append(sets, "options[aliases]="+last["aliases"])
+	p.add(step{tail: true, code: strings.Join(sets, "\n")})
+	// The restore's own use of zsh/parameter (options, aliases), ulimit
+	// and zstyle loads modules the login shell may not have loaded.
+	for _, module := range []string{"zsh/parameter", "zsh/rlimits", "zsh/zutil"} {
+		if !loaded[module] {
+			p.add(step{tail: true, code: `\builtin zmodload -u ` + module + ` 2>/dev/null`})
 		}
 	}
-	if u, ok := one("underscore"); ok {
-		p.underscore = &u
+	// $_ is set as the profile left it by a command whose trace goes
+	// nowhere, before these.
+	var final []string
+	for _, name := range []string{"allexport", "xtrace", "verbose"} {
+		if last[name] == "on" {
+			final = append(final, name)
+		}
 	}
-	return p
+	if len(final) > 0 {
+		p.last = `\builtin setopt ` + strings.Join(final, " ")
+	}
 }
 
 // zshTypeset returns typeset -p's line for a variable as the restore runs it:
