@@ -261,17 +261,17 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 		}
 		outR, outW = tty.master, slave
 	} else {
-		if outR, outW, err = os.Pipe(); err != nil {
+		if outR, outW, err = childPipe(false); err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
 		}
 		if !spec.DiscardStderr {
-			if errR, errW, err = os.Pipe(); err != nil {
+			if errR, errW, err = childPipe(false); err != nil {
 				closeAll(outR, outW)
 				return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
 			}
 		}
 		if len(spec.Stdin) > 0 || spec.PipeStdin {
-			if stdinR, stdinW, err = os.Pipe(); err != nil {
+			if stdinR, stdinW, err = childPipe(true); err != nil {
 				closeAll(outR, outW, errR, errW)
 				return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
 			}
@@ -279,7 +279,7 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 	}
 	var releaseR, releaseW *os.File
 	if cfg.hold {
-		if releaseR, releaseW, err = os.Pipe(); err != nil {
+		if releaseR, releaseW, err = childPipe(true); err != nil {
 			closeAll(outR, outW, errR, errW, stdinR, stdinW)
 			return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
 		}
@@ -568,4 +568,30 @@ func closeAll(files ...*os.File) {
 			_ = f.Close()
 		}
 	}
+}
+
+// childPipe returns a pipe between this process and a child: the child reads
+// from r when childReads, else writes to w. Only this process's end is
+// non-blocking and in the runtime's poller. os.Pipe would put both there,
+// and the child's end would then cost a spawn five system calls more for
+// nothing (two to make it non-blocking, one to register it, two more to make
+// it blocking again for the child, who needs it so, and one to unregister it
+// when it is closed), ten for the two output streams.
+func childPipe(childReads bool) (r, w *os.File, err error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return nil, nil, os.NewSyscallError("pipe2", err)
+	}
+	ours := p[0]
+	if childReads {
+		ours = p[1]
+	}
+	// A new pipe end has no other status flag to keep.
+	if _, err := unix.FcntlInt(uintptr(ours), unix.F_SETFL, unix.O_NONBLOCK); err != nil {
+		_, _ = unix.Close(p[0]), unix.Close(p[1])
+		return nil, nil, os.NewSyscallError("fcntl", err)
+	}
+	// NewFile puts a non-blocking descriptor in the poller, and leaves a
+	// blocking one out of it.
+	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
 }
