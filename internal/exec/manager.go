@@ -83,11 +83,6 @@ type Manager struct {
 	sweepAt   time.Time
 	stopping  bool
 	forget    func(*Process) // OnForget's
-
-	// readBufs recycles the first read buffers of output streams
-	// (*[firstReadBytes]byte), which most commands never fill: two a
-	// command, 4 KiB of garbage each otherwise.
-	readBufs sync.Pool
 }
 
 // NewManager returns a Manager with opts; zero fields get defaults.
@@ -212,7 +207,6 @@ func (m *Manager) procConfig(register func(*Process), hold bool) procConfig {
 		register:   register,
 		finished:   m.finish,
 		hold:       hold,
-		readBufs:   &m.readBufs,
 	}
 }
 

@@ -37,7 +37,6 @@ type Process struct {
 	reaper    *Reaper
 	maxOutput int
 	sandbox   sandbox.Report
-	readBufs  *sync.Pool
 
 	ring           *ring
 	out            Stream       // the stream of its stdout: Stdout, or Pty on a terminal
@@ -222,8 +221,6 @@ type procConfig struct {
 	// hold gives the child the read end of a pipe as fd 3 (returned by start)
 	// and leaves its limits unarmed until arm.
 	hold bool
-	// readBufs recycles the first read buffers of the output streams.
-	readBufs *sync.Pool
 }
 
 // start spawns spec's program in a new process group and supervises it. With
@@ -337,7 +334,6 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 		reaper:    cfg.reaper,
 		maxOutput: maxOutput,
 		sandbox:   report,
-		readBufs:  cfg.readBufs,
 		ring:      newRing(cfg.ringBytes, cfg.ringChunks),
 		out:       Stdout,
 		tty:       tty,
@@ -527,16 +523,10 @@ func (p *Process) supervise(cmd *exec.Cmd, outR, errR *os.File) {
 func (p *Process) read(r io.Reader, s Stream, sink *headTail) {
 	// No read may be larger than the ring, which then holds at least the last.
 	limit := min(maxReadBytes, p.ring.maxBytes)
-	// Most commands write little: the buffer starts small, one recycled
-	// from an earlier stream, and grows to limit once a read fills it, so
-	// that a short command does not allocate two large buffers it never
-	// fills. Every read's data is copied out (ring, sink) before the next.
-	first, _ := p.readBufs.Get().(*[firstReadBytes]byte)
-	if first == nil {
-		first = new([firstReadBytes]byte)
-	}
-	defer p.readBufs.Put(first)
-	buf := first[:min(firstReadBytes, limit)]
+	// Most commands write little: the buffer starts small and grows to
+	// limit once a read fills it, so that a short command does not
+	// allocate two large buffers it never fills.
+	buf := make([]byte, min(firstReadBytes, limit))
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
