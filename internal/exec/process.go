@@ -221,6 +221,9 @@ type procConfig struct {
 	// hold gives the child the read end of a pipe as fd 3 (returned by start)
 	// and leaves its limits unarmed until arm.
 	hold bool
+	// null is the stdin and the discarded stderr of a child without a pipe
+	// there.
+	null nullDevice
 }
 
 // start spawns spec's program in a new process group and supervises it. With
@@ -298,6 +301,9 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 		// Setpgid puts the child in a group of its own, so that one signal
 		// reaches it and every descendant that did not leave the group.
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	if cfg.null.r != nil { // else os/exec opens /dev/null itself
+		cmd.Stdin, cmd.Stderr = cfg.null.r, cfg.null.w
 	}
 	if stdinR != nil {
 		cmd.Stdin = stdinR
@@ -568,6 +574,27 @@ func closeAll(files ...*os.File) {
 			_ = f.Close()
 		}
 	}
+}
+
+// nullDevice is /dev/null opened for reading and for writing, shared by the
+// children of a Manager (each gets its own descriptor of it).
+type nullDevice struct {
+	r, w *os.File
+}
+
+// openNull opens /dev/null; its zero value when that fails, so that each
+// spawn tries again and fails as it would have.
+func openNull() nullDevice {
+	r, err := os.Open(os.DevNull)
+	if err != nil {
+		return nullDevice{}
+	}
+	w, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		_ = r.Close()
+		return nullDevice{}
+	}
+	return nullDevice{r: r, w: w}
 }
 
 // childPipe returns a pipe between this process and a child: the child reads

@@ -344,3 +344,22 @@ func TestChildStdioIsBlocking(t *testing.T) {
 		t.Errorf("the child's stdin, stdout, stderr:\n%swant each blocking; the server's end of stdin is %s, want non-blocking", got, ours)
 	}
 }
+
+// TestChildWithoutPipesHasDevNull: a child with no stdin given reads
+// /dev/null, and one whose stderr is discarded writes to /dev/null: never a
+// closed descriptor, which the next file it opens would take.
+func TestChildWithoutPipesHasDevNull(t *testing.T) {
+	m := NewManager(Options{Reaper: testReaper})
+	for range 2 { // the second spawn shares the first's /dev/null
+		p, err := m.Run(context.Background(), Spec{
+			Argv:          []string{"/bin/sh", "-c", "readlink /proc/self/fd/0 /proc/self/fd/2; head -c1; echo $?"},
+			DiscardStderr: true,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(p.Result().Stdout.Data); got != "/dev/null\n/dev/null\n0\n" {
+			t.Errorf("a child without stdin, stderr discarded: fd 0, fd 2, reading stdin:\n%swant /dev/null, /dev/null, an empty read", got)
+		}
+	}
+}
