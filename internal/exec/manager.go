@@ -86,8 +86,8 @@ type Manager struct {
 
 	// null is /dev/null, opened once for the stdin (and a discarded
 	// stderr) of every child that has no pipe there: os/exec would open and
-	// close it for each spawn, about 4% of the server's CPU per /exec of
-	// /bin/true. Its zero value lets os/exec do that.
+	// close it for each spawn, 2.6% of the server's CPU under a load of
+	// /exec /bin/true (perf). Its zero value lets os/exec do that.
 	null nullDevice
 }
 
