@@ -110,3 +110,39 @@ func TestTelemetryExporters(t *testing.T) {
 		})
 	}
 }
+
+// TestSpansRecordedOnlyWithAnExporter: without a span exporter the server's
+// spans are not recorded, since nothing would ever read them, yet each still
+// has a trace id for the log lines; with one they are recorded.
+func TestSpansRecordedOnlyWithAnExporter(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		env       map[string]string
+		recording bool
+	}{
+		{"unset", nil, false},
+		{"none", map[string]string{"OTEL_TRACES_EXPORTER": "none"}, false},
+		{"otlp", map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, k := range []string{"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_SAMPLER"} {
+				t.Setenv(k, tc.env[k])
+			}
+			tel, err := setupTelemetry(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				// Nothing listens on 127.0.0.1:1: the flush's error is expected.
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				_ = tel.shutdown(ctx)
+				cancel()
+			}()
+			_, span := tel.tracer().Start(context.Background(), "request")
+			defer span.End()
+			if span.IsRecording() != tc.recording || !span.SpanContext().HasTraceID() {
+				t.Errorf("a span under %v: recording %v, trace id %v; want recording %v, a trace id", tc.env, span.IsRecording(), span.SpanContext().TraceID(), tc.recording)
+			}
+		})
+	}
+}

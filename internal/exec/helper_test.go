@@ -51,6 +51,13 @@ func TestMain(m *testing.M) {
 
 func helperMain(mode string, args []string) int {
 	switch mode {
+	case "stdio-flags":
+		// Prints whether each of its stdio descriptors is non-blocking, then
+		// waits to be ended.
+		for fd := range 3 {
+			fmt.Println(fd, nonblocking(fd))
+		}
+		time.Sleep(time.Hour)
 	case "ignore-term":
 		// Ignores SIGTERM, so only the group SIGKILL ends it.
 		signal.Ignore(syscall.SIGTERM)
@@ -191,4 +198,16 @@ func pidAlive(pid int) bool {
 		}
 	}
 	return true
+}
+
+// nonblocking says whether fd is "blocking" or "non-blocking".
+func nonblocking(fd int) string {
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	switch {
+	case err != nil:
+		return err.Error()
+	case flags&unix.O_NONBLOCK != 0:
+		return "non-blocking"
+	}
+	return "blocking"
 }

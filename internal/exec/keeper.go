@@ -137,31 +137,54 @@ func (k *Keeper) send(kind byte, pid int) {
 	}
 }
 
+// keeperPace is how long the keeper lets records gather in the pipe after
+// each read. Woken for every record, two a command, the keeper cost 25 to 80
+// µs of CPU a command (measured on a 2-core VM, where a wake-up is a costly
+// context switch); paced, it wakes at most 1/keeperPace times a second
+// however fast the server spawns, and never while the server is idle. It is
+// also the longest the keeper takes to notice that the server has gone,
+// within issue 14's bound of 2 s by far. The pipe holds 13107 records
+// meanwhile.
+const keeperPace = 10 * time.Millisecond
+
 // RunKeeper is the keeper's main: it reads records from in (the pipe) until
 // it closes, then kills what it knows of (endAll). It ignores the signals
 // that would end it early: it lives as long as the pipe.
 func RunKeeper(in io.Reader) error {
 	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT, syscall.SIGPIPE)
-	groups, escaped := map[int]bool{}, map[int]bool{}
-	var rec [recordSize]byte
-	for {
-		if _, err := io.ReadFull(in, rec[:]); err != nil {
-			break
-		}
-		pid := int(binary.LittleEndian.Uint32(rec[1:]))
-		switch rec[0] {
-		case recordGroup:
-			groups[pid] = true
-		case recordGroupEnded:
-			delete(groups, pid)
-		case recordEscape:
-			escaped[pid] = true
-		case recordEscapeEnded:
-			delete(escaped, pid)
-		}
-	}
-	endAll(groups, escaped)
+	endAll(readRecords(in))
 	return nil
+}
+
+// readRecords reads records from in until it ends and returns the groups and
+// the escaped processes that the records leave running.
+func readRecords(in io.Reader) (groups, escaped map[int]bool) {
+	groups, escaped = map[int]bool{}, map[int]bool{}
+	buf := make([]byte, 64<<10) // a pipe's default capacity
+	held := 0                   // bytes of a record the last read cut, at buf's start
+	for {
+		n, err := in.Read(buf[held:])
+		held += n
+		whole := held - held%recordSize
+		for rec := buf[:whole]; len(rec) > 0; rec = rec[recordSize:] {
+			pid := int(binary.LittleEndian.Uint32(rec[1:recordSize]))
+			switch rec[0] {
+			case recordGroup:
+				groups[pid] = true
+			case recordGroupEnded:
+				delete(groups, pid)
+			case recordEscape:
+				escaped[pid] = true
+			case recordEscapeEnded:
+				delete(escaped, pid)
+			}
+		}
+		held = copy(buf, buf[whole:held])
+		if err != nil {
+			return groups, escaped
+		}
+		time.Sleep(keeperPace)
+	}
 }
 
 // endAll kills with SIGKILL the process groups and the processes given, and

@@ -2,9 +2,12 @@ package exec
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"strconv"
@@ -263,5 +266,61 @@ func BenchmarkKeeperRecords(b *testing.B) {
 	for b.Loop() {
 		k.send(recordGroup, pid)
 		k.send(recordGroupEnded, pid)
+	}
+}
+
+// record is one of the keeper's records.
+type record struct {
+	kind byte
+	pid  int
+}
+
+// recordsOf encodes records as the server's Keeper writes them.
+func recordsOf(recs ...record) []byte {
+	var out []byte
+	for _, r := range recs {
+		var rec [recordSize]byte
+		rec[0] = r.kind
+		binary.LittleEndian.PutUint32(rec[1:], uint32(r.pid))
+		out = append(out, rec[:]...)
+	}
+	return out
+}
+
+// countedReader counts the reads of r and returns at most max bytes from each.
+type countedReader struct {
+	r     io.Reader
+	max   int
+	reads int
+}
+
+func (c *countedReader) Read(p []byte) (int, error) {
+	c.reads++
+	return c.r.Read(p[:min(len(p), c.max)])
+}
+
+// TestKeeperRecordsCutAcrossReads: a read may end inside a record; the
+// record's rest comes with the next read, and every record counts.
+func TestKeeperRecordsCutAcrossReads(t *testing.T) {
+	in := recordsOf(record{recordGroup, 10}, record{recordGroup, 11}, record{recordGroupEnded, 10},
+		record{recordEscape, 12}, record{recordEscape, 13}, record{recordEscapeEnded, 13})
+	for _, max := range []int{1, 3, recordSize, 7, len(in)} {
+		groups, escaped := readRecords(&countedReader{r: bytes.NewReader(in), max: max})
+		if fmt.Sprint(groups, escaped) != "map[11:true] map[12:true]" {
+			t.Errorf("readRecords(reads of %d bytes) = %v, %v; want groups {11}, escaped {12}", max, groups, escaped)
+		}
+	}
+}
+
+// TestKeeperReadsRecordsInBulk: records that arrived together are read
+// together, not one read (one wake-up of the keeper) each.
+func TestKeeperReadsRecordsInBulk(t *testing.T) {
+	var recs []record
+	for pid := range 1000 {
+		recs = append(recs, record{recordGroup, pid}, record{recordGroupEnded, pid})
+	}
+	in := &countedReader{r: bytes.NewReader(recordsOf(recs...)), max: math.MaxInt}
+	if groups, escaped := readRecords(in); len(groups)+len(escaped) != 0 || in.reads > 2 {
+		t.Errorf("readRecords(2000 records at once) = %d groups, %d escaped in %d reads; want none, in 2 reads at most", len(groups), len(escaped), in.reads)
 	}
 }

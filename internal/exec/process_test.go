@@ -310,3 +310,56 @@ func TestOutputWrittenBeforeTheEndIsKept(t *testing.T) {
 		})
 	}
 }
+
+// TestChildStdioIsBlocking: the child's ends of its pipes are blocking, as a
+// program expects of its stdio (a write to a non-blocking stdout can fail
+// with EAGAIN and lose output), and the server's end of stdin is not: its
+// writes wait in the poller, not in a thread.
+func TestChildStdioIsBlocking(t *testing.T) {
+	m := NewManager(Options{Reaper: testReaper})
+	spec := helperSpec(t, "stdio-flags")
+	spec.PipeStdin = true
+	p, err := m.Start(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The lines arrive in one chunk or more; the last one comes within 10 s.
+	var out []byte
+	for afterSeq := int64(0); strings.Count(string(out), "\n") < 3; {
+		r, err := p.Read(context.Background(), afterSeq, 0, 10*time.Second)
+		if err != nil || len(r.Chunks) == 0 {
+			break
+		}
+		for _, c := range r.Chunks {
+			out = append(out, c.Data...)
+		}
+		afterSeq = r.NextSeq - 1
+	}
+	ours := "unknown"
+	if rc, err := p.stdin.file().SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { ours = nonblocking(int(fd)) })
+	}
+	p.Terminate(StatusTerminated)
+	if got := string(out); got != "0 blocking\n1 blocking\n2 blocking\n" || ours != "non-blocking" {
+		t.Errorf("the child's stdin, stdout, stderr:\n%swant each blocking; the server's end of stdin is %s, want non-blocking", got, ours)
+	}
+}
+
+// TestChildWithoutPipesHasDevNull: a child with no stdin given reads
+// /dev/null, and one whose stderr is discarded writes to /dev/null: never a
+// closed descriptor, which the next file it opens would take.
+func TestChildWithoutPipesHasDevNull(t *testing.T) {
+	m := NewManager(Options{Reaper: testReaper})
+	for range 2 { // the second spawn shares the first's /dev/null
+		p, err := m.Run(context.Background(), Spec{
+			Argv:          []string{"/bin/sh", "-c", "readlink /proc/self/fd/0 /proc/self/fd/2; head -c1; echo $?"},
+			DiscardStderr: true,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(p.Result().Stdout.Data); got != "/dev/null\n/dev/null\n0\n" {
+			t.Errorf("a child without stdin, stderr discarded: fd 0, fd 2, reading stdin:\n%swant /dev/null, /dev/null, an empty read", got)
+		}
+	}
+}
