@@ -35,7 +35,9 @@ package shellsnap
 //
 // The variables are printed by one declare -p, in a subshell that empties
 // the exported ones first: their values are in the environment that follows,
-// and a large one would count twice against MaxSnapshotBytes.
+// and a large one would count twice against MaxSnapshotBytes. A nameref is
+// left as it is: assigning it would assign the variable it names (an
+// exported nameref is itself in the environment, its value the name).
 //
 // A function whose name holds "=" is printed by type, whose first line says
 // what it is: declare -f takes such a name for an assignment.
@@ -159,7 +161,7 @@ if [[ -z $__snapexec_tmp ]]; then
   (
     \command mapfile -t __snapexec_xs < <(\command compgen -A export)
     for __snapexec_f in "${__snapexec_xs[@]}"; do
-      if [[ ${!__snapexec_f@a} != *[aAr]* ]]; then \command printf -v "$__snapexec_f" ''; fi
+      if [[ ! -R $__snapexec_f && ${!__snapexec_f@a} != *[aAr]* ]]; then \command printf -v "$__snapexec_f" ''; fi
     done
     \command unset -v __snapexec_u __snapexec_last __snapexec_xs BASH_EXECUTION_STRING
     \command declare -p

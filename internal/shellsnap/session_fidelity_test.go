@@ -1,0 +1,125 @@
+package shellsnap
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fidelityMark separates the reference's outputs of each probe.
+const fidelityMark = "::fidelity-probe::"
+
+// sessionMatchesBash runs steps, one session command each, and after each a
+// probe (a session command of its own), and compares what each probe prints
+// (stdout and stderr together) with what it prints in one bash fed the same
+// steps and probes through a pipe, as a persistent shell is fed. A step
+// that leaves no state fails the test.
+func sessionMatchesBash(t *testing.T, steps []string, probe string) {
+	t.Helper()
+	home := t.TempDir()
+	f := &SessionFiles{}
+	defer f.Close()
+	// What the steps print goes nowhere; each probe's output, and a mark
+	// after it, to the descriptor 3 (the mark by a program, which no alias
+	// or function of the steps can stand for).
+	ref := strings.Builder{}
+	ref.WriteString("exec 3>&1 >/dev/null 2>&1\n")
+	for _, s := range steps {
+		ref.WriteString(s + "\n{ " + probe + "\n} >&3 2>&3\n/bin/echo " + fidelityMark + " >&3\n")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/bin/bash", "--noprofile", "--norc", "-l")
+	cmd.Env, cmd.Dir = envPairs(loginEnv(home)), home
+	cmd.Stdin = strings.NewReader(ref.String())
+	out, err := cmd.Output()
+	if err != nil && ctx.Err() != nil {
+		t.Fatalf("the reference bash: %v", err)
+	}
+	want := strings.Split(string(out), fidelityMark+"\n")
+	var st *SessionState
+	for i, s := range steps {
+		_, errOut, _, next, err := sessionRun(t, f, home, st, s)
+		if err != nil {
+			t.Fatalf("step %d %q: Finish: %v (stderr %q)", i, s, err, errOut)
+		}
+		st = next
+		got, _, _, next, err := sessionRun(t, f, home, st, "{ "+probe+"\n} 2>&1")
+		if err != nil {
+			t.Fatalf("probe after step %d %q: Finish: %v", i, s, err)
+		}
+		st = next
+		if i >= len(want) || got != want[i] {
+			w := "<none>"
+			if i < len(want) {
+				w = want[i]
+			}
+			t.Fatalf("after %q the session's probe differs from one bash's:\n%s", strings.Join(steps[:i+1], "\n"), probeDiff(w, got))
+		}
+	}
+}
+
+// probeDiff shows the lines of want and got that differ, by line number.
+func probeDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	for i := range max(len(w), len(g)) {
+		var a, c string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			c = g[i]
+		}
+		if a != c {
+			fmt.Fprintf(&b, "  line %d: bash    %q\n          session %q\n", i+1, a, c)
+		}
+	}
+	return b.String()
+}
+
+// TestExportedNamerefCarries: a profile that exports a nameref (which
+// exports the nameref itself, its target's name as its value) replays, and
+// starts a session, as one bash that runs it shows it; the capture once
+// emptied the nameref's target, through the nameref, as it empties the
+// exported values.
+func TestExportedNamerefCarries(t *testing.T) {
+	const probe = `declare -p r x; printenv x r; echo "r=$r"`
+	bash := testShell{name: "bash", path: "/bin/bash"}
+	for _, profile := range []string{
+		"x=1; declare -nx r=x\n",
+		"x=1; declare -n r=x; export r\n",
+		"export x=2; declare -nx r=x\n",
+	} {
+		home := t.TempDir()
+		writeFile(t, filepath.Join(home, ".bash_profile"), profile)
+		ref := exec.Command("/bin/bash", "--noprofile", "--norc", "-c", profile+probe)
+		ref.Env, ref.Dir = envPairs(loginEnv(home)), home
+		want, _ := ref.CombinedOutput()
+		snap := captureLogin(t, bash, home)
+		if out, errOut := replayRun(t, bash, home, snap, probe); out+errOut != string(want) {
+			t.Errorf("profile %q replayed: %q, want (one bash) %q", profile, out+errOut, want)
+		}
+		f := &SessionFiles{}
+		defer f.Close()
+		c, err := f.Command(SessionLaunch{Shell: Shell{Name: "bash", Path: "/bin/bash"}, Env: loginEnv(home), Script: ":", Snapshot: snap})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := runSessionCommand(c, home); err != nil {
+			t.Fatalf("a session's first command: %v: %s", err, out)
+		}
+		st, err := c.Finish(0)
+		c.Close()
+		if err != nil {
+			t.Fatalf("profile %q: the session's first state: %v", profile, err)
+		}
+		if out, errOut, _, _, err := sessionRun(t, f, home, st, probe); err != nil || out+errOut != string(want) {
+			t.Errorf("profile %q, in a session: %q (%v), want (one bash) %q", profile, out+errOut, err, want)
+		}
+	}
+}
