@@ -103,7 +103,7 @@ func runWaiting(t *testing.T, s *Service, id, script string) SessionExecOutput {
 // and the session's EXIT trap, which names the command's own files.
 func describe(out SessionExecOutput) string {
 	r := out.Result
-	stdout := regexp.MustCompile(`(?m)^trap -- .*__snapexec_end' EXIT$`).ReplaceAll(r.Stdout.Data, []byte("SESSION TRAP"))
+	stdout := regexp.MustCompile(`(?ms)^trap -- .*?__snapexec_end' EXIT$`).ReplaceAll(r.Stdout.Data, []byte("SESSION TRAP"))
 	code := -1
 	if r.ExitCode != nil {
 		code = *r.ExitCode

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -25,11 +26,12 @@ func sessionMatchesBash(t *testing.T, steps []string, probe string) {
 	defer f.Close()
 	// What the steps print goes nowhere; each probe's output, and a mark
 	// after it, to the descriptor 3 (the mark by a program, which no alias
-	// or function of the steps can stand for).
+	// or function of the steps can stand for; no group, which an alias
+	// named "{" would break).
 	ref := strings.Builder{}
 	ref.WriteString("exec 3>&1 >/dev/null 2>&1\n")
 	for _, s := range steps {
-		ref.WriteString(s + "\n{ " + probe + "\n} >&3 2>&3\n/bin/echo " + fidelityMark + " >&3\n")
+		ref.WriteString(s + "\n\\exec >&3 2>&3\n" + probe + "\n\\exec >/dev/null 2>&1\n/bin/echo " + fidelityMark + " >&3\n")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -40,7 +42,10 @@ func sessionMatchesBash(t *testing.T, steps []string, probe string) {
 	if err != nil && ctx.Err() != nil {
 		t.Fatalf("the reference bash: %v", err)
 	}
-	want := strings.Split(string(out), fidelityMark+"\n")
+	// Line numbers of error messages count from the script's start in
+	// one bash, from the command's in a session.
+	lineNo := regexp.MustCompile(`: line [0-9]+: `)
+	want := strings.Split(lineNo.ReplaceAllString(string(out), ": line N: "), fidelityMark+"\n")
 	var st *SessionState
 	for i, s := range steps {
 		_, errOut, _, next, err := sessionRun(t, f, home, st, s)
@@ -48,11 +53,12 @@ func sessionMatchesBash(t *testing.T, steps []string, probe string) {
 			t.Fatalf("step %d %q: Finish: %v (stderr %q)", i, s, err, errOut)
 		}
 		st = next
-		got, _, _, next, err := sessionRun(t, f, home, st, "{ "+probe+"\n} 2>&1")
+		got, _, _, next, err := sessionRun(t, f, home, st, "\\exec 2>&1\n"+probe)
 		if err != nil {
 			t.Fatalf("probe after step %d %q: Finish: %v", i, s, err)
 		}
 		st = next
+		got = lineNo.ReplaceAllString(got, ": line N: ")
 		if i >= len(want) || got != want[i] {
 			w := "<none>"
 			if i < len(want) {
@@ -121,5 +127,83 @@ func TestExportedNamerefCarries(t *testing.T) {
 		if out, errOut, _, _, err := sessionRun(t, f, home, st, probe); err != nil || out+errOut != string(want) {
 			t.Errorf("profile %q, in a session: %q (%v), want (one bash) %q", profile, out+errOut, err, want)
 		}
+	}
+}
+
+// TestSessionCarriesAliasesOfItsOwnWords: a state whose aliases or
+// functions are named as the words of the session's own lines (the dump's
+// group, the special builtins it calls) carries as one bash carries it.
+// bash reads an alias before a reserved word, so a line of the dump that
+// started with "{" once ran the alias and failed to parse.
+func TestSessionCarriesAliasesOfItsOwnWords(t *testing.T) {
+	const probe = `echo "x=${x-unset}"; alias -p; declare -F; shopt -p expand_aliases; [[ -o posix ]] && echo posix; echo "${POSIXLY_CORRECT-no POSIXLY_CORRECT}"`
+	var aliases []string
+	for _, name := range []string{"{", "}", "if", "then", "fi", "[[", "trap", ".", "builtin", "command", "unset", "set", "declare", "return"} {
+		aliases = append(aliases, quote(name+"=echo alias "+name+";"))
+	}
+	rows := map[string][]string{
+		"aliases": {"shopt -s expand_aliases; alias " + strings.Join(aliases, " ") + "\nx=1", "x=2", "cd /"},
+		"functions": {
+			`function trap { echo fn trap; }; function . { echo fn dot; }; function unset { echo fn unset; }; function builtin { echo fn builtin; }; x=1`,
+			"x=2", "cd /",
+		},
+		"posix mode":      {"set -o posix; shopt -s expand_aliases; alias '{'='echo brace'; x=1", "x=2"},
+	}
+	for name, steps := range rows {
+		t.Run(name, func(t *testing.T) { sessionMatchesBash(t, steps, probe) })
+	}
+
+	// The status the command leaves with is its own, a function named
+	// return or builtin notwithstanding.
+	home := t.TempDir()
+	f := &SessionFiles{}
+	defer f.Close()
+	_, errOut, _, st, err := sessionRun(t, f, home, nil, `function return { :; }; function builtin { :; }`)
+	if err != nil {
+		t.Fatalf("Finish: %v (stderr %q)", err, errOut)
+	}
+	for _, script := range []string{"(exit 3)", "exit 4"} {
+		if _, errOut, code, _, err := sessionRun(t, f, home, st, script); err != nil || code != int(script[len(script)-1]-'0') {
+			t.Errorf("%q with functions return and builtin: exit code %d, %v (stderr %q)", script, code, err, errOut)
+		}
+	}
+}
+
+// TestSessionTracesOnlyTheScript: with xtrace on, a command's trace is
+// the one bash's trace of the script, the session's lines traced nowhere,
+// an alias named "{" notwithstanding; with verbose on, bash echoes the
+// script and, after it, the dump's two lines (each marked), and nothing
+// of the start.
+func TestSessionTracesOnlyTheScript(t *testing.T) {
+	home := t.TempDir()
+	f := &SessionFiles{}
+	defer f.Close()
+	_, errOut, _, st, err := sessionRun(t, f, home, nil, "shopt -s expand_aliases; alias '{'='echo brace'\nset -x")
+	if err != nil {
+		t.Fatalf("Finish: %v (stderr %q)", err, errOut)
+	}
+	for _, script := range []string{"Y=2", "exit 3", "set -e; false"} {
+		_, errOut, _, next, err := sessionRun(t, f, home, st, script)
+		if err != nil {
+			t.Fatalf("%q: Finish: %v (stderr %q)", script, err, errOut)
+		}
+		ref := exec.Command("/bin/bash", "--noprofile", "--norc", "-c", "set -x\n"+script)
+		ref.Env, ref.Dir = envPairs(loginEnv(home)), home
+		want, _ := ref.CombinedOutput()
+		if errOut != string(want) {
+			t.Errorf("with xtrace on, %q traces %q, want (one bash) %q", script, errOut, want)
+		}
+		if script == "Y=2" {
+			st = next
+		}
+	}
+	_, errOut, _, st, err = sessionRun(t, f, home, st, "set +x -v")
+	if err != nil {
+		t.Fatalf("Finish: %v (stderr %q)", err, errOut)
+	}
+	_, errOut, _, _, err = sessionRun(t, f, home, st, "Z=3")
+	lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+	if err != nil || len(lines) != 3 || lines[0] != "Z=3" || !strings.HasSuffix(lines[1], "# __snapexec_end") || !strings.HasSuffix(lines[2], "# __snapexec_end") {
+		t.Errorf("with verbose on, Z=3 echoes %q (%v); want Z=3 and the dump's two lines", errOut, err)
 	}
 }
