@@ -576,6 +576,27 @@ func optionSteps(p *restorePlan, byKind map[string][]record, vars map[string]bas
 			p.steps = append(p.steps, step{tail: true, code: v.text})
 		}
 	}
+	if on["posix"] {
+		// Posix mode turns these on (bash's posix_initialize), after the
+		// shopt steps: they are set again as the state had them.
+		var s, u []string
+		for _, name := range optionNames(payload("shoptnames")) {
+			switch name {
+			case "expand_aliases", "inherit_errexit", "interactive_comments", "shift_verbose", "sourcepath":
+				if shon[name] {
+					s = append(s, name)
+				} else {
+					u = append(u, name)
+				}
+			}
+		}
+		if len(s) > 0 {
+			p.steps = append(p.steps, step{tail: true, code: `\builtin shopt -s ` + strings.Join(s, " ")})
+		}
+		if len(u) > 0 {
+			p.steps = append(p.steps, step{tail: true, code: `\builtin shopt -u ` + strings.Join(u, " ")})
+		}
+	}
 	for _, name := range []string{"SHELLOPTS", "BASHOPTS"} {
 		if strings.Contains(vars[name].flags, "x") {
 			p.steps = append(p.steps, step{tail: true, code: `\builtin export ` + name})

@@ -626,7 +626,8 @@ func (s *SessionState) restoreFile(f *SessionFiles) (string, error) {
 // is leaving with: it leaves the posix mode the dump line turned on (a
 // special builtin, read in posix mode), so that the options are as the
 // script left them but for those posix mode changed, which it takes as
-// they were (__snapexec_bo0); sets what bashDump expects, as a session's
+// they were (__snapexec_bo0; brought up to date when posix mode was on
+// already, bashShoptsListed); sets what bashDump expects, as a session's
 // end has it (no watch of sourced files; the cwd and parameters always
 // recorded), runs it and returns the status the shell ended with, so that
 // the script's line after the user's ends the shell with the user's
@@ -636,7 +637,10 @@ func bashSessionEnd(nonce, limits, tmp, fnFile, fnPrev string) string {
 	if limits != "" {
 		limitsNow = quote(limits)
 	}
-	return `if [[ -z $__snapexec_pc0 ]]; then \unset -v POSIXLY_CORRECT; fi
+	return `if [[ -z $__snapexec_pc0 ]]; then \unset -v POSIXLY_CORRECT
+else
+` + bashShoptsListed + `__snapexec_bo0=$BASHOPTS
+fi
 __snapexec_n=` + nonce + `
 __snapexec_pwd=
 __snapexec_args=()

@@ -136,7 +136,7 @@ func TestExportedNamerefCarries(t *testing.T) {
 // bash reads an alias before a reserved word, so a line of the dump that
 // started with "{" once ran the alias and failed to parse.
 func TestSessionCarriesAliasesOfItsOwnWords(t *testing.T) {
-	const probe = `echo "x=${x-unset}"; alias -p; declare -F; shopt -p expand_aliases; [[ -o posix ]] && echo posix; echo "${POSIXLY_CORRECT-no POSIXLY_CORRECT}"`
+	const probe = `echo "x=${x-unset}"; alias -p; declare -F; shopt -p expand_aliases inherit_errexit shift_verbose sourcepath interactive_comments; [[ -o posix ]] && echo posix; echo "${POSIXLY_CORRECT-no POSIXLY_CORRECT}"`
 	var aliases []string
 	for _, name := range []string{"{", "}", "if", "then", "fi", "[[", "trap", ".", "builtin", "command", "unset", "set", "declare", "return"} {
 		aliases = append(aliases, quote(name+"=echo alias "+name+";"))
@@ -147,6 +147,10 @@ func TestSessionCarriesAliasesOfItsOwnWords(t *testing.T) {
 			`function trap { echo fn trap; }; function . { echo fn dot; }; function unset { echo fn unset; }; function builtin { echo fn builtin; }; x=1`,
 			"x=2", "cd /",
 		},
+		// posix mode unsets POSIXLY_CORRECT as it ends, and sets options
+		// without listing them in BASHOPTS.
+		"POSIXLY_CORRECT": {"export POSIXLY_CORRECT=1; x=1", "x=2", "unset POSIXLY_CORRECT; shopt -s extglob; x=3"},
+		"posix options":   {"set -o posix; x=1", "shopt -u expand_aliases inherit_errexit; x=2"},
 		"posix mode":      {"set -o posix; shopt -s expand_aliases; alias '{'='echo brace'; x=1", "x=2"},
 	}
 	for name, steps := range rows {
@@ -162,9 +166,9 @@ func TestSessionCarriesAliasesOfItsOwnWords(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Finish: %v (stderr %q)", err, errOut)
 	}
-	for _, script := range []string{"(exit 3)", "exit 4"} {
-		if _, errOut, code, _, err := sessionRun(t, f, home, st, script); err != nil || code != int(script[len(script)-1]-'0') {
-			t.Errorf("%q with functions return and builtin: exit code %d, %v (stderr %q)", script, code, err, errOut)
+	for script, want := range map[string]int{"(exit 3)": 3, "exit 4": 4} {
+		if _, errOut, code, _, err := sessionRun(t, f, home, st, script); err != nil || code != want {
+			t.Errorf("%q with functions return and builtin: exit code %d, %v (stderr %q), want %d", script, code, err, errOut, want)
 		}
 	}
 }
