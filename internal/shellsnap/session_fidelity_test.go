@@ -211,3 +211,13 @@ func TestSessionTracesOnlyTheScript(t *testing.T) {
 		t.Errorf("with verbose on, Z=3 echoes %q (%v); want Z=3 and the dump's two lines", errOut, err)
 	}
 }
+
+// TestSessionCarriesUnsetShellVariables: a variable bash sets as it starts
+// (IFS, OLDPWD, PS4, OPTIND, ...) that a command unset stays unset, as in
+// one bash; a fresh shell has it again unless the restore unsets it.
+func TestSessionCarriesUnsetShellVariables(t *testing.T) {
+	const names = "BASH BASH_LOADABLES_PATH BASH_VERSION COMP_WORDBREAKS HOSTNAME HOSTTYPE IFS MACHTYPE OLDPWD OPTERR OPTIND OSTYPE PS4 SHELL TERM"
+	const probe = `for v in ` + names + `; do declare -p "$v" 2>/dev/null || echo "$v unset"; done`
+	sessionMatchesBash(t, []string{"cd /tmp; unset " + names, "cd /; x=1", "IFS=:; OPTIND=3"}, probe)
+	sessionMatchesBash(t, []string{"x=1", "cd /tmp; export -n OLDPWD; export PS4='> '", "cd /; declare -l TERM"}, probe)
+}
