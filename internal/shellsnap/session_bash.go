@@ -202,7 +202,7 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 		start.WriteString(`\builtin . ` + quote(restore) + "\n")
 	}
 	if !l.Standby {
-		start.WriteString(setTrapLine(c.dump, l.State.trapCaller()) + "\n")
+		start.WriteString("{ " + l.State.setTrap(quote(c.dump), "") + "; } 2>/dev/null\n")
 	}
 	start.WriteString("}\n")
 	if c.start, err = f.files.write(start.String()); err != nil {
@@ -252,7 +252,7 @@ func (c *SessionCommand) GoAhead(script string) (argv []string, message []byte) 
 	script += "\n" + dump
 	argv = append(c.Argv[:3:3], script)
 	return argv, StandbyMessage("SECONDS=0; BASH_EXECUTION_STRING=" + ansiQuote(script) +
-		"; \\builtin export -n SECONDS BASH_EXECUTION_STRING; " + c.goAhead + `\builtin trap -- ` + ansiQuote(dump) + " EXIT 2>/dev/null; " + script)
+		"; \\builtin export -n SECONDS BASH_EXECUTION_STRING; " + c.goAhead + c.prev.setTrap(ansiQuote(dump), " 2>/dev/null") + "; " + script)
 }
 
 // dumpLine is the two lines that dump the state at the command's end,
@@ -283,28 +283,31 @@ func (c *SessionCommand) dumpLine(keepFns bool) string {
 		`; } >|` + quote(c.out) + ` 2>/dev/null # __snapexec_end`
 }
 
-// setTrapLine sets the session's EXIT trap to dump, in a group whose trace
-// goes nowhere should the state set xtrace: after the restore, which sets
-// the state's traps (a standby's go-ahead sets it after the traps it
-// restores, as the start file does), with the builtin caller of
-// trapCaller. The start file holds it, read before the restore runs.
-func setTrapLine(dump, caller string) string {
-	return `{ ` + caller + ` trap -- ` + quote(dump) + " EXIT; } 2>/dev/null"
-}
-
-// trapCaller is the word that calls the trap builtin after s's restore:
-// \builtin, or \command when s has a function named builtin (and none
-// named command), which the restore defines last.
-func (s *SessionState) trapCaller() string {
+// setTrap sets the session's EXIT trap to dump (a quoted word) after s's
+// restore, each command with redirect after it: the start file's, in a
+// group whose trace goes nowhere should the state set xtrace, after the
+// restore, which sets the state's traps (a standby's go-ahead sets it
+// after the traps it restores, as the start file does). The trap builtin
+// is called through \builtin, or \command when s has a function named
+// builtin (and none named command), which the restore defines last; one
+// that s disabled is enabled for it.
+func (s *SessionState) setTrap(dump, redirect string) string {
+	caller, disabled := `\builtin`, false
 	if s != nil {
 		fns := s.names().fns
-		if _, b := fns["builtin"]; b {
-			if _, c := fns["command"]; !c {
-				return `\command`
-			}
+		_, b := fns["builtin"]
+		if _, c := fns["command"]; b && !c {
+			caller = `\command`
+		}
+		for _, r := range s.recordsOf("disabled") {
+			disabled = disabled || slices.Contains(strings.Split(r.payload, "\n"), "enable -n trap")
 		}
 	}
-	return `\builtin`
+	set := caller + ` trap -- ` + dump + ` EXIT` + redirect
+	if disabled {
+		return caller + ` enable trap` + redirect + "; " + set + "; " + caller + ` enable -n trap` + redirect
+	}
+	return set
 }
 
 // takesEndLine reports whether the dump can run as a line after script: the
@@ -629,7 +632,10 @@ func (s *SessionState) restoreFile(f *SessionFiles) (string, error) {
 // they were (__snapexec_bo0; brought up to date when posix mode was on
 // already, bashShoptsListed); sets what bashDump expects, as a session's
 // end has it (no watch of sourced files; the cwd and parameters always
-// recorded), runs it and returns the status the shell ended with, so that
+// recorded), runs it, clears the traps again (the dump cleared them
+// before it enabled the builtins, and a disabled trap kept them: the EXIT
+// trap would dump a second time) and returns the status the shell ended
+// with, so that
 // the script's line after the user's ends the shell with the user's
 // status: in posix mode again, where no function can stand for return.
 func bashSessionEnd(nonce, limits, tmp, fnFile, fnPrev string) string {
@@ -657,7 +663,8 @@ __snapexec_tmp=` + quote(tmp) + `
 __snapexec_fnfile=` + quote(fnFile) + `
 __snapexec_fnprev=` + quote(fnPrev) + `
 \command shopt -u expand_aliases
-` + bashDump + `POSIXLY_CORRECT=
+` + bashDump + `\command trap - DEBUG RETURN ERR EXIT
+POSIXLY_CORRECT=
 \return "$__snapexec_status"
 `
 }

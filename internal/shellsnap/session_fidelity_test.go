@@ -221,3 +221,25 @@ func TestSessionCarriesUnsetShellVariables(t *testing.T) {
 	sessionMatchesBash(t, []string{"cd /tmp; unset " + names, "cd /; x=1", "IFS=:; OPTIND=3"}, probe)
 	sessionMatchesBash(t, []string{"x=1", "cd /tmp; export -n OLDPWD; export PS4='> '", "cd /; declare -l TERM"}, probe)
 }
+
+// TestSessionCarriesADisabledTrap: with the trap builtin disabled (enable
+// -n trap), which the session's own lines call, a command's state carries
+// as in one bash, and one that leaves by exit hands its state on: the
+// session's EXIT trap is set all the same, and runs the dump once.
+func TestSessionCarriesADisabledTrap(t *testing.T) {
+	const probe = `echo "x=$x"; enable -n`
+	sessionMatchesBash(t, []string{"enable -n trap echo; x=1", "x=2", "enable echo; x=3", "enable trap; x=4"}, probe)
+
+	home := t.TempDir()
+	f := &SessionFiles{}
+	defer f.Close()
+	_, errOut, _, st, err := sessionRun(t, f, home, nil, "enable -n trap")
+	if err != nil {
+		t.Fatalf("Finish: %v (stderr %q)", err, errOut)
+	}
+	if _, errOut, code, next, err := sessionRun(t, f, home, st, "x=5; exit 3"); err != nil || code != 3 {
+		t.Errorf("exit 3 with trap disabled: code %d, %v (stderr %q); want 3 and a state", code, err, errOut)
+	} else if out, _, _, _, _ := sessionRun(t, f, home, next, probe); out != "x=5\nenable -n trap\n" {
+		t.Errorf("after exit 3 with trap disabled: %q", out)
+	}
+}
