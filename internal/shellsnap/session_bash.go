@@ -193,16 +193,19 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 	c.dump = c.dumpLine(!l.Standby && l.State.keepsFunctions(l.Script))
 	// One compound command, which bash reads whole before the restore
 	// runs: the restore's aliases (expand_aliases on, an alias named "{")
-	// and verbose, which it sets, act on no line of the start file.
+	// and verbose, which it sets, act on no line of the start file. What
+	// the state's DEBUG and RETURN traps print as the restore sets them
+	// and returns, and as the EXIT trap is set, goes nowhere: a persistent
+	// shell runs no command between two.
 	var start strings.Builder
 	start.WriteString("{\n")
 	if restore == "" {
 		start.WriteString(bashPrelude)
 	} else {
-		start.WriteString(`\builtin . ` + quote(restore) + "\n")
+		start.WriteString(`\builtin . ` + quote(restore) + " >/dev/null 2>&1\n")
 	}
 	if !l.Standby {
-		start.WriteString("{ " + l.State.setTrap(quote(c.dump), "") + "; } 2>/dev/null\n")
+		start.WriteString("{ " + l.State.setTrap(quote(c.dump), "") + "; } >/dev/null 2>&1\n")
 	}
 	start.WriteString("}\n")
 	if c.start, err = f.files.write(start.String()); err != nil {

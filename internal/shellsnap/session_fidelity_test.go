@@ -18,7 +18,8 @@ const fidelityMark = "::fidelity-probe::"
 // probe (a session command of its own), and compares what each probe prints
 // (stdout and stderr together) with what it prints in one bash fed the same
 // steps and probes through a pipe, as a persistent shell is fed. A step
-// that leaves no state fails the test.
+// that leaves no state fails the test. Both run "\exec 2>&1" before the
+// probe and "\exec >/dev/null 2>&1" after it, which a DEBUG trap sees.
 func sessionMatchesBash(t *testing.T, steps []string, probe string) {
 	t.Helper()
 	home := t.TempDir()
@@ -31,7 +32,7 @@ func sessionMatchesBash(t *testing.T, steps []string, probe string) {
 	ref := strings.Builder{}
 	ref.WriteString("exec 3>&1 >/dev/null 2>&1\n")
 	for _, s := range steps {
-		ref.WriteString(s + "\n\\exec >&3 2>&3\n" + probe + "\n\\exec >/dev/null 2>&1\n/bin/echo " + fidelityMark + " >&3\n")
+		ref.WriteString(s + "\n\\exec >&3 2>&3\n\\exec 2>&1\n" + probe + "\n\\exec >/dev/null 2>&1\n/bin/echo " + fidelityMark + " >&3\n")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -53,7 +54,7 @@ func sessionMatchesBash(t *testing.T, steps []string, probe string) {
 			t.Fatalf("step %d %q: Finish: %v (stderr %q)", i, s, err, errOut)
 		}
 		st = next
-		got, _, _, next, err := sessionRun(t, f, home, st, "\\exec 2>&1\n"+probe)
+		got, _, _, next, err := sessionRun(t, f, home, st, "\\exec 2>&1\n"+probe+"\n\\exec >/dev/null 2>&1")
 		if err != nil {
 			t.Fatalf("probe after step %d %q: Finish: %v", i, s, err)
 		}
@@ -242,4 +243,15 @@ func TestSessionCarriesADisabledTrap(t *testing.T) {
 	} else if out, _, _, _, _ := sessionRun(t, f, home, next, probe); out != "x=5\nenable -n trap\n" {
 		t.Errorf("after exit 3 with trap disabled: %q", out)
 	}
+}
+
+// TestSessionCarriesTrapsQuietly: a state's DEBUG and RETURN traps act on
+// the next command as in one bash, not on the session's restore and
+// start (they printed before the command's own output).
+func TestSessionCarriesTrapsQuietly(t *testing.T) {
+	sessionMatchesBash(t, []string{
+		`trap 'echo "dbg $BASH_COMMAND"' DEBUG; trap 'echo "ret it'\''s"' RETURN; trap 'echo err' ERR; x=1`,
+		"f() { :; }; f; x=2",
+		"false; trap - DEBUG; x=3",
+	}, `echo "x=$x"; trap -p DEBUG RETURN ERR`)
 }
