@@ -199,6 +199,12 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 	// shell runs no command between two.
 	var start strings.Builder
 	start.WriteString("{\n")
+	if l.State != nil && l.State.cwd != "" {
+		// A persistent shell stays in a directory that was removed; a new
+		// one cannot start there, and says so.
+		start.WriteString(`if [[ ! -d ` + quote(l.State.cwd) + ` ]]; then \builtin printf '%s: the session'\''s directory %s is gone: this command starts in %s\n' "${0##*/}" ` +
+			quote(l.State.cwd) + ` "$PWD" >&2; fi` + "\n")
+	}
 	if restore == "" {
 		start.WriteString(bashPrelude)
 	} else {

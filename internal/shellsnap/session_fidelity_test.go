@@ -255,3 +255,21 @@ func TestSessionCarriesTrapsQuietly(t *testing.T) {
 		"false; trap - DEBUG; x=3",
 	}, `echo "x=$x"; trap -p DEBUG RETURN ERR`)
 }
+
+// TestSessionSaysItsDirectoryIsGone: a persistent shell stays in a
+// directory that was removed; a session's next command cannot, starts in
+// / (as the service starts it) and says so on its stderr.
+func TestSessionSaysItsDirectoryIsGone(t *testing.T) {
+	home := t.TempDir()
+	f := &SessionFiles{}
+	defer f.Close()
+	_, errOut, _, st, err := sessionRun(t, f, home, nil, "mkdir -p gone && cd gone && rmdir ../gone")
+	if err != nil {
+		t.Fatalf("Finish: %v (stderr %q)", err, errOut)
+	}
+	out, errOut, _, _, err := sessionRun(t, f, home, st, "pwd")
+	want := "bash: the session's directory " + filepath.Join(home, "gone") + " is gone: this command starts in /\n"
+	if err != nil || out != "/\n" || errOut != want {
+		t.Errorf("a command after its directory was removed: stdout %q, stderr %q (%v); want / and %q", out, errOut, err, want)
+	}
+}
