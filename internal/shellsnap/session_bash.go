@@ -644,9 +644,9 @@ func (s *SessionState) restoreFile(f *SessionFiles) (string, error) {
 // recorded), runs it, clears the traps again (the dump cleared them
 // before it enabled the builtins, and a disabled trap kept them: the EXIT
 // trap would dump a second time) and returns the status the shell ended
-// with, so that
-// the script's line after the user's ends the shell with the user's
-// status: in posix mode again, where no function can stand for return.
+// with, so that the script's line after the user's ends the shell with the
+// user's status: in posix mode again, where no function can stand for
+// return.
 func bashSessionEnd(nonce, limits, tmp, fnFile, fnPrev string) string {
 	limitsNow := `$(\builtin ulimit -S -a; \builtin printf -- '--\n'; \builtin ulimit -H -a)`
 	if limits != "" {
