@@ -303,13 +303,17 @@ func (c *SessionCommand) dumpLine(keepFns bool) string {
 func (s *SessionState) setTrap(dump, redirect string) string {
 	caller, disabled := `\builtin`, false
 	if s != nil {
-		fns := s.names().fns
-		_, b := fns["builtin"]
-		if _, c := fns["command"]; b && !c {
-			caller = `\command`
+		builtin, command := false, false
+		for _, r := range s.recs {
+			switch r.kind {
+			case "fn", "fntype":
+				builtin, command = builtin || r.name == "builtin", command || r.name == "command"
+			case "disabled":
+				disabled = disabled || slices.Contains(strings.Split(r.payload, "\n"), "enable -n trap")
+			}
 		}
-		for _, r := range s.recordsOf("disabled") {
-			disabled = disabled || slices.Contains(strings.Split(r.payload, "\n"), "enable -n trap")
+		if builtin && !command {
+			caller = `\command`
 		}
 	}
 	set := caller + ` trap -- ` + dump + ` EXIT` + redirect
