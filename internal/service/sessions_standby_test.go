@@ -57,6 +57,12 @@ func TestSessionStandbyMatchesFresh(t *testing.T) {
 		{`echo "$(( 1 / 0 ))"; echo unreached`, true},
 		{`exec 3>&-; echo "fd3 closed"; ls /proc/$BASHPID/fd | wc -l`, true},
 		{`echo "$SECONDS $_"; ls /proc/$BASHPID/fd | wc -l`, true},
+		// The session's own lines against the state's aliases, functions,
+		// posix mode and a disabled trap builtin.
+		{`shopt -s expand_aliases; alias '{'='echo brace' trap='echo alias'; function . { echo dot; }; echo defined`, true},
+		{`alias -p | wc -l; set -o posix; echo "posix $POSIXLY_CORRECT"`, true},
+		{`echo "$POSIXLY_CORRECT"; set +o posix; unalias '{' trap; unset -f .; enable -n trap; exit 4`, true},
+		{`enable -n; enable trap; echo "${POSIXLY_CORRECT-no posix}"`, true},
 	}
 	for i, c := range cmds {
 		a := runFresh(t, s, fresh, c.script)
@@ -103,7 +109,7 @@ func runWaiting(t *testing.T, s *Service, id, script string) SessionExecOutput {
 // and the session's EXIT trap, which names the command's own files.
 func describe(out SessionExecOutput) string {
 	r := out.Result
-	stdout := regexp.MustCompile(`(?m)^trap -- .*__snapexec_end' EXIT$`).ReplaceAll(r.Stdout.Data, []byte("SESSION TRAP"))
+	stdout := regexp.MustCompile(`(?ms)^trap -- .*?__snapexec_end' EXIT$`).ReplaceAll(r.Stdout.Data, []byte("SESSION TRAP"))
 	code := -1
 	if r.ExitCode != nil {
 		code = *r.ExitCode

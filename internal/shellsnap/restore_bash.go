@@ -29,6 +29,12 @@ var bashSkipped = map[string]string{
 	"COMP_WORDBREAKS": "the shell's own: declaring it gives it its default value",
 }
 
+// bashStartupVars are the variables bash sets as it starts, whatever its
+// environment, that a script may unset (the others of a fresh bash's
+// declare -p are bashSkipped's, or read-only).
+var bashStartupVars = []string{"BASH", "BASH_LOADABLES_PATH", "BASH_VERSION", "COMP_WORDBREAKS", "HOSTNAME", "HOSTTYPE",
+	"IFS", "MACHTYPE", "OLDPWD", "OPTERR", "OPTIND", "OSTYPE", "PS4", "SHELL", "TERM"}
+
 // bashReadOnlyOptions are shopt options no script can set.
 var bashReadOnlyOptions = map[string]bool{"login_shell": true, "restricted_shell": true}
 
@@ -70,6 +76,22 @@ func bashPlan(recs []record, captureEnv, final, kept map[string]string) *restore
 	}
 
 	vars := bashVars(byKind)
+	if len(vars) > 0 {
+		// The variables bash sets as it starts go, but those of the
+		// environment, which the environment step restores: the state's
+		// come back below with their own attributes (declare keeps an
+		// export it does not name), and one it lacks was unset. One the
+		// restore leaves alone (bashSkipped) stays, unless it was unset.
+		var unset []string
+		for _, name := range bashStartupVars {
+			_, env := final[name]
+			_, has := vars[name]
+			if _, skip := bashSkipped[name]; !env && !(skip && has) {
+				unset = append(unset, name)
+			}
+		}
+		add(step{code: `\builtin unset -v ` + strings.Join(unset, " ")})
+	}
 	exportSteps(p, captureEnv, final, kept, vars)
 	for _, name := range slices.Sorted(maps.Keys(vars)) {
 		v := vars[name]
@@ -574,6 +596,27 @@ func optionSteps(p *restorePlan, byKind map[string][]record, vars map[string]bas
 	for _, name := range []string{"POSIXLY_CORRECT", "BASH_COMPAT"} {
 		if v, ok := vars[name]; ok {
 			p.steps = append(p.steps, step{tail: true, code: v.text})
+		}
+	}
+	if on["posix"] {
+		// Posix mode turns these on (bash's posix_initialize), after the
+		// shopt steps: they are set again as the state had them.
+		var s, u []string
+		for _, name := range optionNames(payload("shoptnames")) {
+			switch name {
+			case "expand_aliases", "inherit_errexit", "interactive_comments", "shift_verbose", "sourcepath":
+				if shon[name] {
+					s = append(s, name)
+				} else {
+					u = append(u, name)
+				}
+			}
+		}
+		if len(s) > 0 {
+			p.steps = append(p.steps, step{tail: true, code: `\builtin shopt -s ` + strings.Join(s, " ")})
+		}
+		if len(u) > 0 {
+			p.steps = append(p.steps, step{tail: true, code: `\builtin shopt -u ` + strings.Join(u, " ")})
 		}
 	}
 	for _, name := range []string{"SHELLOPTS", "BASHOPTS"} {

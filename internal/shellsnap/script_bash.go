@@ -35,7 +35,9 @@ package shellsnap
 //
 // The variables are printed by one declare -p, in a subshell that empties
 // the exported ones first: their values are in the environment that follows,
-// and a large one would count twice against MaxSnapshotBytes.
+// and a large one would count twice against MaxSnapshotBytes. A nameref is
+// left as it is: assigning it would assign the variable it names (an
+// exported nameref is itself in the environment, its value the name).
 //
 // A function whose name holds "=" is printed by type, whose first line says
 // what it is: declare -f takes such a name for an assignment.
@@ -69,7 +71,7 @@ __snapexec_returned=
 if [[ -e /etc/profile ]]; then . /etc/profile; \builtin : "$__snapexec_last"; fi
 if [[ -e ~/.bash_profile ]]; then . ~/.bash_profile; elif [[ -e ~/.bash_login ]]; then . ~/.bash_login; elif [[ -e ~/.profile ]]; then . ~/.profile; fi
 __snapexec_bg=${!-}
-__snapexec_shopts=$BASHOPTS
+` + bashShoptsListed + `__snapexec_shopts=$BASHOPTS
 \command shopt -u expand_aliases
 __snapexec_rc=
 if [[ -z ${BASH_ENV:-} && -r ~/.bashrc ]]; then
@@ -82,9 +84,16 @@ if [[ -n $__snapexec_rc ]]; then
   if [[ :$__snapexec_shopts: == *:expand_aliases:* ]]; then \command shopt -s expand_aliases; fi
   \builtin : "$__snapexec_last"
   . ~/.bashrc
-  __snapexec_shopts=$BASHOPTS
+  ` + bashShoptsListed + `  __snapexec_shopts=$BASHOPTS
   \command shopt -u expand_aliases
 fi
+`
+
+// bashShoptsListed brings BASHOPTS up to date in posix mode: turning it
+// on sets the options it implies (expand_aliases, inherit_errexit, ...)
+// without listing them there, where a shopt that changes nothing lists
+// them.
+const bashShoptsListed = `if [[ -o posix ]]; then if \command shopt -q extglob; then \command shopt -s extglob; else \command shopt -u extglob; fi; fi
 `
 
 // bashCapture is the whole capture: the profile, then the dump.
@@ -137,7 +146,8 @@ const bashCapture = bashCaptureProfile + bashDump
 // __snapexec_env=declare entry that says so; the variables of the
 // environment bash cannot name (not identifiers) are passed through
 // unchanged, and the reader takes them from the environment the shell
-// started with.
+// started with. POSIXLY_CORRECT, which turning posix mode off unsets, is
+// set again as it was before they are listed.
 const bashDump = `__snapexec_so=$SHELLOPTS
 \command set +T
 if [[ -n $__snapexec_tmp ]]; then
@@ -159,13 +169,14 @@ if [[ -z $__snapexec_tmp ]]; then
   (
     \command mapfile -t __snapexec_xs < <(\command compgen -A export)
     for __snapexec_f in "${__snapexec_xs[@]}"; do
-      if [[ ${!__snapexec_f@a} != *[aAr]* ]]; then \command printf -v "$__snapexec_f" ''; fi
+      if [[ ! -R $__snapexec_f && ${!__snapexec_f@a} != *[aAr]* ]]; then \command printf -v "$__snapexec_f" ''; fi
     done
     \command unset -v __snapexec_u __snapexec_last __snapexec_xs BASH_EXECUTION_STRING
     \command declare -p
   )
   \command printf '\n'
 fi
+__snapexec_pca=${POSIXLY_CORRECT+x${POSIXLY_CORRECT@a}} __snapexec_pcv=${POSIXLY_CORRECT-}
 \command set +o posix
 if [[ -n ${__snapexec_tcmds[0]+x} ]]; then
   __snapexec_t=$(\command set +T; if [[ $__snapexec_flags0 == *T* ]]; then \command set -T; fi
@@ -265,6 +276,7 @@ for __snapexec_f in "${!__snapexec_fn0[@]}"; do
   \command printf '%s fn0 %q\n%s\n' "$__snapexec_n" "$__snapexec_f" "${__snapexec_fn0[$__snapexec_f]}"
 done
 if [[ -n $__snapexec_tmp ]]; then
+  if [[ -n $__snapexec_pca ]]; then \command declare -g${__snapexec_pca#x} POSIXLY_CORRECT="$__snapexec_pcv"; fi
   { \command declare -Fx; \command declare -n; } >|"$__snapexec_tmp.e"
   if [[ -s $__snapexec_tmp.e ]]; then \command /usr/bin/env -0 >|"$__snapexec_tmp"
   else \command printf '%s\0' __snapexec_env=declare >|"$__snapexec_tmp"

@@ -191,15 +191,29 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 		return nil, err
 	}
 	c.dump = c.dumpLine(!l.Standby && l.State.keepsFunctions(l.Script))
+	// One compound command, which bash reads whole before the restore
+	// runs: the restore's aliases (expand_aliases on, an alias named "{")
+	// and verbose, which it sets, act on no line of the start file. What
+	// the state's DEBUG and RETURN traps print as the restore sets them
+	// and returns, and as the EXIT trap is set, goes nowhere: a persistent
+	// shell runs no command between two.
 	var start strings.Builder
+	start.WriteString("{\n")
+	if l.State != nil && l.State.cwd != "" {
+		// A persistent shell stays in a directory that was removed; a new
+		// one cannot start there, and says so.
+		start.WriteString(`if [[ ! -d ` + quote(l.State.cwd) + ` ]]; then \builtin printf '%s: the session'\''s directory %s is gone: this command starts in %s\n' "${0##*/}" ` +
+			quote(l.State.cwd) + ` "$PWD" >&2; fi` + "\n")
+	}
 	if restore == "" {
 		start.WriteString(bashPrelude)
 	} else {
-		start.WriteString(`\builtin . ` + quote(restore) + "\n")
+		start.WriteString(`\builtin . ` + quote(restore) + " >/dev/null 2>&1\n")
 	}
 	if !l.Standby {
-		start.WriteString(setTrapLine(c.dump) + "\n")
+		start.WriteString("{ " + l.State.setTrap(quote(c.dump), "") + "; } >/dev/null 2>&1\n")
 	}
+	start.WriteString("}\n")
 	if c.start, err = f.files.write(start.String()); err != nil {
 		c.Close()
 		return nil, err
@@ -235,40 +249,78 @@ const maxSessionScript = 128<<10 - 1<<10
 // that runs script, which SessionStandbyServes: SECONDS restarts as it
 // starts with a shell, BASH_EXECUTION_STRING becomes what the fresh
 // command's -c string is, the part of the state that would have acted on
-// the wait is restored, the session's EXIT trap is set with the fresh
-// command's own line (so that $_ is what it leaves, EXIT), then the script
-// and the dump line run, in one eval, the script's first line the eval's
-// first. argv is the fresh command's, which the process table shows.
+// the wait is restored, the session's EXIT trap is set (so that $_ is what
+// the fresh command's line leaves, EXIT; in $'...', so that the script
+// starts on the eval's first line), then the script and the dump
+// line run, in one eval, the script's first line the eval's first. The
+// trap is set by a simple command, which no alias of the state can stand
+// for, with no group to hide its trace: a state with a standby traces
+// nothing. argv is the fresh command's, which the process table shows.
 func (c *SessionCommand) GoAhead(script string) (argv []string, message []byte) {
 	dump := c.dumpLine(c.prev.keepsFunctions(script))
 	script += "\n" + dump
 	argv = append(c.Argv[:3:3], script)
 	return argv, StandbyMessage("SECONDS=0; BASH_EXECUTION_STRING=" + ansiQuote(script) +
-		"; \\builtin export -n SECONDS BASH_EXECUTION_STRING; " + c.goAhead + setTrapLine(dump) + "; " + script)
+		"; \\builtin export -n SECONDS BASH_EXECUTION_STRING; " + c.goAhead + c.prev.setTrap(ansiQuote(dump), " 2>/dev/null") + "; " + script)
 }
 
-// dumpLine is the line that dumps the state at the command's end, after
-// the script and in the session's EXIT trap. bash hides the DEBUG and
-// RETURN traps from a sourced file (without functrace): they are listed
-// before it, into a file of their own, and the DEBUG trap goes, so that it
-// cannot act on the dump. keepFns says the script cannot change a
-// function (keepsFunctions): the dump skips their listing. The comment
-// tells the session's own EXIT trap from the user's.
+// dumpLine is the two lines that dump the state at the command's end,
+// after the script and in the session's EXIT trap. bash reads an alias
+// before a reserved word, and a function before a builtin, so the state's
+// aliases and functions could stand for any word of a line that starts a
+// group: the first line turns posix mode on (POSIXLY_CORRECT), in which
+// bash reads a reserved word first and finds a special builtin (trap, .)
+// before a function, for the second line, which bash reads only once the
+// first has run. The first is an arithmetic command, which no alias can
+// stand for and whose trace and DEBUG trap go nowhere with its
+// redirections; its expansions keep the exit status, the options before
+// posix mode changed them (bashSessionEnd puts them back) and whether
+// POSIXLY_CORRECT was set, and evaluate to 1, so that it fails nothing
+// (errexit, ERR). bash hides the DEBUG and RETURN traps from a sourced
+// file (without functrace): the second line lists them into a file of
+// their own, removes the DEBUG trap, so that it cannot act on the dump,
+// and sources the end script. keepFns says the script cannot change a
+// function (keepsFunctions): the dump skips their listing. The comments
+// tell the session's own EXIT trap from the user's.
 func (c *SessionCommand) dumpLine(keepFns bool) string {
 	keep := ""
 	if keepFns {
 		keep = "1"
 	}
-	return `{ __snapexec_status=$?; __snapexec_fnkeep=` + keep + `; \builtin trap -p DEBUG RETURN >|` + quote(c.pre) + `; \builtin trap - DEBUG; \builtin . ` + quote(c.end) +
+	return `(( __snapexec_status=$?, ${?/x/${__snapexec_so0=$SHELLOPTS}${__snapexec_bo0=$BASHOPTS}${__snapexec_pc0=${POSIXLY_CORRECT+1}}${POSIXLY_CORRECT=}}, 1 )) >/dev/null 2>&1 # __snapexec_end` + "\n" +
+		`{ __snapexec_fnkeep=` + keep + `; \trap -p DEBUG RETURN >|` + quote(c.pre) + `; \trap - DEBUG; \. ` + quote(c.end) +
 		`; } >|` + quote(c.out) + ` 2>/dev/null # __snapexec_end`
 }
 
-// setTrapLine sets the session's EXIT trap to dump, in a group whose trace
-// goes nowhere should the state set xtrace: after the restore, which sets
-// the state's traps (a standby's go-ahead sets it after the traps it
-// restores, as the start file does).
-func setTrapLine(dump string) string {
-	return `{ \builtin trap -- ` + quote(dump) + " EXIT; } 2>/dev/null"
+// setTrap sets the session's EXIT trap to dump (a quoted word) after s's
+// restore, each command with redirect after it: the start file's, in a
+// group whose trace goes nowhere should the state set xtrace, after the
+// restore, which sets the state's traps (a standby's go-ahead sets it
+// after the traps it restores, as the start file does). The trap builtin
+// is called through \builtin, or \command when s has a function named
+// builtin (and none named command), which the restore defines last; one
+// that s disabled is enabled for it.
+func (s *SessionState) setTrap(dump, redirect string) string {
+	caller, disabled := `\builtin`, false
+	if s != nil {
+		builtin, command := false, false
+		for _, r := range s.recs {
+			switch r.kind {
+			case "fn", "fntype":
+				builtin, command = builtin || r.name == "builtin", command || r.name == "command"
+			case "disabled":
+				disabled = disabled || slices.Contains(strings.Split(r.payload, "\n"), "enable -n trap")
+			}
+		}
+		if builtin && !command {
+			caller = `\command`
+		}
+	}
+	set := caller + ` trap -- ` + dump + ` EXIT` + redirect
+	if disabled {
+		return caller + ` enable trap` + redirect + "; " + set + "; " + caller + ` enable -n trap` + redirect
+	}
+	return set
 }
 
 // takesEndLine reports whether the dump can run as a line after script: the
@@ -531,7 +583,9 @@ func splitExitTrap(traps, was string) (rest, user string) {
 }
 
 // withHiddenTraps adds the DEBUG and RETURN traps listed in the file pre
-// to a dump's trap list, in place of any the list has.
+// to a dump's trap list, in place of any the list has. The file is listed
+// in posix mode (dumpLine), where trap -p lists a signal without a trap
+// as "trap -- - SIG": those are no traps.
 func withHiddenTraps(traps, pre string) string {
 	b, err := os.ReadFile(pre)
 	if err != nil {
@@ -542,7 +596,7 @@ func withHiddenTraps(traps, pre string) string {
 	}
 	kept := slices.DeleteFunc(statements(traps), hidden)
 	for _, stmt := range statements(string(b)) {
-		if hidden(stmt) {
+		if hidden(stmt) && !strings.HasPrefix(stmt, "trap -- - ") {
 			kept = append(kept, stmt)
 		}
 	}
@@ -583,18 +637,30 @@ func (s *SessionState) restoreFile(f *SessionFiles) (string, error) {
 	return s.restore, s.err
 }
 
-// bashSessionEnd is the end script of a session command, sourced with
-// __snapexec_status set to the status the shell is leaving with: it sets
-// what bashDump expects, as a session's end has it (no watch of sourced files;
-// the cwd and parameters always recorded), runs it and returns the status
-// the shell ended with, so that the script's line after the user's ends
-// the shell with the user's status.
+// bashSessionEnd is the end script of a session command, sourced by the
+// dump line (dumpLine) with __snapexec_status set to the status the shell
+// is leaving with: it leaves the posix mode the dump line turned on (a
+// special builtin, read in posix mode), so that the options are as the
+// script left them but for those posix mode changed, which it takes as
+// they were (__snapexec_bo0; brought up to date when posix mode was on
+// already, bashShoptsListed); sets what bashDump expects, as a session's
+// end has it (no watch of sourced files; the cwd and parameters always
+// recorded), runs it, clears the traps again (the dump cleared them
+// before it enabled the builtins, and a disabled trap kept them: the EXIT
+// trap would dump a second time) and returns the status the shell ended
+// with, so that the script's line after the user's ends the shell with the
+// user's status: in posix mode again, where no function can stand for
+// return.
 func bashSessionEnd(nonce, limits, tmp, fnFile, fnPrev string) string {
 	limitsNow := `$(\builtin ulimit -S -a; \builtin printf -- '--\n'; \builtin ulimit -H -a)`
 	if limits != "" {
 		limitsNow = quote(limits)
 	}
-	return `__snapexec_n=` + nonce + `
+	return `if [[ -z $__snapexec_pc0 ]]; then \unset -v POSIXLY_CORRECT
+else
+` + bashShoptsListed + `__snapexec_bo0=$BASHOPTS
+fi
+__snapexec_n=` + nonce + `
 __snapexec_pwd=
 __snapexec_args=()
 __snapexec_zero=$0
@@ -605,12 +671,14 @@ __snapexec_limits=` + limitsNow + `
 __snapexec_bg=
 __snapexec_last=
 __snapexec_returned=
-__snapexec_shopts=$BASHOPTS
+__snapexec_shopts=$__snapexec_bo0
 __snapexec_tmp=` + quote(tmp) + `
 __snapexec_fnfile=` + quote(fnFile) + `
 __snapexec_fnprev=` + quote(fnPrev) + `
 \command shopt -u expand_aliases
-` + bashDump + `\builtin return "$__snapexec_status"
+` + bashDump + `\command trap - DEBUG RETURN ERR EXIT
+POSIXLY_CORRECT=
+\return "$__snapexec_status"
 `
 }
 

@@ -33,6 +33,9 @@ func shellSessionRun(t *testing.T, f *SessionFiles, shell Shell, home string, st
 	cmd.Dir = home
 	if state != nil && state.Cwd() != "" {
 		cmd.Dir = state.Cwd()
+		if _, err := os.Stat(cmd.Dir); err != nil {
+			cmd.Dir = "/" // as the service starts a command whose directory is gone
+		}
 	}
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

@@ -21,7 +21,7 @@ import (
 
 // probeNames are the variables the generator touches, which the probe
 // prints with declare -p.
-const probeNames = "V1 V2 V3 N1 arr m S1 LIBV R1 OLDPWD PATH"
+const probeNames = "V1 V2 V3 N1 arr m S1 LIBV R1 OLDPWD PATH IFS"
 
 // probe prints the state a next command sees: no line of it depends
 // on how the command was run (no $0, line numbers or PIDs).
@@ -69,6 +69,16 @@ func command(r *rand.Rand, dir string, n int) (cmd string, exits bool) {
 		func() string { return "export -f " + pick("f1", "f2") + " 2>/dev/null" },
 		func() string { return "declare -n R1=" + pick("V1", "V2", "V3") + pick("", "; export R1") },
 		func() string { return "unset -n R1" },
+		func() string { return "declare -nx R1=" + pick("V1", "V2", "V3") },
+		// Attributes that change what an assignment stores, and the
+		// variables bash sets as it starts (the dump must not depend on
+		// IFS).
+		func() string { return "declare -" + pick("l", "u", "t") + " " + pick("V2", "V3") + "=" + val() },
+		func() string { return pick("unset IFS", "IFS=:", "unset OLDPWD", "IFS=$' \t\n'") },
+		// An alias named as a word of the session's own lines, harmless
+		// to the commands (a group still), not to a dump that read it.
+		func() string { return "shopt -s expand_aliases; alias '{'='{ V1=brace;'" },
+		func() string { return "unalias '{' 2>/dev/null" },
 		// Functions and aliases changed by code the script does not show:
 		// the dump must list the functions then (a command that cannot
 		// change one skips the listing).
