@@ -52,30 +52,20 @@ var (
 // exported at the end and kept those the policy lets a snapshot set.
 func bashPlan(recs []record, captureEnv, final, kept map[string]string) *restorePlan {
 	p := &restorePlan{shell: "bash"}
-	byKind := map[string][]record{}
-	for _, r := range recs {
-		byKind[r.kind] = append(byKind[r.kind], r)
-	}
-	one := func(kind string) (string, bool) {
-		if rs := byKind[kind]; len(rs) > 0 {
-			return rs[0].payload, true
-		}
-		return "", false
-	}
-	add := func(s step) { p.steps = append(p.steps, s) }
+	rs := byKind(recs)
 
 	// The working directory and the directory stack first: cd sets OLDPWD,
 	// which the environment step then sets as the profile left it.
-	if cwd, ok := one("cwd"); ok {
-		add(step{code: `\builtin cd -- ` + quote(cwd) + ` >/dev/null 2>&1`})
+	if cwd, ok := rs.one("cwd"); ok {
+		p.add(step{code: `\builtin cd -- ` + quote(cwd) + ` >/dev/null 2>&1`})
 	}
-	if dirs := byKind["dir"]; len(dirs) > 1 {
+	if dirs := rs["dir"]; len(dirs) > 1 {
 		for i := len(dirs) - 1; i >= 1; i-- {
-			add(step{code: `\builtin pushd -n ` + quote(dirs[i].payload) + ` >/dev/null 2>&1`})
+			p.add(step{code: `\builtin pushd -n ` + quote(dirs[i].payload) + ` >/dev/null 2>&1`})
 		}
 	}
 
-	vars := bashVars(byKind)
+	vars := bashVars(rs)
 	if len(vars) > 0 {
 		// The variables bash sets as it starts go, but those of the
 		// environment, which the environment step restores: the state's
@@ -90,7 +80,7 @@ func bashPlan(recs []record, captureEnv, final, kept map[string]string) *restore
 				unset = append(unset, name)
 			}
 		}
-		add(step{code: `\builtin unset -v ` + strings.Join(unset, " ")})
+		p.add(step{code: `\builtin unset -v ` + strings.Join(unset, " ")})
 	}
 	exportSteps(p, captureEnv, final, kept, vars)
 	for _, name := range slices.Sorted(maps.Keys(vars)) {
@@ -101,47 +91,45 @@ func bashPlan(recs []record, captureEnv, final, kept map[string]string) *restore
 		// declare itself, not \builtin declare: only the word declare makes
 		// bash read name=(...) as an array assignment. No function or alias
 		// can stand for it yet.
-		add(step{kind: "variable", name: name, code: v.text})
+		p.add(step{kind: "variable", name: name, code: v.text})
 	}
 
-	if rs := byKind["alias"]; len(rs) > 0 {
-		for _, r := range rs {
-			add(step{kind: "alias", name: r.name, code: `\builtin alias -- ` + quote(r.name+"="+r.payload)})
-		}
+	for _, r := range rs["alias"] {
+		p.add(step{kind: "alias", name: r.name, code: `\builtin alias -- ` + quote(r.name+"="+r.payload)})
 	}
-	if m, ok := one("umask"); ok && m != "" {
-		add(step{code: `\builtin umask ` + quote(strings.TrimSpace(m)) + ` 2>/dev/null`})
+	if m, ok := rs.one("umask"); ok && m != "" {
+		p.add(step{code: `\builtin umask ` + quote(strings.TrimSpace(m)) + ` 2>/dev/null`})
 	}
-	limitSteps(p, byKind, limitLine)
-	if h, ok := one("hash"); ok {
+	limitSteps(p, rs, limitLine)
+	if h, ok := rs.one("hash"); ok {
 		for line := range strings.SplitSeq(h, "\n") {
 			if rest, ok := strings.CutPrefix(line, "builtin hash -p "); ok {
-				add(step{code: `\builtin hash -p ` + rest + ` 2>/dev/null`})
+				p.add(step{code: `\builtin hash -p ` + rest + ` 2>/dev/null`})
 			}
 		}
 	}
-	if c, ok := one("complete"); ok {
+	if c, ok := rs.one("complete"); ok {
 		for _, stmt := range statements(c) {
 			f := strings.Fields(stmt)
-			add(step{kind: "completion", name: f[len(f)-1], code: `\builtin ` + stmt})
+			p.add(step{kind: "completion", name: f[len(f)-1], code: `\builtin ` + stmt})
 		}
 	}
 
 	// Functions, with extglob on while bash reads them and posix mode off
 	// (it refuses names such as my-fn); the options come after them.
-	add(step{check: true, code: `\builtin shopt -s extglob; \builtin set +o posix`})
-	fnSteps(p, byKind, captureEnv, final)
+	p.add(step{check: true, code: `\builtin shopt -s extglob; \builtin set +o posix`})
+	fnSteps(p, rs, captureEnv, final)
 
-	optionSteps(p, byKind, vars)
-	if t, ok := one("traps"); ok {
+	optionSteps(p, rs, vars)
+	if t, ok := rs.one("traps"); ok {
 		for _, stmt := range statements(t) {
 			// The capture's own DEBUG and RETURN traps name its variables.
 			if !strings.Contains(stmt, "__snapexec_") {
-				add(step{tail: true, late: true, code: `\builtin ` + stmt})
+				p.add(step{tail: true, late: true, code: `\builtin ` + stmt})
 			}
 		}
 	}
-	if d, ok := one("disabled"); ok {
+	if d, ok := rs.one("disabled"); ok {
 		var names []string
 		for line := range strings.SplitSeq(d, "\n") {
 			if name, ok := strings.CutPrefix(line, "enable -n "); ok {
@@ -149,25 +137,25 @@ func bashPlan(recs []record, captureEnv, final, kept map[string]string) *restore
 			}
 		}
 		if len(names) > 0 {
-			add(step{tail: true, late: true, code: `\builtin enable -n ` + strings.Join(names, " ")})
+			p.add(step{tail: true, late: true, code: `\builtin enable -n ` + strings.Join(names, " ")})
 		}
 	}
-	if _, ok := one("args"); ok {
+	if _, ok := rs.one("args"); ok {
 		code := `\builtin set --`
-		for _, r := range byKind["arg"] {
+		for _, r := range rs["arg"] {
 			code += " " + quote(r.payload)
 		}
-		add(step{tail: true, code: code})
+		p.add(step{tail: true, code: code})
 	}
-	if _, ok := one("background"); ok {
+	if _, ok := rs.one("background"); ok {
 		// The profile's last background job set $!, which only another
 		// job can set again.
-		add(step{tail: true, code: `\builtin : & \builtin wait "$!"`})
+		p.add(step{tail: true, code: `\builtin : & \builtin wait "$!"`})
 	}
-	if a, ok := one("argv0"); ok {
-		add(step{tail: true, code: "BASH_ARGV0=" + quote(a)})
+	if a, ok := rs.one("argv0"); ok {
+		p.add(step{tail: true, code: "BASH_ARGV0=" + quote(a)})
 	}
-	if u, ok := one("underscore"); ok {
+	if u, ok := rs.one("underscore"); ok {
 		p.underscore = &u
 	}
 	return p
@@ -199,15 +187,15 @@ type bashVar struct {
 }
 
 // bashVars reads the declare -p dump of a capture.
-func bashVars(byKind map[string][]record) map[string]bashVar {
+func bashVars(rs records) map[string]bashVar {
 	vars := map[string]bashVar{}
-	rs := byKind["vars"]
-	if len(rs) == 0 {
+	dump, ok := rs.one("vars")
+	if !ok {
 		return vars
 	}
-	stmts, ok := declareStatements(rs[0].payload)
+	stmts, ok := declareStatements(dump)
 	if !ok {
-		stmts = statements(rs[0].payload)
+		stmts = statements(dump)
 	}
 	for _, stmt := range stmts {
 		if flags, name, _, ok := declareHead(stmt); ok {
@@ -426,8 +414,8 @@ func extraFlags(flags string) string {
 // limitSteps adds the ulimits the profile changed, soft and hard: the soft
 // limit first and again after the hard one, so that a lower and a higher
 // hard limit both apply. A limit the process may not set is left as it is.
-func limitSteps(p *restorePlan, byKind map[string][]record, line *regexp.Regexp) {
-	before, after := byKind["limits0"], byKind["limits"]
+func limitSteps(p *restorePlan, rs records, line *regexp.Regexp) {
+	before, after := rs["limits0"], rs["limits"]
 	if len(before) == 0 || len(after) == 0 {
 		return
 	}
@@ -465,19 +453,19 @@ func limitsOf(text string, line *regexp.Regexp) map[string][2]string {
 // profile left as bash imported it and exported, is left to each request's
 // environment. A function named builtin is defined last of
 // all, so that the restore's own \builtin never calls it.
-func fnSteps(p *restorePlan, byKind map[string][]record, captureEnv, final map[string]string) {
+func fnSteps(p *restorePlan, rs records, captureEnv, final map[string]string) {
 	attrs := map[string]string{}
-	if rs := byKind["fnattrs"]; len(rs) > 0 {
-		for _, m := range fnattrLine.FindAllStringSubmatch(rs[0].payload, -1) {
+	if listing, ok := rs.one("fnattrs"); ok {
+		for _, m := range fnattrLine.FindAllStringSubmatch(listing, -1) {
 			attrs[m[2]] = m[1]
 		}
 	}
 	imported := map[string]string{}
-	for _, r := range byKind["fn0"] {
+	for _, r := range rs["fn0"] {
 		imported[r.name] = r.payload
 	}
 	var after, builtin []step
-	recs := append(slices.Clone(byKind["fn"]), byKind["fntype"]...)
+	recs := append(slices.Clone(rs["fn"]), rs["fntype"]...)
 	for _, r := range recs {
 		envName := "BASH_FUNC_" + r.name + "%%"
 		_, inCapture := captureEnv[envName]
@@ -532,12 +520,10 @@ func fnSteps(p *restorePlan, byKind map[string][]record, captureEnv, final map[s
 // and BASH_COMPAT, which change what the shell does, and the export of
 // SHELLOPTS and BASHOPTS. xtrace, verbose, noexec and onecmd are left to
 // bashRender, which sets them last.
-func optionSteps(p *restorePlan, byKind map[string][]record, vars map[string]bashVar) {
+func optionSteps(p *restorePlan, rs records, vars map[string]bashVar) {
 	payload := func(kind string) string {
-		if rs := byKind[kind]; len(rs) > 0 {
-			return rs[0].payload
-		}
-		return ""
+		text, _ := rs.one(kind)
+		return text
 	}
 	shon := map[string]bool{}
 	for _, name := range strings.Split(payload("shopts"), ":") {
