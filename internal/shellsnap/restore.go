@@ -55,7 +55,9 @@ type restorePlan struct {
 	shell string
 	steps []step
 	// last sets the options that act on every command after them (bash's
-	// xtrace, verbose, noexec, onecmd), after the restore's last step.
+	// xtrace, verbose, noexec, onecmd), after the restore's last step; in
+	// zsh, with the aliases option and the unloading of modules the restore
+	// loaded (zshOptionSteps).
 	last string
 	// underscore is $_ as the profile left it, nil when unknown.
 	underscore *string

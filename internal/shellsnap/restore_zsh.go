@@ -254,11 +254,15 @@ func zshDefinitionSteps(p *restorePlan, rs records) {
 	}
 }
 
-// zshOptionSteps adds the tail's options, from setopt's listing o. aliases
-// and allexport go last: the one was off for the functions, the other would
-// export what the steps after it set (and a module's arrays as it is
-// unloaded). The options that act on every later command are the plan's
-// last, after $_.
+// zshOptionSteps adds the tail's options, from setopt's listing o, but for
+// those the plan's last lines set (p.last, which zshRender reads whole
+// before it runs any of it, so that no alias of the state can stand for
+// a word of it): aliases, which was off for the functions; allexport,
+// which would export what the steps after it set (and a module's arrays as
+// it is unloaded); and xtrace and verbose, which act on every command after
+// them. Those lines also unload the modules the restore's own use of
+// zsh/parameter (options, aliases), ulimit and zstyle loaded and the login
+// shell had not.
 func zshOptionSteps(p *restorePlan, o string, loaded map[string]bool) {
 	var sets []string
 	last := map[string]string{"aliases": "on", "allexport": "off", "xtrace": "off", "verbose": "off"}
@@ -274,17 +278,15 @@ func zshOptionSteps(p *restorePlan, o string, loaded map[string]bool) {
 		}
 		p.options++
 	}
-	sets = append(sets, "options[aliases]="+last["aliases"])
-	p.add(step{tail: true, code: strings.Join(sets, "\n")})
-	// The restore's own use of zsh/parameter (options, aliases), ulimit
-	// and zstyle loads modules the login shell may not have loaded.
+	if len(sets) > 0 {
+		p.add(step{tail: true, code: strings.Join(sets, "\n")})
+	}
+	lines := []string{"options[aliases]=" + last["aliases"]}
 	for _, module := range []string{"zsh/parameter", "zsh/rlimits", "zsh/zutil"} {
 		if !loaded[module] {
-			p.add(step{tail: true, code: `\builtin zmodload -u ` + module + ` 2>/dev/null`})
+			lines = append(lines, `\builtin zmodload -u `+module)
 		}
 	}
-	// $_ is set as the profile left it by a command whose trace goes
-	// nowhere, before these.
 	var final []string
 	for _, name := range []string{"allexport", "xtrace", "verbose"} {
 		if last[name] == "on" {
@@ -292,8 +294,9 @@ func zshOptionSteps(p *restorePlan, o string, loaded map[string]bool) {
 		}
 	}
 	if len(final) > 0 {
-		p.last = `\builtin setopt ` + strings.Join(final, " ")
+		lines = append(lines, `\builtin setopt `+strings.Join(final, " "))
 	}
+	p.last = strings.Join(lines, "\n")
 }
 
 // zshTypeset returns typeset -p's line for a variable as the restore runs it:
@@ -332,6 +335,9 @@ func zshRender(p *restorePlan) (zshenv, zlogin string) {
 			login.WriteString(s.code + "\n")
 		}
 	}
+	// The last lines are one command, read whole while aliases are still
+	// off, its errors and trace nowhere; $_ is set last, by a command whose
+	// trace goes nowhere either.
 	var last []string
 	if p.last != "" {
 		last = append(last, p.last)
@@ -340,7 +346,7 @@ func zshRender(p *restorePlan) (zshenv, zlogin string) {
 		last = append(last, ": "+quote(*p.underscore))
 	}
 	if len(last) > 0 {
-		login.WriteString("{ " + strings.Join(last, "; ") + "; } 2>/dev/null\n")
+		login.WriteString("{\n" + strings.Join(last, "\n") + "\n} 2>/dev/null\n")
 	}
 	return env.String(), login.String()
 }

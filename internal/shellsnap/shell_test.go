@@ -422,6 +422,19 @@ helper() { echo helper-ok; }
 			want:  "helper-ok\noptions-on\n",
 		},
 		{
+			// Aliases of the words the restore's last lines are made of: they
+			// are read with aliases still off.
+			name:  "zsh, aliases of the restore's words",
+			shell: "zsh",
+			files: map[string]string{".zshrc": `helper() { echo helper-ok; }
+alias '{'='echo brace' ':'='echo colon'
+alias -g '}'='echo gclose' -- -u='echo gu' 'zsh/parameter'='echo gp'
+: last-word
+`},
+			probe: "helper\necho $_\n",
+			want:  "helper-ok\nhelper\n",
+		},
+		{
 			name:  "sh",
 			shell: "sh",
 			files: map[string]string{
