@@ -63,6 +63,9 @@ type options struct {
 	// zsh measures only the zsh row: a warm zsh command in a standby and
 	// without one, against a direct zsh -c.
 	zsh bool
+	// session measures only the session row: a session command against a
+	// warm /exec, with and without a standby, and without a snapshot.
+	session bool
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -76,6 +79,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.requests, "requests", 400, "requests per throughput measurement and concurrency level")
 	fs.BoolVar(&o.hop, "hop", false, "measure only the hop: /exec /bin/true (TCP and Unix socket) against a direct spawn, its throughput, and the idle server's memory")
 	fs.BoolVar(&o.zsh, "zsh", false, "measure only the zsh row: a warm zsh -lc in a standby and without one (a fresh replay) against a direct zsh -c")
+	fs.BoolVar(&o.session, "session", false, "measure only the session row: a session command after a state change against a warm /exec (with and without a standby) and /exec without a snapshot")
 	if err := fs.Parse(args[1:]); err != nil {
 		return o, err
 	}
