@@ -210,6 +210,9 @@ type Lease struct {
 	cmd   *shellsnap.SessionCommand
 	start time.Time
 	first bool // the session's first command, which takes its first state
+	// next is the state the command left, which End made the session's
+	// (nil: none), for Settle.
+	next *shellsnap.SessionState
 }
 
 // Create adds a session under id, busy with its first command, which
@@ -314,11 +317,6 @@ func (l *Lease) End(script, processID string, r exec.Result) Outcome {
 			next = nil
 		}
 	}
-	if l.cmd != nil {
-		// Off the answer's path: removing the command's directory costs
-		// about a millisecond on ext4, and nothing reads it any more.
-		go l.cmd.Close()
-	}
 	if next != nil {
 		out.StateKept = true
 		out.Changes = next.Changes(l.state)
@@ -330,7 +328,7 @@ func (l *Lease) End(script, processID string, r exec.Result) Outcome {
 	s.busy = false
 	s.used = time.Now()
 	if next != nil {
-		s.state = next
+		s.state, l.next = next, next
 	}
 	if s.standby != nil && s.standby.Cmd.From() != s.state {
 		t.dropStandbyLocked(s)
@@ -363,6 +361,21 @@ func (l *Lease) End(script, processID string, r exec.Result) Outcome {
 		s.history = slices.Delete(s.history, 0, n)
 	}
 	return out
+}
+
+// Settle does what End leaves, once the command's answer is given: it
+// removes the command's files and prepares the state it left for the next
+// command (shellsnap.SessionFiles.Ready). The caller calls it once after
+// End, off the answer's path: on ext4 it costs a millisecond or more (the
+// restore file, the names, the directory removed), which no answer should
+// wait for nor share the CPU with.
+func (l *Lease) Settle() {
+	if l.cmd != nil {
+		l.cmd.Close()
+	}
+	if l.next != nil {
+		l.t.files.Ready(l.next)
+	}
 }
 
 func (l *Lease) cwdLocked() string {

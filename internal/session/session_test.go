@@ -30,7 +30,9 @@ func run(t *testing.T, l *Lease, script string) (Outcome, string) {
 	cmd.Dir = l.Cwd()
 	out, _ := cmd.Output()
 	code := cmd.ProcessState.ExitCode()
-	return l.End(script, "p-test", exec.Result{Status: exec.StatusExited, ExitCode: &code}), string(out)
+	o := l.End(script, "p-test", exec.Result{Status: exec.StatusExited, ExitCode: &code})
+	l.Settle()
+	return o, string(out)
 }
 
 func newTable(t *testing.T, opts Options) *Table {

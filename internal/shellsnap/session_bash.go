@@ -382,9 +382,6 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 	if s.fns == nil {
 		s.fns = c.files.keepListing(c.fns)
 	}
-	// The next command needs the restore file: write it now, off the
-	// answer's path, rather than on the next command's.
-	go s.restoreFile(c.files)
 	return s, nil
 }
 

@@ -208,9 +208,6 @@ func (c *SessionCommand) zshFinish(maxBytes int) (*SessionState, error) {
 		}
 		s.recs = append(s.recs, r)
 	}
-	// The next command needs the restore files: write them now, off the
-	// answer's path.
-	go s.restoreFile(c.files)
 	return s, nil
 }
 
