@@ -213,6 +213,9 @@ type Lease struct {
 	// next is the state the command left, which End made the session's
 	// (nil: none), for Settle.
 	next *shellsnap.SessionState
+	// early reads the command's end state while its shell exits; nil
+	// when its dump is not watched.
+	early *early
 }
 
 // Create adds a session under id, busy with its first command, which
@@ -284,6 +287,9 @@ func (l *Lease) Command(script string) (*shellsnap.SessionCommand, error) {
 		Shell: l.s.cfg.Shell, Env: l.s.cfg.Env, Script: script, State: l.state, Snapshot: l.snap,
 	})
 	l.cmd = c
+	if err == nil {
+		l.watchEnd()
+	}
 	return c, err
 }
 
@@ -304,6 +310,7 @@ type Outcome struct {
 // session deleted meanwhile keeps nothing.
 func (l *Lease) End(script, processID string, r exec.Result) Outcome {
 	var next *shellsnap.SessionState
+	var changes shellsnap.SessionChanges
 	out := Outcome{}
 	switch {
 	case l.cmd == nil:
@@ -312,14 +319,13 @@ func (l *Lease) End(script, processID string, r exec.Result) Outcome {
 		out.Reason = "the command was ended (" + string(r.Status) + "): the session keeps the state it had before it"
 	default:
 		var err error
-		if next, err = l.cmd.Finish(l.t.opts.MaxStateBytes); err != nil {
+		if next, changes, err = l.finish(); err != nil {
 			out.Reason = err.Error() + ": the session keeps the state it had before it"
 			next = nil
 		}
 	}
 	if next != nil {
-		out.StateKept = true
-		out.Changes = next.Changes(l.state)
+		out.StateKept, out.Changes = true, changes
 	}
 	t := l.t
 	t.mu.Lock()
@@ -370,6 +376,7 @@ func (l *Lease) End(script, processID string, r exec.Result) Outcome {
 // restore file, the names, the directory removed), which no answer should
 // wait for nor share the CPU with.
 func (l *Lease) Settle() {
+	l.stopEarly()
 	if l.cmd != nil {
 		l.cmd.Close()
 	}

@@ -115,6 +115,7 @@ func TestTableKeepsStateOfAKilledCommand(t *testing.T) {
 	}
 	_ = c
 	o := l.End("cd /; Y=1", "p-1", exec.Result{Status: exec.StatusTimedOut})
+	l.Settle()
 	if o.StateKept || !strings.Contains(o.Reason, "timed_out") {
 		t.Fatalf("a timed-out command's outcome %+v", o)
 	}
