@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -275,7 +276,10 @@ func (s *Service) followSession(ctx context.Context, lease *session.Lease, in Se
 		}
 		close(run.done)
 		// What is left is done in turn, by this one goroutine, so that it
-		// takes at most one CPU from the answer on its way out.
+		// takes at most one CPU from the answer on its way out, and after
+		// the answer's goroutine has run: closing done readied it on this
+		// goroutine's P, where it would wait until this one blocks.
+		runtime.Gosched()
 		lease.Settle()
 		s.holdSessionStandby(lease.ID())
 	}()
