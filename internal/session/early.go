@@ -22,8 +22,10 @@ type early struct {
 }
 
 // watchEnd starts reading l's command's end state as soon as its dump is
-// complete, when its dump can be watched.
+// complete, when its dump can be watched. A watch of a command l no longer
+// runs (a standby discarded for a fresh start) ends.
 func (l *Lease) watchEnd() {
+	l.stopEarly()
 	w := l.cmd.WatchDump()
 	if w == nil {
 		return
@@ -76,5 +78,6 @@ func (l *Lease) stopEarly() {
 			close(e.ended)
 		}
 		e.watch.Close()
+		l.early = nil
 	}
 }
