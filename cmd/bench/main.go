@@ -66,6 +66,9 @@ type options struct {
 	// files measures only the files rows: a read and a write through the
 	// files API against cat and cp.
 	files bool
+	// session measures only the session row: a session command against a
+	// warm /exec, with and without a standby, and without a snapshot.
+	session bool
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -80,6 +83,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.hop, "hop", false, "measure only the hop: /exec /bin/true (TCP and Unix socket) against a direct spawn, its throughput, and the idle server's memory")
 	fs.BoolVar(&o.files, "files", false, "measure only the files rows: a read and a write of one file through the files API against cat and cp")
 	fs.BoolVar(&o.zsh, "zsh", false, "measure only the zsh row: a warm zsh -lc in a standby and without one (a fresh replay) against a direct zsh -c")
+	fs.BoolVar(&o.session, "session", false, "measure only the session row: a session command after a state change against a warm /exec (with and without a standby) and /exec without a snapshot")
 	if err := fs.Parse(args[1:]); err != nil {
 		return o, err
 	}

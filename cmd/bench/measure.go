@@ -110,6 +110,9 @@ func (b *bench) measure(ctx context.Context, o options, tmp string, log io.Write
 		res.Figures = res.figures()
 		return res, nil
 	}
+	if o.session {
+		return b.measureSession(ctx, o, res, log)
+	}
 	fmt.Fprintf(log, "latency: %d interleaved rounds of every mode\n", o.rounds)
 	if res.Latency, err = b.latency(ctx, o.rounds); err != nil {
 		return nil, err
@@ -180,6 +183,45 @@ func (b *bench) measureZsh(ctx context.Context, o options, res *results, log io.
 	}
 	res.Figures = res.figures()
 	return res, nil
+}
+
+// measureSession is measure for -session: the session row's modes,
+// interleaved.
+func (b *bench) measureSession(ctx context.Context, o options, res *results, log io.Writer) (*results, error) {
+	res.Session = true
+	modes, err := b.sessionModes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "latency: %d interleaved rounds of the session row's %d modes\n", o.rounds, len(modes))
+	if res.Latency, err = interleave(ctx, modes, o.rounds, warmupRounds); err != nil {
+		return nil, err
+	}
+	res.Figures = res.figures()
+	return res, nil
+}
+
+// sessionModes captures the warm scopes and returns the session row's
+// modes: a session command, a warm /exec in a standby and without one (a
+// PATH of its own each time), and /exec without a snapshot.
+func (b *bench) sessionModes(ctx context.Context) ([]mode, error) {
+	for _, scope := range []string{"bench-warm", "bench-fresh"} {
+		for _, state := range []string{"on_demand", "cache_hit"} {
+			if _, err := b.exec(ctx, b.execBody(echoHi, scope, b.home), want{"hi\n", "used", state, ""}); err != nil {
+				return nil, fmt.Errorf("capturing the warm scope %s: %w", scope, err)
+			}
+		}
+	}
+	session, err := b.sessionMode(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return []mode{
+		session,
+		b.execMode("warm", "/exec bash -lc, warm snapshot", echoHi, "bench-warm", want{"hi\n", "used", "cache_hit", "yes"}),
+		b.freshMode(),
+		b.execMode("nosnap", "/exec bash -lc, no snapshot", echoHi, "", want{"hi\n", "not_requested", "", "no"}),
+	}, nil
 }
 
 // zshModes captures the zsh scope and returns the zsh row's modes: a warm
@@ -283,12 +325,7 @@ func (b *bench) latency(ctx context.Context, rounds int) ([]summary, error) {
 		return nil, err
 	}
 	var nonce atomic.Int64
-	fresh := mode{key: "fresh", label: "/exec bash -lc, warm, no standby", run: func(ctx context.Context) (sample, error) {
-		req := b.execBody(echoHi, "bench-fresh", b.home)
-		// A PATH of its own: a launch of its own, which no standby serves.
-		(*req.Env)["PATH"] = childPath + ":/nonexistent/" + fmt.Sprint(nonce.Add(1))
-		return b.exec(ctx, req, want{"hi\n", "used", "cache_hit", "no"})
-	}}
+	fresh := b.freshMode()
 	envdiff := mode{key: "envdiff", label: "/exec bash -lc, warm, env differs (a trace id)", run: func(ctx context.Context) (sample, error) {
 		return b.exec(ctx, envBody(fmt.Sprint("trace-", nonce.Add(1))), want{"hi\n", "used", "cache_hit", ""})
 	}}
@@ -614,6 +651,17 @@ func (b *bench) sessionMode(ctx context.Context) (mode, error) {
 		}
 		return sample{wallMs: ms(wall), durationMs: float64(r.DurationMs), standby: r.Snapshot.Standby}, nil
 	}}, nil
+}
+
+// freshMode is a warm /exec bash -lc that no standby serves.
+func (b *bench) freshMode() mode {
+	var nonce atomic.Int64
+	return mode{key: "fresh", label: "/exec bash -lc, warm, no standby", run: func(ctx context.Context) (sample, error) {
+		req := b.execBody(echoHi, "bench-fresh", b.home)
+		// A PATH of its own: a launch of its own, which no standby serves.
+		(*req.Env)["PATH"] = childPath + ":/nonexistent/" + fmt.Sprint(nonce.Add(1))
+		return b.exec(ctx, req, want{"hi\n", "used", "cache_hit", "no"})
+	}}
 }
 
 // execMode is a mode running argv through /exec.

@@ -37,6 +37,8 @@ type results struct {
 	Zsh bool `json:"zsh,omitempty"`
 	// FilesOnly says the run measured only the files rows (-files).
 	FilesOnly bool `json:"filesOnly,omitempty"`
+	// Session says the run measured only the session row (-session).
+	Session bool `json:"session,omitempty"`
 }
 
 // summary is one mode's samples, in ms of client wall time.
@@ -187,6 +189,14 @@ func (r *results) figures() []figure {
 	if r.FilesOnly {
 		return r.filesFigures()
 	}
+	session := []figure{
+		check("session command ÷ warm", med["session"]/med["warm"], "×", "≤", 1.5),
+		check("no snapshot ÷ session command", med["nosnap"]/med["session"], "×", "≥", 20),
+		{Name: "session command ÷ warm, no standby", Value: round3(med["session"] / med["fresh"]), Unit: "×"},
+	}
+	if r.Session {
+		return session
+	}
 	f := []figure{
 		check("warm, standby ÷ direct bash -c", med["warm"]/med["bashc"], "×", "≤", 0.8),
 		check("warm, back to back ÷ direct bash -c", med["burst"]/med["bashc"], "×", "≤", 1.0),
@@ -197,9 +207,9 @@ func (r *results) figures() []figure {
 		check("/exec true, Unix socket ÷ direct true", med["unixtrue"]/med["true"], "×", "≤", 1.15),
 		zsh[1],
 		check("no snapshot ÷ warm", med["nosnap"]/med["warm"], "×", "≥", 40),
-		check("session command ÷ warm", med["session"]/med["warm"], "×", "≤", 1.5),
-		check("no snapshot ÷ session command", med["nosnap"]/med["session"], "×", "≥", 20),
-		{Name: "session command ÷ warm, no standby", Value: round3(med["session"] / med["fresh"]), Unit: "×"},
+		session[0],
+		session[1],
+		session[2],
 		{Name: "prewarmed ÷ direct bash -c", Value: round3(med["prewarmed"] / med["bashc"]), Unit: "×"},
 		{Name: "warm, no standby ÷ direct bash -c", Value: round3(med["fresh"] / med["bashc"]), Unit: "×"},
 		{Name: "no snapshot ÷ warm, no standby", Value: round3(med["nosnap"] / med["fresh"]), Unit: "×"},

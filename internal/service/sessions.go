@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -225,7 +226,7 @@ func (s *Service) startSession(ctx context.Context, lease *session.Lease, in Ses
 	if listed {
 		if p, err := s.releaseSessionStandby(ctx, lease, in); p != nil || err != nil {
 			if err != nil {
-				lease.End(in.Script, "", exec.Result{})
+				abortSession(lease, in.Script)
 				return nil, err
 			}
 			return s.followSession(ctx, lease, in, p, listed, true), nil
@@ -233,7 +234,7 @@ func (s *Service) startSession(ctx context.Context, lease *session.Lease, in Ses
 	}
 	cmd, err := lease.Command(in.Script)
 	if err != nil {
-		lease.End(in.Script, "", exec.Result{})
+		abortSession(lease, in.Script)
 		return nil, err
 	}
 	spec := exec.Spec{
@@ -249,7 +250,7 @@ func (s *Service) startSession(ctx context.Context, lease *session.Lease, in Ses
 		p, err = s.procs.Spawn(spec)
 	}
 	if err != nil {
-		lease.End(in.Script, "", exec.Result{})
+		abortSession(lease, in.Script)
 		return nil, err
 	}
 	return s.followSession(ctx, lease, in, p, listed, false), nil
@@ -274,9 +275,21 @@ func (s *Service) followSession(ctx context.Context, lease *session.Lease, in Se
 			run.out.ProcessID = ""
 		}
 		close(run.done)
+		// What is left is done in turn, by this one goroutine, so that it
+		// takes at most one CPU from the answer on its way out, and after
+		// the answer's goroutine has run: closing done readied it on this
+		// goroutine's P, where it would wait until this one blocks.
+		runtime.Gosched()
+		lease.Settle()
 		s.holdSessionStandby(lease.ID())
 	}()
 	return run
+}
+
+// abortSession gives back lease, whose command did not start.
+func abortSession(lease *session.Lease, script string) {
+	lease.End(script, "", exec.Result{})
+	lease.Settle()
 }
 
 // startDir is the directory a session command whose state is in cwd starts

@@ -3,6 +3,8 @@ package service
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
@@ -153,4 +155,73 @@ func waitStandby(t *testing.T, s *Service, id string, want bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatalf("session %s: standby never became %v", id, want)
+}
+
+// TestSessionCommandsLeaveNoDumpWatch: however a session command ends, the
+// watch of its dump (shellsnap.DumpWatch, an inotify instance) goes with
+// it, a standby's that was discarded for a fresh start included.
+func TestSessionCommandsLeaveNoDumpWatch(t *testing.T) {
+	s := newSessionService(t, session.Options{})
+	home := t.TempDir()
+	dir := filepath.Join(home, "d")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.CreateSession(context.Background(), SessionInput{
+		Shell: shellsnap.Shell{Name: "bash", Path: "/bin/bash"}, Cwd: &dir,
+		Env: map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Counted once the first command's watch went (what it left is done
+	// before its standby comes); a watch of an earlier test's may go
+	// meanwhile, never come.
+	waitStandby(t, s, info.ID, true)
+	before := inotifyFDs(t)
+	for _, c := range []struct {
+		name, script string
+		timeout      time.Duration
+		prepare      func()
+	}{
+		{name: "in a standby", script: "X=1", timeout: time.Minute},
+		{name: "timed out", script: "sleep 30", timeout: 200 * time.Millisecond},
+		{name: "its directory replaced", script: "X=2", timeout: time.Minute, prepare: func() {
+			// The standby started in the old directory: the command
+			// discards it and starts fresh.
+			if err := os.Rename(dir, dir+".old"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		waitStandby(t, s, info.ID, true)
+		if c.prepare != nil {
+			c.prepare()
+		}
+		runIn(t, s, info.ID, c.script, c.timeout)
+		// The next standby comes after what the command left was done.
+		waitStandby(t, s, info.ID, true)
+		if n := inotifyFDs(t); n > before {
+			t.Errorf("after a command %s: %d inotify instances open, want at most %d", c.name, n, before)
+		}
+	}
+}
+
+// inotifyFDs counts this process's inotify instances.
+func inotifyFDs(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, fd := range fds {
+		if target, _ := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); target == "anon_inode:inotify" {
+			n++
+		}
+	}
+	return n
 }

@@ -210,6 +210,12 @@ type Lease struct {
 	cmd   *shellsnap.SessionCommand
 	start time.Time
 	first bool // the session's first command, which takes its first state
+	// next is the state the command left, which End made the session's
+	// (nil: none), for Settle.
+	next *shellsnap.SessionState
+	// early reads the command's end state while its shell exits; nil
+	// when its dump is not watched.
+	early *early
 }
 
 // Create adds a session under id, busy with its first command, which
@@ -281,6 +287,9 @@ func (l *Lease) Command(script string) (*shellsnap.SessionCommand, error) {
 		Shell: l.s.cfg.Shell, Env: l.s.cfg.Env, Script: script, State: l.state, Snapshot: l.snap,
 	})
 	l.cmd = c
+	if err == nil {
+		l.watchEnd()
+	}
 	return c, err
 }
 
@@ -301,6 +310,7 @@ type Outcome struct {
 // session deleted meanwhile keeps nothing.
 func (l *Lease) End(script, processID string, r exec.Result) Outcome {
 	var next *shellsnap.SessionState
+	var changes shellsnap.SessionChanges
 	out := Outcome{}
 	switch {
 	case l.cmd == nil:
@@ -309,19 +319,13 @@ func (l *Lease) End(script, processID string, r exec.Result) Outcome {
 		out.Reason = "the command was ended (" + string(r.Status) + "): the session keeps the state it had before it"
 	default:
 		var err error
-		if next, err = l.cmd.Finish(l.t.opts.MaxStateBytes); err != nil {
+		if next, changes, err = l.finish(); err != nil {
 			out.Reason = err.Error() + ": the session keeps the state it had before it"
 			next = nil
 		}
 	}
-	if l.cmd != nil {
-		// Off the answer's path: removing the command's directory costs
-		// about a millisecond on ext4, and nothing reads it any more.
-		go l.cmd.Close()
-	}
 	if next != nil {
-		out.StateKept = true
-		out.Changes = next.Changes(l.state)
+		out.StateKept, out.Changes = true, changes
 	}
 	t := l.t
 	t.mu.Lock()
@@ -330,7 +334,7 @@ func (l *Lease) End(script, processID string, r exec.Result) Outcome {
 	s.busy = false
 	s.used = time.Now()
 	if next != nil {
-		s.state = next
+		s.state, l.next = next, next
 	}
 	if s.standby != nil && s.standby.Cmd.From() != s.state {
 		t.dropStandbyLocked(s)
@@ -363,6 +367,22 @@ func (l *Lease) End(script, processID string, r exec.Result) Outcome {
 		s.history = slices.Delete(s.history, 0, n)
 	}
 	return out
+}
+
+// Settle does what End leaves, once the command's answer is given: it
+// removes the command's files and prepares the state it left for the next
+// command (shellsnap.SessionFiles.Ready). The caller calls it once after
+// End, off the answer's path: on ext4 it costs a millisecond or more (the
+// restore file, the names, the directory removed), which no answer should
+// wait for nor share the CPU with.
+func (l *Lease) Settle() {
+	l.stopEarly()
+	if l.cmd != nil {
+		l.cmd.Close()
+	}
+	if l.next != nil {
+		l.t.files.Ready(l.next)
+	}
 }
 
 func (l *Lease) cwdLocked() string {

@@ -30,7 +30,9 @@ func run(t *testing.T, l *Lease, script string) (Outcome, string) {
 	cmd.Dir = l.Cwd()
 	out, _ := cmd.Output()
 	code := cmd.ProcessState.ExitCode()
-	return l.End(script, "p-test", exec.Result{Status: exec.StatusExited, ExitCode: &code}), string(out)
+	o := l.End(script, "p-test", exec.Result{Status: exec.StatusExited, ExitCode: &code})
+	l.Settle()
+	return o, string(out)
 }
 
 func newTable(t *testing.T, opts Options) *Table {
@@ -113,6 +115,7 @@ func TestTableKeepsStateOfAKilledCommand(t *testing.T) {
 	}
 	_ = c
 	o := l.End("cd /; Y=1", "p-1", exec.Result{Status: exec.StatusTimedOut})
+	l.Settle()
 	if o.StateKept || !strings.Contains(o.Reason, "timed_out") {
 		t.Fatalf("a timed-out command's outcome %+v", o)
 	}

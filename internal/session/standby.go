@@ -135,5 +135,6 @@ func (l *Lease) Standby() *Standby {
 		return nil
 	}
 	l.cmd = sb.Cmd
+	l.watchEnd()
 	return sb
 }

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // restoreGrace is how long a restore file outlives its snapshot: a command
@@ -29,6 +31,9 @@ type restoreFiles struct {
 	zshOnce sync.Once
 	zshDir  string
 	zshErr  error
+
+	scratchOnce sync.Once
+	scratch     string // the directory of scratchDir's, in memory; "" for none
 
 	mu     sync.Mutex
 	closed bool
@@ -76,6 +81,71 @@ func (f *restoreFiles) writeDir(files map[string]string) (string, error) {
 	return path, nil
 }
 
+// scratchDir is writeDir, and scratchFile write, for files that live as
+// long as one command: in a directory in memory (memoryParent) when there
+// is one, where a shell writes a state's dump for about 300 µs less CPU
+// than on ext4 (which journals the change of time of each write, and bash
+// writes a line at a time), and where the files are made and removed in a
+// tenth of the time. What stays there is the functions' listing of each
+// session's state (keepListing), moved from its command's directory.
+func (f *restoreFiles) scratchDir(files map[string]string) (string, error) {
+	root := f.scratchRoot()
+	if root == "" {
+		return f.writeDir(files)
+	}
+	path := filepath.Join(root, randomToken())
+	if err := os.Mkdir(path, 0o700); err != nil {
+		return f.writeDir(files) // full, or removed from under us
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(path, name), []byte(text), 0o600); err != nil {
+			os.RemoveAll(path)
+			return f.writeDir(files)
+		}
+	}
+	return path, nil
+}
+
+// scratchFile is write for a file that lives as long as one command
+// (scratchDir).
+func (f *restoreFiles) scratchFile(text string) (string, error) {
+	root := f.scratchRoot()
+	if root == "" {
+		return f.write(text)
+	}
+	path := filepath.Join(root, randomToken())
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		os.Remove(path)
+		return f.write(text)
+	}
+	return path, nil
+}
+
+// scratchRoot makes the directory in memory on first use; "" when there
+// is none.
+func (f *restoreFiles) scratchRoot() string {
+	f.scratchOnce.Do(func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if parent := memoryParent(); parent != "" && !f.closed {
+			f.scratch, _ = os.MkdirTemp(parent, "snapexec-scratch-")
+		}
+	})
+	return f.scratch
+}
+
+// memoryParent is the temporary directory when it is in memory (tmpfs),
+// or else /dev/shm when that is; "" when neither is.
+func memoryParent() string {
+	for _, dir := range []string{os.TempDir(), "/dev/shm"} {
+		var st unix.Statfs_t
+		if unix.Statfs(dir, &st) == nil && st.Type == unix.TMPFS_MAGIC {
+			return dir
+		}
+	}
+	return ""
+}
+
 // zshCaptureDir returns the directory whose .zshenv starts every zsh
 // capture, written on first use.
 func (f *restoreFiles) zshCaptureDir() (string, error) {
@@ -121,8 +191,11 @@ func (f *restoreFiles) close() {
 	f.timers = nil
 	f.mu.Unlock()
 	f.once.Do(func() {}) // a directory made from now on is not ours to remove
-	if f.dir != "" {
-		os.RemoveAll(f.dir)
+	f.scratchOnce.Do(func() {})
+	for _, dir := range []string{f.dir, f.scratch} {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 }
 

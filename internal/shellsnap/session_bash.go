@@ -182,11 +182,11 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 	// umask cannot make them unreadable and noclobber (>|) cannot refuse
 	// them, in a directory of their own: the one a sandbox lets it write.
 	// The dump's scratch files are written once each (bashDump).
-	if c.Dir, err = f.files.writeDir(map[string]string{"dump": "", "pre": "", "tmp": "", "tmp.t": "", "tmp.f": "", "tmp.e": "", "fns": ""}); err != nil {
+	if c.Dir, err = f.files.scratchDir(map[string]string{"dump": "", "pre": "", "tmp": "", "tmp.t": "", "tmp.f": "", "tmp.e": "", "fns": ""}); err != nil {
 		return nil, err
 	}
 	c.out, c.pre, c.tmp, c.fns = filepath.Join(c.Dir, "dump"), filepath.Join(c.Dir, "pre"), filepath.Join(c.Dir, "tmp"), filepath.Join(c.Dir, "fns")
-	if c.end, err = f.files.write(bashSessionEnd(c.nonce, limits, c.tmp, c.fns, fnPrev)); err != nil {
+	if c.end, err = f.files.scratchFile(bashSessionEnd(c.nonce, limits, c.tmp, c.fns, fnPrev)); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -214,7 +214,7 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 		start.WriteString("{ " + l.State.setTrap(quote(c.dump), "") + "; } >/dev/null 2>&1\n")
 	}
 	start.WriteString("}\n")
-	if c.start, err = f.files.write(start.String()); err != nil {
+	if c.start, err = f.files.scratchFile(start.String()); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -434,9 +434,6 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 	if s.fns == nil {
 		s.fns = c.files.keepListing(c.fns)
 	}
-	// The next command needs the restore file: write it now, off the
-	// answer's path, rather than on the next command's.
-	go s.restoreFile(c.files)
 	return s, nil
 }
 
@@ -547,14 +544,10 @@ func (s *SessionState) recordsOf(kinds ...string) []record {
 }
 
 // keepListing moves the declare -f listing at path (in a command's
-// directory, which goes with the command) beside the restore files, for
-// the states that will share it; nil when it cannot.
+// directory, which goes with the command) beside that directory, on the
+// same file system, for the states that will share it; nil when it cannot.
 func (f *SessionFiles) keepListing(path string) *fnListing {
-	dir, err := f.files.directory()
-	if err != nil {
-		return nil
-	}
-	l := &fnListing{path: filepath.Join(dir, randomToken())}
+	l := &fnListing{path: filepath.Join(filepath.Dir(filepath.Dir(path)), randomToken())}
 	if os.Rename(path, l.path) != nil {
 		return nil
 	}

@@ -45,11 +45,11 @@ func (f *SessionFiles) zshCommand(l SessionLaunch) (*SessionCommand, error) {
 	// The files the shell writes exist before it starts, 0600, so that its
 	// umask cannot make them unreadable, in the directory a sandbox lets it
 	// write.
-	if c.Dir, err = f.files.writeDir(map[string]string{"dump": "", "pre": "", "tmp": ""}); err != nil {
+	if c.Dir, err = f.files.scratchDir(map[string]string{"dump": "", "pre": "", "tmp": ""}); err != nil {
 		return nil, err
 	}
 	c.out, c.pre, c.tmp = filepath.Join(c.Dir, "dump"), filepath.Join(c.Dir, "pre"), filepath.Join(c.Dir, "tmp")
-	if c.end, err = f.files.write(zshSessionEnd(c.nonce, limits, c.tmp)); err != nil {
+	if c.end, err = f.files.scratchFile(zshSessionEnd(c.nonce, limits, c.tmp)); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (f *SessionFiles) zshCommand(l SessionLaunch) (*SessionCommand, error) {
 	// (set last) does not echo; the state's DEBUG trap last of all, so that
 	// it runs before the script's commands only.
 	zlogin = strings.TrimSuffix(zlogin, "\n") + "; { " + hook + "; zshexit_functions+=(" + zshSessionHook + "); \\builtin trap -- " + quote(dump) + " EXIT; " + debug + "} 2>/dev/null\n"
-	start, err := f.files.writeDir(map[string]string{".zshenv": zshenv, ".zlogin": zlogin})
+	start, err := f.files.scratchDir(map[string]string{".zshenv": zshenv, ".zlogin": zlogin})
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -208,9 +208,6 @@ func (c *SessionCommand) zshFinish(maxBytes int) (*SessionState, error) {
 		}
 		s.recs = append(s.recs, r)
 	}
-	// The next command needs the restore files: write them now, off the
-	// answer's path.
-	go s.restoreFile(c.files)
 	return s, nil
 }
 
