@@ -449,13 +449,7 @@ func sessionExports(out []byte, base map[string]string, recs []record) (env map[
 		return env, true
 	}
 	delete(env, "__snapexec_env")
-	byKind := map[string][]record{}
-	for _, r := range recs {
-		if r.kind == "vars" {
-			byKind[r.kind] = append(byKind[r.kind], r)
-		}
-	}
-	for name, v := range bashVars(byKind) {
+	for name, v := range bashVars(byKind(recs)) {
 		if _, _, at, _ := declareHead(v.text); !strings.Contains(v.flags, "x") || strings.ContainsAny(v.flags, "aAn") || at < 0 || strings.HasPrefix(name, "__snapexec_") {
 			continue
 		}
@@ -717,9 +711,7 @@ func (s *SessionState) readNames() sessionNames {
 		return s.zshNames()
 	}
 	n := sessionNames{vars: map[string]string{}, fns: map[string]string{}, aliases: map[string]string{}}
-	byKind := map[string][]record{}
 	for _, r := range s.recs {
-		byKind[r.kind] = append(byKind[r.kind], r)
 		switch r.kind {
 		case "fn", "fntype":
 			n.fns[r.name] = r.payload
@@ -727,7 +719,7 @@ func (s *SessionState) readNames() sessionNames {
 			n.aliases[r.name] = r.payload
 		}
 	}
-	for name, v := range bashVars(byKind) {
+	for name, v := range bashVars(byKind(s.recs)) {
 		if _, skip := bashSkipped[name]; skip || strings.HasPrefix(name, "__snapexec_") || name == "OLDPWD" {
 			continue
 		}

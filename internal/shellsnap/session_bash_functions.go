@@ -233,7 +233,6 @@ func (s *SessionState) readFnGuard() fnGuard {
 	if s.fns == nil {
 		return g // no listing to hand on
 	}
-	byKind := map[string][]record{}
 	for _, r := range s.recs {
 		switch r.kind {
 		case "fn", "fntype":
@@ -244,8 +243,6 @@ func (s *SessionState) readFnGuard() fnGuard {
 			if strings.TrimSpace(r.payload) != "" {
 				return g // a trap runs code whenever its signal comes
 			}
-		case "vars":
-			byKind[r.kind] = append(byKind[r.kind], r)
 		}
 	}
 	for _, w := range bashReservedWords {
@@ -256,7 +253,7 @@ func (s *SessionState) readFnGuard() fnGuard {
 	if g.functions["builtin"] || g.functions["command"] {
 		return g // the dump's own \builtin and \command would call it
 	}
-	vars := bashVars(byKind)
+	vars := bashVars(byKind(s.recs))
 	for _, v := range vars {
 		if strings.Contains(v.flags, "n") {
 			return g // a nameref can make any name an alias's

@@ -161,10 +161,6 @@ var bashSpecialPrefix = regexp.MustCompile(`^(BASH|SHELL|POSIXLY|COMP|HIST|LC_|P
 // and attributes the capture started with, and every variable of either
 // environment that the profile set, changed or unset.
 func bashEnvTouched(recs []record, captureEnv, final map[string]string) map[string]bool {
-	byKind := map[string][]record{}
-	for _, r := range recs {
-		byKind[r.kind] = append(byKind[r.kind], r)
-	}
 	touched := map[string]bool{}
 	same := func(name string) bool {
 		c, inCapture := captureEnv[name]
@@ -178,7 +174,7 @@ func bashEnvTouched(recs []record, captureEnv, final map[string]string) map[stri
 			}
 		}
 	}
-	for name, v := range bashVars(byKind) {
+	for name, v := range bashVars(byKind(recs)) {
 		if v.flags != "-x" || !same(name) {
 			touched[name] = true
 		}
