@@ -18,6 +18,11 @@ import (
 // reads after the exit only if nothing wrote in the command's directory
 // meanwhile (a second dump, a background process that found the files):
 // Quiet says so, and otherwise the caller finishes again.
+//
+// inotify is used directly, not through fsnotify: the watch needs the
+// close-after-write event (fsnotify has it only as an unportable option), a
+// change of mask after that first event, and a read of what queued that
+// never waits (Quiet), none of which fsnotify's channel of events offers.
 
 // DumpWatch watches a session command's directory for the end of its dump.
 type DumpWatch struct {
