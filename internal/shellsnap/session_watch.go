@@ -20,7 +20,7 @@ import (
 // Quiet says so, and otherwise the caller finishes again.
 //
 // inotify is used directly, not through fsnotify: the watch needs the
-// close-after-write event (fsnotify has it only as an unportable option), a
+// close-after-write event (not in fsnotify's public operations), a
 // change of mask after that first event, and a read of what queued that
 // never waits (Quiet), none of which fsnotify's channel of events offers.
 
