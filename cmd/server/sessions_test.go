@@ -75,8 +75,8 @@ func TestZshSessionsOverHTTP(t *testing.T) {
 			t.FailNow()
 		}
 	}
-	if code, out, _ := s.post(t, "/sessions", map[string]any{"shell": map[string]string{"name": "sh", "path": "/bin/sh"}}); code != http.StatusUnprocessableEntity || out["code"] != "unsupported_shell" {
-		t.Errorf("an sh session = %d %v, want 422 unsupported_shell", code, out)
+	if code, out, _ := s.post(t, "/sessions", map[string]any{"shell": map[string]string{"name": "sh", "path": "/bin/sh"}}); code != http.StatusUnprocessableEntity || out["code"] != "unsupported_shell" || out["detail"] != "sessions support bash and zsh" {
+		t.Errorf("an sh session = %d %v, want 422 unsupported_shell saying which shells sessions support", code, out)
 	}
 }
 

@@ -94,7 +94,7 @@ func problemFor(err error) *problem {
 	case errors.Is(err, session.ErrClosed):
 		return errShuttingDown
 	case errors.Is(err, shellsnap.ErrSessionShell):
-		return &problem{status: http.StatusUnprocessableEntity, code: UnsupportedShell, field: "shell.name", detail: "sessions support bash only", cause: err}
+		return &problem{status: http.StatusUnprocessableEntity, code: UnsupportedShell, field: "shell.name", detail: "sessions support bash and zsh", cause: err}
 	case errors.Is(err, service.ErrSessionStart):
 		return &problem{status: http.StatusBadGateway, code: SessionStartFailed, detail: err.Error(), cause: err}
 	case errors.Is(err, service.ErrNotFound):
