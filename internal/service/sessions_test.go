@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -280,5 +283,38 @@ func TestSessionInputsAreValidated(t *testing.T) {
 	var fe *FieldError
 	if err := (SessionInput{Shell: shellsnap.Shell{Name: "bash"}}).Validate(l); !errors.As(err, &fe) || fe.Field != "shell.path" {
 		t.Errorf("no shell path: %v", err)
+	}
+}
+
+// TestSessionDeletedWhileRunning: a command whose session is deleted while
+// it runs goes on to its end, as the contract says, and its answer says its
+// end state was dropped (stateKept false, and why), not kept.
+func TestSessionDeletedWhileRunning(t *testing.T) {
+	s := newSessionService(t, session.Options{})
+	id := bashSession(t, s, "deleted").ID
+	goOn := filepath.Join(t.TempDir(), "go-on")
+	script := "D=1; until [[ -e " + goOn + " ]]; do sleep 0.01; done; echo went on"
+	_, result, err := s.StartSessionExec(context.Background(), id, SessionExecInput{Script: script, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteSession(id); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(goOn, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	end, err := result(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(end.Result.Stdout.Data); end.Result.Status != exec.StatusExited || got != "went on\n" {
+		t.Errorf("the command of a deleted session: status %s, stdout %q; want it run to its end", end.Result.Status, got)
+	}
+	if end.Session.StateKept || !strings.Contains(end.Session.Reason, "deleted") {
+		t.Errorf("the command of a deleted session: stateKept %v, reason %q; want false, saying the session was deleted", end.Session.StateKept, end.Session.Reason)
+	}
+	if _, err := s.SessionExec(context.Background(), id, SessionExecInput{Script: "true", Timeout: time.Minute}); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("a command after the delete: %v, want ErrNotFound", err)
 	}
 }

@@ -333,6 +333,12 @@ func (l *Lease) End(script, processID string, r exec.Result) Outcome {
 	s := l.s
 	s.busy = false
 	s.used = time.Now()
+	if next != nil && t.sessions[s.id] != s {
+		// The session ended while its command ran: the command went on, as
+		// the contract says, and its end state has nowhere to go.
+		next, out.StateKept, out.Changes = nil, false, shellsnap.SessionChanges{}
+		out.Reason = "the session ended while the command ran (deleted, or the server shutting down): its end state is dropped"
+	}
 	if next != nil {
 		s.state, l.next = next, next
 	}
