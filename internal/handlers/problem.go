@@ -234,9 +234,13 @@ func validationError(w http.ResponseWriter, r *http.Request, err error) {
 		p.detail = "send the body as JSON, with the header Content-Type: application/json (curl: -H 'Content-Type: application/json')"
 	case errors.As(re.Err, &se):
 		p.detail = se.Reason
-		p.field = "body"
-		if ptr := se.JSONPointer(); len(ptr) > 0 {
+		switch ptr := se.JSONPointer(); {
+		case re.Parameter != nil:
+			// A parameter's value: the field is the parameter's name.
+		case len(ptr) > 0:
 			p.field = fieldPath(ptr)
+		default:
+			p.field = "body"
 		}
 	case errors.Is(re.Err, openapi3filter.ErrInvalidRequired):
 		p.detail = "a request body is required"

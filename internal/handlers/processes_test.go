@@ -311,6 +311,8 @@ func TestReadProcessOutput(t *testing.T) {
 		{name: "unknown", method: "GET", target: "/processes/p-1/output", svc: reads(exec.ReadResult{}, service.ErrNotFound),
 			status: 404, calls: []string{"Read p-1"}, want: `{"code":"not_found"}`},
 		{name: "wait beyond the contract's", method: "GET", target: "/processes/p-1/output?waitMs=60001", svc: reads(chunks, nil),
-			status: 400, want: `{"code":"invalid_request"}`},
+			status: 400, want: `{"code":"invalid_request","field":"waitMs"}`},
+		{name: "negative afterSeq", method: "GET", target: "/processes/p-1/output?afterSeq=-5", svc: reads(chunks, nil),
+			status: 400, want: `{"code":"invalid_request","field":"afterSeq"}`},
 	})
 }
