@@ -133,13 +133,13 @@ type SessionCommand struct {
 	start    string // the BASH_ENV file
 	// ends are bash's end scripts that list the functions and that keep
 	// them (bashEnd.keep), "" for one not built; zsh's is the first.
-	ends     [2]string
-	out      string // the dump (in Dir)
-	pre      string // the DEBUG and RETURN traps at the end (in Dir)
-	tmp      string // the dump's scratch file (in Dir)
-	fns      string // the dump's declare -f listing (in Dir)
-	dump     string // the line that dumps the state, after the script
-	goAhead  string // a standby's: the state's line before the script
+	ends    [2]string
+	out     string // the dump (in Dir)
+	pre     string // the DEBUG and RETURN traps at the end (in Dir)
+	tmp     string // the dump's scratch file (in Dir)
+	fns     string // the dump's declare -f listing (in Dir)
+	dump    string // the line that dumps the state, after the script
+	goAhead string // a standby's: the state's line before the script
 }
 
 // Command builds l's command and writes its files.
