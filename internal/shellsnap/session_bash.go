@@ -931,23 +931,36 @@ func (s *SessionState) readNames() sessionNames {
 	return n
 }
 
+// diffNames sorts only the names that changed: a state's hundreds of
+// names, sorted on every command, cost more than the rest of Changes, and
+// the answer waits for it.
 func diffNames(before, after map[string]string) NameChanges {
-	var c NameChanges
-	for _, name := range slices.Sorted(maps.Keys(after)) {
+	var added, changed, removed []string
+	for name, v := range after {
 		old, had := before[name]
 		switch {
 		case !had:
-			c.Added = append(c.Added, displayName(name))
-		case old != after[name]:
-			c.Changed = append(c.Changed, displayName(name))
+			added = append(added, name)
+		case old != v:
+			changed = append(changed, name)
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(before)) {
+	for name := range before {
 		if _, ok := after[name]; !ok {
-			c.Removed = append(c.Removed, displayName(name))
+			removed = append(removed, name)
 		}
 	}
-	return c
+	return NameChanges{Added: displayNames(added), Changed: displayNames(changed), Removed: displayNames(removed)}
+}
+
+// displayNames returns names sorted, each as displayName shows it; nil
+// for none.
+func displayNames(names []string) []string {
+	slices.Sort(names)
+	for i, name := range names {
+		names[i] = displayName(name)
+	}
+	return names
 }
 
 // snapshotExitTrap is the EXIT trap of a snapshot of this server's format,
