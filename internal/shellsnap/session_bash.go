@@ -305,17 +305,18 @@ func (c *SessionCommand) GoAhead(script string) (argv []string, message []byte) 
 // nothing (errexit, ERR). bash hides the DEBUG and RETURN traps from a
 // sourced file (without functrace): the second line lists them into a
 // file of their own, removes the DEBUG trap, so that it cannot act on the
-// dump, and sources the end script: the one that keeps the functions
-// when keepFns says the script cannot change one (keepsFunctions). The
-// comments tell the session's own EXIT trap from the user's.
+// dump, and sources the end script. When keepFns says the script cannot
+// change a function (keepsFunctions), it sources the end script that
+// keeps them, and there is no DEBUG or RETURN trap to list: the state
+// has no trap and the script cannot set one. The comments tell the
+// session's own EXIT trap from the user's.
 func (c *SessionCommand) dumpLine(keepFns bool) string {
-	end := c.ends[0]
+	first := `(( __snapexec_status=$?, ${?/x/${__snapexec_bo0=$BASHOPTS}${__snapexec_pc0=${POSIXLY_CORRECT+1}}${POSIXLY_CORRECT=}}, 1 )) >/dev/null 2>&1 # __snapexec_end` + "\n"
+	redirect := ` >|` + quote(c.out) + ` 2>/dev/null # __snapexec_end`
 	if keepFns {
-		end = c.ends[1]
+		return first + `\. ` + quote(c.ends[1]) + redirect
 	}
-	return `(( __snapexec_status=$?, ${?/x/${__snapexec_bo0=$BASHOPTS}${__snapexec_pc0=${POSIXLY_CORRECT+1}}${POSIXLY_CORRECT=}}, 1 )) >/dev/null 2>&1 # __snapexec_end` + "\n" +
-		`{ \trap -p DEBUG RETURN >|` + quote(c.pre) + `; \trap - DEBUG; \. ` + quote(end) +
-		`; } >|` + quote(c.out) + ` 2>/dev/null # __snapexec_end`
+	return first + `{ \trap -p DEBUG RETURN >|` + quote(c.pre) + `; \trap - DEBUG; \. ` + quote(c.ends[0]) + `; }` + redirect
 }
 
 // setTrap sets the session's EXIT trap to dump (a quoted word) after s's
@@ -806,7 +807,7 @@ __snapexec_pca=${POSIXLY_CORRECT+x${POSIXLY_CORRECT@a}} __snapexec_pcv=${POSIXLY
 	}
 	switch {
 	case e.keep:
-		b.WriteString(`\command printf '\n@NONCE@ fnkept\n'
+		b.WriteString(`\command printf '\n@NONCE@ fnkept\n\n@NONCE@ umask\n'
 `)
 	default:
 		b.WriteString(`\command declare -f >|@FNFILE@
@@ -828,10 +829,10 @@ else
 		}
 		// Their attributes, which a function's text does not show.
 		b.WriteString(`\command declare -F
+\command printf '\n@NONCE@ umask\n'
 `)
 	}
-	b.WriteString(`\command printf '\n@NONCE@ umask\n'
-\command umask
+	b.WriteString(`\command umask
 \command printf '\n@NONCE@ limits\n'
 \command ulimit -S -a
 \command printf -- '--\n'
