@@ -52,7 +52,6 @@ __snapexec_pwd=$PWD
 __snapexec_args=("$@")
 __snapexec_zero=$0
 __snapexec_flags0=$-
-__snapexec_tmp= __snapexec_fnfile= __snapexec_fnprev= __snapexec_fnkeep=
 __snapexec_fnfiles=1
 \builtin declare -A __snapexec_fn0
 \builtin mapfile -t __snapexec_fns <<<"$(\builtin compgen -A function)"
@@ -101,82 +100,42 @@ const bashCapture = bashCaptureProfile + bashDump
 
 // bashDump prints a bash state as records (records.go) and then, after a
 // NUL, the environment: the part of the capture that runs after the
-// profile, and the one a session command runs at its end (session_bash.go).
-// It expects expand_aliases off and these variables set: __snapexec_n (the
-// nonce), __snapexec_pwd (the directory a cwd record is relative to),
-// __snapexec_args and __snapexec_zero (the parameters the state's own are
-// compared with), __snapexec_flags0 ($- before the watch), __snapexec_tcmds
-// (the watched commands that could change functrace), __snapexec_limits
-// (the limits a change is relative to), __snapexec_srcs (the files
-// sourced), __snapexec_bg ($! of the profile), __snapexec_shopts (BASHOPTS
-// with expand_aliases as the state had it), __snapexec_last and
+// profile. It expects expand_aliases off and these variables set:
+// __snapexec_n (the nonce), __snapexec_pwd (the directory a cwd record is
+// relative to), __snapexec_args and __snapexec_zero (the parameters the
+// state's own are compared with), __snapexec_flags0 ($- before the watch),
+// __snapexec_tcmds (the watched commands that could change functrace),
+// __snapexec_limits (the limits a change is relative to), __snapexec_srcs
+// (the files sourced), __snapexec_bg ($! of the profile), __snapexec_shopts
+// (BASHOPTS with expand_aliases as the state had it), __snapexec_last and
 // __snapexec_returned ($_ and whether it is known), __snapexec_fn0 (the
-// request's exported functions; unset for none), __snapexec_fnfiles (set:
-// list the files the functions come from, which a snapshot's stamps need),
-// __snapexec_tmp (an empty file for the environment, beside empty files of
-// the same name with .t, .f and .e after it; or empty), __snapexec_fnfile (a
-// file for declare -f's listing of every function, or empty) and
-// __snapexec_fnprev (the listing of the state the shell was restored from,
-// or empty) and __snapexec_fnkeep (set: the functions and their attributes
-// are that state's, read from the script itself, and are not listed: a
-// fnkept record says so). It changes the shell's options and traps: it
-// runs last.
-//
-// When the two listings are the same, so are the functions (names and
-// text: declare -f prints each as bash reads it back), and the dump says
-// so in a fnsame record in place of one record per function, which in a
-// state of 200 functions costs as much as the rest of the dump.
-//
-// A fork of a shell that holds a large state costs about as much as the
-// rest of the dump, so with a file in __snapexec_tmp (a session's) the dump
-// forks nothing but env: what a builtin prints goes to a file and is read
-// back with mapfile (a process substitution would fork, and read its pipe a
-// byte at a time), each to one of its own, since a write over a file that
-// holds data truncates it, which costs about a millisecond on ext4; the
-// environment goes to the file __snapexec_tmp names, not after the
-// NUL, and the variables are printed last, by this shell, exported values
-// and all, the aliases are listed by one alias -p (an aliases record, which
-// the reader turns into alias records) rather than one printf %q each, and
-// the function attributes are listed whole, "declare -f"
-// lines of functions that have none included. The variables of the dump
-// itself are left to the reader. Nor does it fork env when no function is
-// exported and no variable is a nameref (bash exports the variable a
-// nameref names): the environment is then the exported variables with a
-// value, not arrays, as declare -p prints them, and the file holds only a
-// __snapexec_env=declare entry that says so; the variables of the
-// environment bash cannot name (not identifiers) are passed through
-// unchanged, and the reader takes them from the environment the shell
-// started with. POSIXLY_CORRECT, which turning posix mode off unsets, is
-// set again as it was before they are listed.
+// request's exported functions; unset for none) and __snapexec_fnfiles
+// (set: list the files the functions come from, which a snapshot's stamps
+// need). It changes the shell's options and traps: it runs last. A session
+// command's end has a dump of its own (bashSessionEnd), which shares the
+// parts below.
 const bashDump = `__snapexec_so=$SHELLOPTS
 \command set +T
-if [[ -n $__snapexec_tmp ]]; then
-  \command trap -p >|"$__snapexec_tmp.t"; \command mapfile -t __snapexec_tl <"$__snapexec_tmp.t"
-else
-  \command mapfile -t __snapexec_tl <<<"$(\command trap -p)"
-fi
-\command trap - DEBUG RETURN ERR EXIT
+\command mapfile -t __snapexec_tl <<<"$(\command trap -p)"
+\command trap - ` + bashDumpTraps + `
 \command printf '%s\n%s begin bash\n\n' '# Snapshot file' "$__snapexec_n"
 \command printf '%s traps\n' "$__snapexec_n"
 for __snapexec_f in "${__snapexec_tl[@]}"; do if [[ -n $__snapexec_f ]]; then \command printf '%s\n' "$__snapexec_f"; fi; done
 \command printf '\n'
 \command unset -v __snapexec_tl
-\command set +o errexit +o nounset +o xtrace +o verbose +o onecmd
+\command set ` + bashDumpOptionsOff + `
 \command printf '%s disabled\n' "$__snapexec_n"; \command enable -n; \command printf '\n'
-\command enable printf declare set shopt trap compgen mapfile umask ulimit complete hash enable eval unset alias
-if [[ -z $__snapexec_tmp ]]; then
-  \command printf '%s vars\n' "$__snapexec_n"
-  (
-    \command mapfile -t __snapexec_xs < <(\command compgen -A export)
-    for __snapexec_f in "${__snapexec_xs[@]}"; do
-      if [[ ! -R $__snapexec_f && ${!__snapexec_f@a} != *[aAr]* ]]; then \command printf -v "$__snapexec_f" ''; fi
-    done
-    \command unset -v __snapexec_u __snapexec_last __snapexec_xs BASH_EXECUTION_STRING
-    \command declare -p
-  )
-  \command printf '\n'
-fi
-__snapexec_pca=${POSIXLY_CORRECT+x${POSIXLY_CORRECT@a}} __snapexec_pcv=${POSIXLY_CORRECT-}
+\command enable ` + bashDumpBuiltins + `
+\command printf '%s vars\n' "$__snapexec_n"
+(
+  \command mapfile -t __snapexec_xs < <(\command compgen -A export)
+  for __snapexec_f in "${__snapexec_xs[@]}"; do
+    if [[ ! -R $__snapexec_f && ${!__snapexec_f@a} != *[aAr]* ]]; then \command printf -v "$__snapexec_f" ''; fi
+  done
+  \command unset -v __snapexec_u __snapexec_last __snapexec_xs BASH_EXECUTION_STRING
+  \command declare -p
+)
+\command printf '\n'
 \command set +o posix
 if [[ -n ${__snapexec_tcmds[0]+x} ]]; then
   __snapexec_t=$(\command set +T; if [[ $__snapexec_flags0 == *T* ]]; then \command set -T; fi
@@ -194,46 +153,15 @@ fi
 \command printf '%s setnames\n' "$__snapexec_n"; \command set -o; \command printf '\n'
 \command printf '%s shopts\n%s\n' "$__snapexec_n" "$__snapexec_shopts"
 \command printf '%s shoptnames\n' "$__snapexec_n"; \command shopt; \command printf '\n'
-__snapexec_fnsame= __snapexec_fns=()
-if [[ -n $__snapexec_fnkeep ]]; then __snapexec_fnsame=1
-elif [[ -n $__snapexec_fnfile ]]; then
-  \command declare -f >|"$__snapexec_fnfile"
-  __snapexec_xs=() __snapexec_ys=()
-  if [[ -n $__snapexec_fnprev ]] && \command mapfile -d '' __snapexec_xs <"$__snapexec_fnfile" && \command mapfile -d '' __snapexec_ys <"$__snapexec_fnprev"; then
-    if [[ ${__snapexec_xs[0]-} == "${__snapexec_ys[0]-}" ]]; then __snapexec_fnsame=1; fi
-  fi
-fi
-if [[ -n $__snapexec_fnkeep ]]; then \command printf '%s fnkept\n\n' "$__snapexec_n"
-elif [[ -n $__snapexec_fnsame ]]; then \command printf '%s fnsame\n\n' "$__snapexec_n"
-else
-  if [[ -n $__snapexec_tmp ]]; then
-    \command compgen -A function >|"$__snapexec_tmp.f"; \command mapfile -t __snapexec_fns <"$__snapexec_tmp.f"
-  else \command mapfile -t __snapexec_fns < <(\command compgen -A function)
-  fi
-  for __snapexec_f in "${__snapexec_fns[@]}"; do
-    if [[ $__snapexec_f == *=* ]]; then
-      \command printf '%s fntype %q\n' "$__snapexec_n" "$__snapexec_f"; \command type -- "$__snapexec_f"; \command printf '\n'
-    else
-      \command printf '%s fn %q\n' "$__snapexec_n" "$__snapexec_f"; \command declare -f -- "$__snapexec_f"; \command printf '\n'
-    fi
-  done
-fi
-if [[ -z $__snapexec_fnkeep ]]; then
-  \command printf '%s fnattrs\n' "$__snapexec_n"
-  if [[ -n $__snapexec_tmp ]]; then \command declare -F
-  else
-    while IFS= \command read -r __snapexec_f; do
-      if [[ $__snapexec_f != "declare -f "* ]]; then \command printf '%s\n' "$__snapexec_f"; fi
-    done < <(\command declare -F)
-  fi
-  \command printf '\n'
-fi
-if [[ -n $__snapexec_tmp ]]; then \command printf '%s aliases\n' "$__snapexec_n"; \command alias -p; \command printf '\n'
-else
-  for __snapexec_f in "${!BASH_ALIASES[@]}"; do
-    \command printf '%s alias %q\n%s\n' "$__snapexec_n" "$__snapexec_f" "${BASH_ALIASES[$__snapexec_f]}"
-  done
-fi
+\command mapfile -t __snapexec_fns < <(\command compgen -A function)
+` + bashFnRecords + `\command printf '%s fnattrs\n' "$__snapexec_n"
+while IFS= \command read -r __snapexec_f; do
+  if [[ $__snapexec_f != "declare -f "* ]]; then \command printf '%s\n' "$__snapexec_f"; fi
+done < <(\command declare -F)
+\command printf '\n'
+for __snapexec_f in "${!BASH_ALIASES[@]}"; do
+  \command printf '%s alias %q\n%s\n' "$__snapexec_n" "$__snapexec_f" "${BASH_ALIASES[$__snapexec_f]}"
+done
 \command printf '%s umask\n' "$__snapexec_n"; \command umask; \command printf '\n'
 \command printf '%s limits0\n%s\n' "$__snapexec_n" "$__snapexec_limits"
 \command printf '%s limits\n' "$__snapexec_n"; \command ulimit -S -a; \command printf -- '--\n'; \command ulimit -H -a; \command printf '\n'
@@ -275,18 +203,30 @@ fi
 for __snapexec_f in "${!__snapexec_fn0[@]}"; do
   \command printf '%s fn0 %q\n%s\n' "$__snapexec_n" "$__snapexec_f" "${__snapexec_fn0[$__snapexec_f]}"
 done
-if [[ -n $__snapexec_tmp ]]; then
-  if [[ -n $__snapexec_pca ]]; then \command declare -g${__snapexec_pca#x} POSIXLY_CORRECT="$__snapexec_pcv"; fi
-  { \command declare -Fx; \command declare -n; } >|"$__snapexec_tmp.e"
-  if [[ -s $__snapexec_tmp.e ]]; then \command /usr/bin/env -0 >|"$__snapexec_tmp"
-  else \command printf '%s\0' __snapexec_env=declare >|"$__snapexec_tmp"
+\command printf '%s end\n\n\0' "$__snapexec_n"
+\command /usr/bin/env -0
+`
+
+// bashDumpTraps are the traps a dump clears once it has listed them: none
+// may act on the dump, and the EXIT trap must not run it again.
+const bashDumpTraps = "DEBUG RETURN ERR EXIT"
+
+// bashDumpOptionsOff are the options a dump turns off (set's arguments):
+// none may end it early or print its commands.
+const bashDumpOptionsOff = "+o errexit +o nounset +o xtrace +o verbose +o onecmd"
+
+// bashDumpBuiltins are the builtins a dump enables (enable's arguments)
+// once it has listed those the state disabled: the ones it runs.
+const bashDumpBuiltins = "printf declare set shopt trap compgen mapfile umask ulimit complete hash enable eval unset alias"
+
+// bashFnRecords prints a record for each function __snapexec_fns names:
+// its declare -f text, or, for a name that holds "=" (which declare -f
+// takes for an assignment), type's, whose first line says what it is.
+const bashFnRecords = `for __snapexec_f in "${__snapexec_fns[@]}"; do
+  if [[ $__snapexec_f == *=* ]]; then
+    \command printf '%s fntype %q\n' "$__snapexec_n" "$__snapexec_f"; \command type -- "$__snapexec_f"; \command printf '\n'
+  else
+    \command printf '%s fn %q\n' "$__snapexec_n" "$__snapexec_f"; \command declare -f -- "$__snapexec_f"; \command printf '\n'
   fi
-  \command printf '%s vars\n' "$__snapexec_n"
-  \command unset -v __snapexec_u __snapexec_last __snapexec_xs __snapexec_ys BASH_EXECUTION_STRING __snapexec_limits __snapexec_fns __snapexec_fn0
-  \command declare -p
-  \command printf '\n%s end\n\n\0' "$__snapexec_n"
-else
-  \command printf '%s end\n\n\0' "$__snapexec_n"
-  \command /usr/bin/env -0
-fi
+done
 `

@@ -131,12 +131,15 @@ type SessionCommand struct {
 	exitTrap string // the user's EXIT trap before it, for a first command
 	base     map[string]string
 	start    string // the BASH_ENV file
-	end, out string // the end script; the dump (in Dir)
-	pre      string // the DEBUG and RETURN traps at the end (in Dir)
-	tmp      string // the dump's scratch file (in Dir)
-	fns      string // the dump's declare -f listing (in Dir)
-	dump     string // the line that dumps the state, after the script
-	goAhead  string // a standby's: the state's line before the script
+	// ends are bash's end scripts that list the functions and that keep
+	// them (bashEnd.keep), "" for one not built; zsh's is the first.
+	ends    [2]string
+	out     string // the dump (in Dir)
+	pre     string // the DEBUG and RETURN traps at the end (in Dir)
+	tmp     string // the dump's scratch file (in Dir)
+	fns     string // the dump's declare -f listing (in Dir)
+	dump    string // the line that dumps the state, after the script
+	goAhead string // a standby's: the state's line before the script
 }
 
 // Command builds l's command and writes its files.
@@ -152,14 +155,14 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 		return nil, ErrSessionShell
 	}
 	c := &SessionCommand{shell: "bash", files: f, nonce: randomToken(), prev: l.State, base: l.Env}
-	restore, limits, fnPrev := "", "", ""
+	restore, fnPrev := "", ""
 	switch {
 	case l.State != nil:
 		path, err := l.State.restoreFile(f)
 		if err != nil {
 			return nil, err
 		}
-		restore, limits, c.base = path, l.State.limits, l.State.base
+		restore, c.base = path, l.State.base
 		if l.Standby {
 			if _, set := c.base["SECONDS"]; set || l.State.standby == "" {
 				// bash starts SECONDS from the environment, which the
@@ -177,20 +180,43 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 	case l.Snapshot != nil && l.Snapshot.restore != "":
 		restore, c.exitTrap = l.Snapshot.restore, snapshotExitTrap(l.Snapshot)
 	}
-	var err error
+	// The end script that lists the functions, and the one that keeps
+	// them (keepsFunctions): a fresh command's is one of them, a
+	// standby's both when its state allows keeping them (the go-ahead
+	// chooses).
+	keep := !l.Standby && l.State.keepsFunctions(l.Script)
+	ends := [2]bool{!keep, keep}
+	if l.Standby {
+		ends = [2]bool{true, l.State.keepsFunctions("")}
+	}
 	// The files the shell writes are made here, 0600, so that the shell's
 	// umask cannot make them unreadable and noclobber (>|) cannot refuse
 	// them, in a directory of their own: the one a sandbox lets it write.
-	// The dump's scratch files are written once each (bashDump).
-	if c.Dir, err = f.files.scratchDir(map[string]string{"dump": "", "pre": "", "tmp": "", "tmp.t": "", "tmp.f": "", "tmp.e": "", "fns": ""}); err != nil {
+	// The dump's scratch files are written once each (bashSessionEnd).
+	files := map[string]string{"dump": "", "pre": "", "tmp": ""}
+	if ends[0] {
+		files["tmp.f"], files["tmp.e"], files["fns"] = "", "", ""
+	}
+	var err error
+	if c.Dir, err = f.files.scratchDir(files); err != nil {
 		return nil, err
 	}
 	c.out, c.pre, c.tmp, c.fns = filepath.Join(c.Dir, "dump"), filepath.Join(c.Dir, "pre"), filepath.Join(c.Dir, "tmp"), filepath.Join(c.Dir, "fns")
-	if c.end, err = f.files.scratchFile(bashSessionEnd(c.nonce, limits, c.tmp, c.fns, fnPrev)); err != nil {
-		c.Close()
-		return nil, err
+	e := bashEnd{nonce: c.nonce, tmp: c.tmp, fnFile: c.fns, fnPrev: fnPrev, names: !l.State.carriesOptionNames(), env: "check"}
+	for i, build := range ends {
+		if !build {
+			continue
+		}
+		e.keep = i == 1
+		if e.keep {
+			e.env = l.State.keptEnv()
+		}
+		if c.ends[i], err = f.files.scratchFile(bashSessionEnd(e)); err != nil {
+			c.Close()
+			return nil, err
+		}
 	}
-	c.dump = c.dumpLine(!l.Standby && l.State.keepsFunctions(l.Script))
+	c.dump = c.dumpLine(keep)
 	// One compound command, which bash reads whole before the restore
 	// runs: the restore's aliases (expand_aliases on, an alias named "{")
 	// and verbose, which it sets, act on no line of the start file. What
@@ -273,23 +299,24 @@ func (c *SessionCommand) GoAhead(script string) (argv []string, message []byte) 
 // before a function, for the second line, which bash reads only once the
 // first has run. The first is an arithmetic command, which no alias can
 // stand for and whose trace and DEBUG trap go nowhere with its
-// redirections; its expansions keep the exit status, the options before
-// posix mode changed them (bashSessionEnd puts them back) and whether
-// POSIXLY_CORRECT was set, and evaluate to 1, so that it fails nothing
-// (errexit, ERR). bash hides the DEBUG and RETURN traps from a sourced
-// file (without functrace): the second line lists them into a file of
-// their own, removes the DEBUG trap, so that it cannot act on the dump,
-// and sources the end script. keepFns says the script cannot change a
-// function (keepsFunctions): the dump skips their listing. The comments
-// tell the session's own EXIT trap from the user's.
+// redirections; its expansions keep the exit status, BASHOPTS before
+// posix mode changed it (bashSessionEnd puts the options back) and
+// whether POSIXLY_CORRECT was set, and evaluate to 1, so that it fails
+// nothing (errexit, ERR). bash hides the DEBUG and RETURN traps from a
+// sourced file (without functrace): the second line lists them into a
+// file of their own, removes the DEBUG trap, so that it cannot act on the
+// dump, and sources the end script. When keepFns says the script cannot
+// change a function (keepsFunctions), it sources the end script that
+// keeps them, and there is no DEBUG or RETURN trap to list: the state
+// has no trap and the script cannot set one. The comments tell the
+// session's own EXIT trap from the user's.
 func (c *SessionCommand) dumpLine(keepFns bool) string {
-	keep := ""
+	first := `(( __snapexec_status=$?, ${?/x/${__snapexec_bo0=$BASHOPTS}${__snapexec_pc0=${POSIXLY_CORRECT+1}}${POSIXLY_CORRECT=}}, 1 )) >/dev/null 2>&1 # __snapexec_end` + "\n"
+	redirect := ` >|` + quote(c.out) + ` 2>/dev/null # __snapexec_end`
 	if keepFns {
-		keep = "1"
+		return first + `\. ` + quote(c.ends[1]) + redirect
 	}
-	return `(( __snapexec_status=$?, ${?/x/${__snapexec_so0=$SHELLOPTS}${__snapexec_bo0=$BASHOPTS}${__snapexec_pc0=${POSIXLY_CORRECT+1}}${POSIXLY_CORRECT=}}, 1 )) >/dev/null 2>&1 # __snapexec_end` + "\n" +
-		`{ __snapexec_fnkeep=` + keep + `; \trap -p DEBUG RETURN >|` + quote(c.pre) + `; \trap - DEBUG; \. ` + quote(c.end) +
-		`; } >|` + quote(c.out) + ` 2>/dev/null # __snapexec_end`
+	return first + `{ \trap -p DEBUG RETURN >|` + quote(c.pre) + `; \trap - DEBUG; \. ` + quote(c.ends[0]) + `; }` + redirect
 }
 
 // setTrap sets the session's EXIT trap to dump (a quoted word) after s's
@@ -338,7 +365,7 @@ func (c *SessionCommand) From() *SessionState { return c.prev }
 // Close removes the command's files; its state, once Finish made it, has
 // its own.
 func (c *SessionCommand) Close() {
-	for _, p := range []string{c.start, c.end} {
+	for _, p := range []string{c.start, c.ends[0], c.ends[1]} {
 		if p != "" {
 			os.RemoveAll(p) // zsh's start is a directory
 		}
@@ -407,9 +434,6 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 				s.size += len(fn.kind) + len(fn.name) + len(fn.payload)
 				s.recs = append(s.recs, fn)
 			}
-			if maxBytes > 0 && s.size > maxBytes {
-				return nil, ErrSessionStateTooLarge
-			}
 			continue
 		case "cwd":
 			// The next command starts there (its process's directory and
@@ -423,18 +447,79 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 			}
 			s.recs = append(s.recs, aliases...)
 			continue
-		case "limits0":
-			s.limits = r.payload
 		case "traps":
 			r.payload, s.exitTrap = splitExitTrap(r.payload, s.exitTrap)
 			r.payload = withHiddenTraps(r.payload, c.pre)
 		}
 		s.recs = append(s.recs, r)
 	}
+	if !s.addKnown(c.prev) {
+		return nil, ErrNoSessionState
+	}
+	if maxBytes > 0 && s.size > maxBytes {
+		return nil, ErrSessionStateTooLarge
+	}
 	if s.fns == nil {
 		s.fns = c.files.keepListing(c.fns)
 	}
 	return s, nil
+}
+
+// addKnown adds the records a session's dump leaves out (bashSessionEnd),
+// from s's own records and prev's: functrace, which is on when the
+// options say so (the dump watched no file that could turn it off); the
+// limits a change is relative to, prev's (a first command's own, those it
+// ended with); and the names of the options, prev's when the dump listed
+// none. ok is false when one cannot be known.
+func (s *SessionState) addKnown(prev *SessionState) (ok bool) {
+	functrace, limits, listed := "unseen", "", map[string]bool{}
+	for _, r := range s.recs {
+		switch r.kind {
+		case "setopts":
+			if slices.Contains(strings.Split(r.payload, ":"), "functrace") {
+				functrace = "on"
+			}
+		case "limits":
+			limits, ok = r.payload, true
+		case "setnames", "shoptnames":
+			listed[r.kind] = true
+		}
+	}
+	s.limits = limits
+	if prev != nil {
+		s.limits = prev.limits
+	} else if !ok {
+		return false
+	}
+	s.recs = append(s.recs, record{kind: "functrace", payload: functrace}, record{kind: "limits0", payload: s.limits})
+	for _, kind := range []string{"setnames", "shoptnames"} {
+		if listed[kind] {
+			continue
+		}
+		var names []record
+		if prev != nil {
+			names = prev.recordsOf(kind)
+		}
+		if len(names) != 1 {
+			return false
+		}
+		s.recs = append(s.recs, names[0])
+		s.size += len(kind) + len(names[0].payload)
+	}
+	return true
+}
+
+// carriesOptionNames reports whether s holds the names of the set -o and
+// shopt options, which the next command's dump then leaves out.
+func (s *SessionState) carriesOptionNames() bool {
+	if s == nil {
+		return false
+	}
+	set, shopt := false, false
+	for _, r := range s.recordsOf("setnames", "shoptnames") {
+		set, shopt = set || r.kind == "setnames", shopt || r.kind == "shoptnames"
+	}
+	return set && shopt
 }
 
 // sessionExports returns the environment a session command's dump left
@@ -624,49 +709,167 @@ func (s *SessionState) restoreFile(f *SessionFiles) (string, error) {
 	return s.restore, s.err
 }
 
+// bashEnd is what a session command's end script (bashSessionEnd) knows
+// before the command runs.
+type bashEnd struct {
+	nonce string
+	// tmp is the dump's scratch file, for the environment (tmp.f and
+	// tmp.e beside it: compgen's and the environment check's listings);
+	// fnFile the file for its declare -f listing, and fnPrev the listing
+	// of the state it starts from ("" for none).
+	tmp, fnFile, fnPrev string
+	// keep says that the script cannot change a function
+	// (keepsFunctions): the dump lists none and says fnkept.
+	keep bool
+	// names says to list the names of the set -o and shopt options: a
+	// session's first command. They are the same for every command of
+	// the session (one bash binary's), and Finish takes a later
+	// command's from the state it started from.
+	names bool
+	// env is how the dump hands on the environment: "check" (below),
+	// "env" (env -0: a function is exported) or "declare" (no function
+	// is exported and no variable is a nameref, which keep tells from the
+	// state: declare -p's exported variables are the environment).
+	env string
+}
+
 // bashSessionEnd is the end script of a session command, sourced by the
 // dump line (dumpLine) with __snapexec_status set to the status the shell
-// is leaving with: it leaves the posix mode the dump line turned on (a
+// is leaving with. It leaves the posix mode the dump line turned on (a
 // special builtin, read in posix mode), so that the options are as the
 // script left them but for those posix mode changed, which it takes as
 // they were (__snapexec_bo0; brought up to date when posix mode was on
-// already, bashShoptsListed); sets what bashDump expects, as a session's
-// end has it (no watch of sourced files; the cwd and parameters always
-// recorded), runs it, clears the traps again (the dump cleared them
-// before it enabled the builtins, and a disabled trap kept them: the EXIT
-// trap would dump a second time) and returns the status the shell ended
-// with, so that the script's line after the user's ends the shell with the
-// user's status: in posix mode again, where no function can stand for
-// return.
-func bashSessionEnd(nonce, limits, tmp, fnFile, fnPrev string) string {
-	limitsNow := `$(\builtin ulimit -S -a; \builtin printf -- '--\n'; \builtin ulimit -H -a)`
-	if limits != "" {
-		limitsNow = quote(limits)
-	}
-	return `if [[ -z $__snapexec_pc0 ]]; then \unset -v POSIXLY_CORRECT
+// already, bashShoptsListed); dumps the state, as the capture's dump
+// (bashDump) does for a state with no watch of sourced files, no
+// parameters or $0 of its own to compare with, and no functions of the
+// request's environment; and returns the status the shell ended with, so
+// that the script's line after the user's ends the shell with the user's
+// status: in posix mode again, where no function can stand for return.
+//
+// It runs on every command's path, so it runs few commands and forks
+// none but env (with 200 functions in the state, a fork of the shell
+// costs about as much as the rest of the dump), and bash parses it whole
+// on every command, so it holds only what this command's dump runs (e.g.
+// no function listing when e.keep): about 2 KB, parsed in some 35 µs.
+// What Finish knows it leaves out: the limits a change is relative to
+// (the state's), the names of the options (the state's), whether
+// functrace is on (it is in the options). The traps are listed once the
+// builtins are enabled, so that a disabled trap builtin lists them (and
+// clears them: the EXIT trap must not dump twice), and in posix mode as
+// the state had it, as the capture does. The variables are printed last,
+// by this shell, exported values and all, with POSIXLY_CORRECT, which
+// turning posix mode off unsets, set again as it was; the aliases by one
+// alias -p (an aliases record, which Finish turns into alias records),
+// and the positional parameters and the directory stack by one printf
+// each. What a builtin lists goes to the dump itself or, read back by
+// the dump, to a scratch file of its own (a write over a file that holds
+// data truncates it, which costs about a millisecond on ext4). The
+// dump's own variables are left to the reader.
+//
+// The functions, unless e.keep, are listed once with declare -f into
+// e.fnFile and compared with e.fnPrev: the same listing means the same
+// functions (names and text: declare -f prints each as bash reads it
+// back), and the dump says so in a fnsame record in place of one record
+// per function, which in a state of 200 functions costs as much as the
+// rest of the dump. With e.env "check", the environment is env -0's when
+// a function is exported (bash exports it as BASH_FUNC_name%%, which the
+// shell cannot print) or a variable is a nameref (bash exports the
+// variable an exported one names), and otherwise the exported variables
+// with a value, not arrays, as declare -p prints them: the scratch file
+// then holds only a __snapexec_env=declare entry that says so, which
+// e.env "declare" prints after the dump's NUL instead. The variables of
+// the environment bash cannot name (not identifiers) are passed through
+// unchanged, and the reader takes them from the environment the shell
+// started with.
+func bashSessionEnd(e bashEnd) string {
+	var b strings.Builder
+	b.WriteString(`if [[ -z $__snapexec_pc0 ]]; then \unset -v POSIXLY_CORRECT
 else
 ` + bashShoptsListed + `__snapexec_bo0=$BASHOPTS
 fi
-__snapexec_n=` + nonce + `
-__snapexec_pwd=
-__snapexec_args=()
-__snapexec_zero=$0
-__snapexec_flags0=$-
-__snapexec_tcmds=()
-__snapexec_srcs=()
-__snapexec_limits=` + limitsNow + `
-__snapexec_bg=
-__snapexec_last=
-__snapexec_returned=
-__snapexec_shopts=$__snapexec_bo0
-__snapexec_tmp=` + quote(tmp) + `
-__snapexec_fnfile=` + quote(fnFile) + `
-__snapexec_fnprev=` + quote(fnPrev) + `
 \command shopt -u expand_aliases
-` + bashDump + `\command trap - DEBUG RETURN ERR EXIT
+\command printf '` + StateMarker + `\n@NONCE@ begin bash\n\n@NONCE@ setopts\n%s\n@NONCE@ shopts\n%s\n@NONCE@ disabled\n' "$SHELLOPTS" "$__snapexec_bo0"
+\command set +T ` + bashDumpOptionsOff + `
+\command enable -n
+\command enable ` + bashDumpBuiltins + `
+\command printf '\n@NONCE@ traps\n'
+\command trap -p
+\command trap - ` + bashDumpTraps + `
+__snapexec_pca=${POSIXLY_CORRECT+x${POSIXLY_CORRECT@a}} __snapexec_pcv=${POSIXLY_CORRECT-}
+\command set +o posix
+`)
+	if e.names {
+		b.WriteString(`\command printf '\n@NONCE@ setnames\n'
+\command set -o
+\command printf '\n@NONCE@ shoptnames\n'
+\command shopt
+`)
+	}
+	switch {
+	case e.keep:
+		b.WriteString(`\command printf '\n@NONCE@ fnkept\n\n@NONCE@ umask\n'
+`)
+	default:
+		b.WriteString(`\command declare -f >|@FNFILE@
+`)
+		list := `\command printf '\n'
+__snapexec_n=@NONCE@
+\command compgen -A function >|@TMP@.f
+\command mapfile -t __snapexec_fns <@TMP@.f
+` + bashFnRecords + `\command printf '@NONCE@ fnattrs\n'
+`
+		if e.fnPrev == "" {
+			b.WriteString(list)
+		} else {
+			b.WriteString(`if \command mapfile -d '' __snapexec_xs <@FNFILE@ && \command mapfile -d '' __snapexec_ys <@FNPREV@ && [[ ${__snapexec_xs[0]-} == "${__snapexec_ys[0]-}" ]]; then
+  \command printf '\n@NONCE@ fnsame\n\n@NONCE@ fnattrs\n'
+else
+` + list + `fi
+`)
+		}
+		// Their attributes, which a function's text does not show.
+		b.WriteString(`\command declare -F
+\command printf '\n@NONCE@ umask\n'
+`)
+	}
+	b.WriteString(`\command umask
+\command printf '\n@NONCE@ limits\n'
+\command ulimit -S -a
+\command printf -- '--\n'
+\command ulimit -H -a
+\command printf '\n@NONCE@ aliases\n'
+\command alias -p
+\command printf '\n@NONCE@ complete\n'
+\command complete -p
+\command printf '\n@NONCE@ hash\n'
+\command hash -l
+\command printf '\n@NONCE@ cwd\n%s\n'"${1+@NONCE@ args\\n\\n}" "$PWD"
+\command printf "${1+@NONCE@ arg\\n%s\\n}" "$@"
+\command printf '@NONCE@ dir\n%s\n' "${DIRSTACK[@]}"
+if [[ -n $__snapexec_pca ]]; then \command declare -g${__snapexec_pca#x} POSIXLY_CORRECT="$__snapexec_pcv"; fi
+`)
+	end := `\n@NONCE@ end\n\n\0`
+	switch e.env {
+	case "check":
+		b.WriteString(`{ \command declare -Fx; \command declare -n; } >|@TMP@.e
+if [[ -s @TMP@.e ]]; then \command /usr/bin/env -0 >|@TMP@
+else \command printf '%s\0' __snapexec_env=declare >|@TMP@
+fi
+`)
+	case "env":
+		b.WriteString(`\command /usr/bin/env -0 >|@TMP@
+`)
+	default:
+		end += `__snapexec_env=declare\0`
+	}
+	b.WriteString(`\command unset -v BASH_EXECUTION_STRING __snapexec_fns __snapexec_xs __snapexec_ys
+\command printf '@NONCE@ vars\n'
+\command declare -p
+\command printf '` + end + `'
 POSIXLY_CORRECT=
 \return "$__snapexec_status"
-`
+`)
+	return strings.NewReplacer("@NONCE@", e.nonce, "@TMP@", quote(e.tmp), "@FNFILE@", quote(e.fnFile), "@FNPREV@", quote(e.fnPrev)).Replace(b.String())
 }
 
 // SessionChanges are the names a command added, changed and removed.
@@ -729,23 +932,36 @@ func (s *SessionState) readNames() sessionNames {
 	return n
 }
 
+// diffNames sorts only the names that changed: a state's hundreds of
+// names, sorted on every command, cost more than the rest of Changes, and
+// the answer waits for it.
 func diffNames(before, after map[string]string) NameChanges {
-	var c NameChanges
-	for _, name := range slices.Sorted(maps.Keys(after)) {
+	var added, changed, removed []string
+	for name, v := range after {
 		old, had := before[name]
 		switch {
 		case !had:
-			c.Added = append(c.Added, displayName(name))
-		case old != after[name]:
-			c.Changed = append(c.Changed, displayName(name))
+			added = append(added, name)
+		case old != v:
+			changed = append(changed, name)
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(before)) {
+	for name := range before {
 		if _, ok := after[name]; !ok {
-			c.Removed = append(c.Removed, displayName(name))
+			removed = append(removed, name)
 		}
 	}
-	return c
+	return NameChanges{Added: displayNames(added), Changed: displayNames(changed), Removed: displayNames(removed)}
+}
+
+// displayNames returns names sorted, each as displayName shows it; nil
+// for none.
+func displayNames(names []string) []string {
+	slices.Sort(names)
+	for i, name := range names {
+		names[i] = displayName(name)
+	}
+	return names
 }
 
 // snapshotExitTrap is the EXIT trap of a snapshot of this server's format,

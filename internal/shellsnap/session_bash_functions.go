@@ -48,10 +48,12 @@ var bashBuiltins = strings.Fields(`. : [ alias bg bind break builtin caller cd c
 var bashReservedWords = strings.Fields(`! [[ ]] { } case coproc do done elif else esac fi for function if in select then time until while`)
 
 // fnGuard is what keepsFunctions needs of a state, read once: its
-// functions and aliases by name, and whether the state allows it at all.
+// functions and aliases by name, and whether the state allows it at all;
+// and whether a function is exported (keptEnv).
 type fnGuard struct {
 	ok               bool
 	functions, alias map[string]bool
+	exported         bool
 }
 
 // keepsFunctions reports whether script, run in s, cannot change s's
@@ -60,8 +62,7 @@ func (s *SessionState) keepsFunctions(script string) bool {
 	if s == nil || s.shell != "bash" {
 		return false
 	}
-	s.guardOnce.Do(func() { s.guard = s.readFnGuard() })
-	if !s.guard.ok {
+	if !s.fnGuard().ok {
 		return false
 	}
 	// A name the script writes in any quoting: an alias made by assigning
@@ -92,6 +93,24 @@ func (s *SessionState) keepsFunctions(script string) bool {
 		return keep
 	})
 	return keep
+}
+
+// fnGuard returns what keepsFunctions reads of s, read once.
+func (s *SessionState) fnGuard() fnGuard {
+	s.guardOnce.Do(func() { s.guard = s.readFnGuard() })
+	return s.guard
+}
+
+// keptEnv is how the dump of a command that keeps s's functions
+// (keepsFunctions) hands on the environment (bashEnd.env): env -0's when
+// s exports a function, which the command cannot change, and otherwise
+// declare -p's, since s has no nameref (keepsFunctions refuses one) and
+// the command cannot make one.
+func (s *SessionState) keptEnv() string {
+	if s.fnGuard().exported {
+		return "env"
+	}
+	return "declare"
 }
 
 // keepsDecl reports whether a declare, local, typeset, export or readonly
@@ -239,6 +258,10 @@ func (s *SessionState) readFnGuard() fnGuard {
 			g.functions[r.name] = true
 		case "alias":
 			g.alias[r.name] = true
+		case "fnattrs":
+			for _, m := range fnattrLine.FindAllStringSubmatch(r.payload, -1) {
+				g.exported = g.exported || strings.Contains(m[1], "x")
+			}
 		case "traps":
 			if strings.TrimSpace(r.payload) != "" {
 				return g // a trap runs code whenever its signal comes

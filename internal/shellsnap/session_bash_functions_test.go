@@ -44,6 +44,8 @@ func TestKeepsFunctionsReadsTheScript(t *testing.T) {
 		{`readonly -pf f1`, false},
 		{`alias -p q=x`, false},
 		{`trap -p; trap - USR1`, false},
+		{`trap 'echo dbg' DEBUG`, false},
+		{`trap 'echo ret' RETURN`, false},
 		{`f1() { :; }`, false},
 		{`function f9 { :; }`, false},
 		{`f1`, false},

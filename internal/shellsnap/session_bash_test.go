@@ -209,6 +209,33 @@ func TestSessionSizeCountsUnchangedFunctions(t *testing.T) {
 	}
 }
 
+// TestSessionKeptFunctionsKeepTheEnvironment: a command that cannot change
+// the functions (keepsFunctions) hands on the environment a program of the
+// state gets, exported functions included, as a command that lists them
+// does: its dump runs env when the state exports a function, which it
+// knows from the state.
+func TestSessionKeptFunctionsKeepTheEnvironment(t *testing.T) {
+	f := &SessionFiles{}
+	defer f.Close()
+	home := t.TempDir()
+	_, errOut, _, s1, err := sessionRun(t, f, home, nil, `f() { echo f; }; export -f f; export A=1`)
+	if err != nil {
+		t.Fatalf("Finish: %v (stderr %q)", err, errOut)
+	}
+	if !s1.keepsFunctions("x=2") {
+		t.Fatal(`keepsFunctions("x=2") = false, want true`)
+	}
+	_, errOut, _, s2, err := sessionRun(t, f, home, s1, "x=2")
+	if err != nil {
+		t.Fatalf("Finish: %v (stderr %q)", err, errOut)
+	}
+	for _, name := range []string{"BASH_FUNC_f%%", "A"} {
+		if got, want := s2.final[name], s1.final[name]; got != want || want == "" {
+			t.Errorf("the environment's %s after a command that kept the functions: %q, want %q", name, got, want)
+		}
+	}
+}
+
 // TestSessionCarriesTheEnvironment: the environment a command's programs get
 // is the one a persistent bash would give them after the same commands,
 // whether the dump lists the exported variables itself or, with an exported

@@ -213,6 +213,13 @@ func TestSessionTracesOnlyTheScript(t *testing.T) {
 	}
 }
 
+// TestSessionCarriesFunctrace: functrace (set -T) carries as in one bash,
+// turned on and off by the command before and kept by one that leaves it:
+// the dump leaves it out of its records, the options show it.
+func TestSessionCarriesFunctrace(t *testing.T) {
+	sessionMatchesBash(t, []string{"set -T; x=1", "x=2", "set +o functrace; x=3", "set -o functrace"}, `set -o | grep -w functrace`)
+}
+
 // TestSessionCarriesUnsetShellVariables: a variable bash sets as it starts
 // (IFS, OLDPWD, PS4, OPTIND, ...) that a command unset stays unset, as in
 // one bash; a fresh shell has it again unless the restore unsets it.
@@ -225,11 +232,13 @@ func TestSessionCarriesUnsetShellVariables(t *testing.T) {
 
 // TestSessionCarriesADisabledTrap: with the trap builtin disabled (enable
 // -n trap), which the session's own lines call, a command's state carries
-// as in one bash, and one that leaves by exit hands its state on: the
-// session's EXIT trap is set all the same, and runs the dump once.
+// as in one bash, its traps included (the dump
+// lists them once it has enabled the builtin), and one that leaves by exit
+// hands its state on: the session's EXIT trap is set all the same, and
+// runs the dump once.
 func TestSessionCarriesADisabledTrap(t *testing.T) {
-	const probe = `echo "x=$x"; enable -n`
-	sessionMatchesBash(t, []string{"enable -n trap echo; x=1", "x=2", "enable echo; x=3", "enable trap; x=4"}, probe)
+	const probe = `echo "x=$x"; enable -n; if enable -a | grep -qx 'enable trap'; then trap -p USR1; fi`
+	sessionMatchesBash(t, []string{"trap 'echo usr1' USR1; trap 'echo bye' EXIT; enable -n trap echo; x=1", "x=2", "enable echo; x=3", "enable trap; x=4"}, probe)
 
 	home := t.TempDir()
 	f := &SessionFiles{}

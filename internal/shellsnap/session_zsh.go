@@ -49,7 +49,7 @@ func (f *SessionFiles) zshCommand(l SessionLaunch) (*SessionCommand, error) {
 		return nil, err
 	}
 	c.out, c.pre, c.tmp = filepath.Join(c.Dir, "dump"), filepath.Join(c.Dir, "pre"), filepath.Join(c.Dir, "tmp")
-	if c.end, err = f.files.scratchFile(zshSessionEnd(c.nonce, limits, c.tmp)); err != nil {
+	if c.ends[0], err = f.files.scratchFile(zshSessionEnd(c.nonce, limits, c.tmp)); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func (f *SessionFiles) zshCommand(l SessionLaunch) (*SessionCommand, error) {
 	// records: the traps are listed into a file of their own (the DEBUG
 	// trap is taken from there) and the DEBUG trap goes first. The
 	// variables' names tell the session's EXIT trap from the user's.
-	end := `\builtin trap >|` + quote(c.pre) + `; \builtin trap - DEBUG; \builtin . ` + quote(c.end) + `; } >|` + quote(c.out) + ` 2>/dev/null`
+	end := `\builtin trap >|` + quote(c.pre) + `; \builtin trap - DEBUG; \builtin . ` + quote(c.ends[0]) + `; } >|` + quote(c.out) + ` 2>/dev/null`
 	dump := `{ __snapexec_status=$? __snapexec_u=$_; ` + end
 	// zshexit runs in subshells too, which must not dump.
 	hook := zshSessionHook + `() { __snapexec_status=$?; if (( ! ZSH_SUBSHELL )) && [[ -z ${__snapexec_done-} ]]; then { __snapexec_hooked=1 __snapexec_u=; ` + end + `; fi; }`
