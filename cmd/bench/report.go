@@ -278,20 +278,27 @@ func (r *results) throughputFigures() []figure {
 func printReport(w io.Writer, r *results) {
 	m := r.Machine
 	fmt.Fprintf(w, "\nsnapexec benchmark: %s\n", m)
-	fmt.Fprintf(w, "\nLatency, client wall time in ms (%d interleaved rounds; first capture: %d)\n\n", r.Rounds, r.FirstRuns)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "mode\tmedian\tp90\tserver durationMs\tsnapshot waitMs\tin a standby")
-	for _, s := range slices.Concat(r.Latency, r.FirstCapture, r.Terminal) {
-		server, wait, standby := "-", "-", "-"
-		if s.ServerMedianMs != nil {
-			server, wait = fmt.Sprintf("%.0f", *s.ServerMedianMs), fmt.Sprintf("%.2f", *s.WaitMedianMs)
-			standby = fmt.Sprintf("%d/%d", s.Standby, s.N)
+	if rows := slices.Concat(r.Latency, r.FirstCapture, r.Terminal); len(rows) > 0 {
+		// -files measures none.
+		fmt.Fprintf(w, "\nLatency, client wall time in ms (%d interleaved rounds; first capture: %d)\n\n", r.Rounds, r.FirstRuns)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "mode\tmedian\tp90\tserver durationMs\tsnapshot waitMs\tin a standby")
+		for _, s := range rows {
+			server, wait, standby := "-", "-", "-"
+			if s.ServerMedianMs != nil {
+				server, wait = fmt.Sprintf("%.0f", *s.ServerMedianMs), fmt.Sprintf("%.2f", *s.WaitMedianMs)
+				standby = fmt.Sprintf("%d/%d", s.Standby, s.N)
+			}
+			fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%s\t%s\t%s\n", s.Label, s.MedianMs, s.P90Ms, server, wait, standby)
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%s\t%s\t%s\n", s.Label, s.MedianMs, s.P90Ms, server, wait, standby)
+		_ = tw.Flush()
 	}
-	_ = tw.Flush()
-	fmt.Fprintf(w, "\nFigures (%d full snapshots of at least %d bytes of state)\n\n", r.Memory.Snapshots, r.Memory.MinStateBytes)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if r.Memory.Snapshots > 0 {
+		fmt.Fprintf(w, "\nFigures (%d full snapshots of at least %d bytes of state)\n\n", r.Memory.Snapshots, r.Memory.MinStateBytes)
+	} else {
+		fmt.Fprintf(w, "\nFigures\n\n")
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "figure\tvalue\ttarget\tverdict")
 	for _, f := range r.Figures {
 		verdict := ""
