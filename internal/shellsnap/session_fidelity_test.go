@@ -2,13 +2,14 @@ package shellsnap
 
 import (
 	"context"
-	"fmt"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snapexec/snapexec/internal/session/sessiontest"
 )
 
 // fidelityMark separates the reference's outputs of each probe.
@@ -65,28 +66,9 @@ func sessionMatchesBash(t *testing.T, steps []string, probe string) {
 			if i < len(want) {
 				w = want[i]
 			}
-			t.Fatalf("after %q the session's probe differs from one bash's:\n%s", strings.Join(steps[:i+1], "\n"), probeDiff(w, got))
+			t.Fatalf("after %q the session's probe differs from one bash's:\n%s", strings.Join(steps[:i+1], "\n"), sessiontest.LineDiff(w, got))
 		}
 	}
-}
-
-// probeDiff shows the lines of want and got that differ, by line number.
-func probeDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	for i := range max(len(w), len(g)) {
-		var a, c string
-		if i < len(w) {
-			a = w[i]
-		}
-		if i < len(g) {
-			c = g[i]
-		}
-		if a != c {
-			fmt.Fprintf(&b, "  line %d: bash    %q\n          session %q\n", i+1, a, c)
-		}
-	}
-	return b.String()
 }
 
 // TestExportedNamerefCarries: a profile that exports a nameref (which

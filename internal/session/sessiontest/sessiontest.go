@@ -224,8 +224,9 @@ func dropSessionTrap(s string) string {
 	return strings.Join(out, "\n")
 }
 
-// lineDiff shows the lines of want and got that differ.
-func lineDiff(want, got string) string {
+// LineDiff shows the lines of want (a persistent shell's) and got (a
+// session's) that differ, by line number.
+func LineDiff(want, got string) string {
 	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
 	var b strings.Builder
 	for i := range max(len(w), len(g)) {
@@ -312,7 +313,7 @@ func sequence(t *testing.T, n int, d dialect, start func(home string, env map[st
 		}
 		if d.clean(got) != want {
 			t.Errorf("sequence %d (seed %d): after\n  %s\nthe session's probe differs from the persistent shell's:\n%s\nstderr: %s",
-				n, Seed, strings.Join(history, "\n  "), lineDiff(want, d.clean(got)), stderr)
+				n, Seed, strings.Join(history, "\n  "), LineDiff(want, d.clean(got)), stderr)
 			return false
 		}
 		if cmd != "" {
