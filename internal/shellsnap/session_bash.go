@@ -967,19 +967,28 @@ func displayNames(names []string) []string {
 // snapshotExitTrap is the EXIT trap of a snapshot of this server's format,
 // or "".
 func snapshotExitTrap(snap *Snapshot) string {
-	state, ok := strings.CutPrefix(snap.State, StateMarker+"\n")
+	if traps, ok := snapshotTraps(snap); ok {
+		_, user := splitExitTrap(traps, "")
+		return user
+	}
+	return ""
+}
+
+// snapshotTraps is the traps record of a snapshot of this server's format;
+// ok is false when it has none.
+func snapshotTraps(snap *Snapshot) (traps string, ok bool) {
+	state, ours := strings.CutPrefix(snap.State, StateMarker+"\n")
 	nonce, _, _ := strings.Cut(state, " ")
-	if !ok || nonce == "" {
-		return ""
+	if !ours || nonce == "" {
+		return "", false
 	}
 	recs, _ := splitRecords([]byte(state), nonce)
 	for _, r := range recs {
 		if r.kind == "traps" {
-			_, user := splitExitTrap(r.payload, "")
-			return user
+			return r.payload, true
 		}
 	}
-	return ""
+	return "", false
 }
 
 // sessionEnv is the environment of a session command: base without the

@@ -257,17 +257,9 @@ func zshSplitTraps(traps, pre, was string) (rest, user, debug string) {
 // zshSnapshotExitTrap is the EXIT trap of a zsh snapshot of this server's
 // format, or "".
 func zshSnapshotExitTrap(snap *Snapshot) string {
-	state, ok := strings.CutPrefix(snap.State, StateMarker+"\n")
-	nonce, _, _ := strings.Cut(state, " ")
-	if !ok || nonce == "" {
-		return ""
-	}
-	recs, _ := splitRecords([]byte(state), nonce)
-	for _, r := range recs {
-		if r.kind == "traps" {
-			_, user, _ := zshSplitTraps(r.payload, "", "")
-			return user
-		}
+	if traps, ok := snapshotTraps(snap); ok {
+		_, user, _ := zshSplitTraps(traps, "", "")
+		return user
 	}
 	return ""
 }
