@@ -19,14 +19,7 @@ import (
 // (restore, script, dump), and reading the dump into the next state
 // (finish, the restore file included).
 func BenchmarkSessionCommand(b *testing.B) {
-	home := b.TempDir()
-	profile := filepath.Join(home, "profile.sh")
-	if err := os.WriteFile(profile, []byte(strings.Replace(heavyProfile(), "sleep 0.2\n", "", 1)), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	f := &SessionFiles{}
-	b.Cleanup(f.Close)
-	env := loginEnv(home)
+	home, profile, f, env := benchSessionHome(b)
 	var build, shell, finish, cpu time.Duration
 	run := func(state *SessionState, script string) *SessionState {
 		t0 := time.Now()
@@ -86,14 +79,7 @@ func BenchmarkSessionCommand(b *testing.B) {
 // (to the shell's end, as the server sees it), then reading the dump into
 // the next state (finish) and naming the changes (changes).
 func BenchmarkSessionStandby(b *testing.B) {
-	home := b.TempDir()
-	profile := filepath.Join(home, "profile.sh")
-	if err := os.WriteFile(profile, []byte(strings.Replace(heavyProfile(), "sleep 0.2\n", "", 1)), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	f := &SessionFiles{}
-	b.Cleanup(f.Close)
-	env := loginEnv(home)
+	home, profile, f, env := benchSessionHome(b)
 	first, err := f.Command(SessionLaunch{Shell: Shell{Name: "bash", Path: "/bin/bash"}, Env: env, Script: ". " + quote(profile)})
 	if err != nil {
 		b.Fatal(err)
@@ -173,4 +159,18 @@ func runSessionCommand(c *SessionCommand, dir string) ([]byte, error) {
 	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
 	cmd.Env, cmd.Dir = envPairs(c.Env), dir
 	return cmd.CombinedOutput()
+}
+
+// benchSessionHome is a session benchmark's home, holding the heavy
+// profile without its pause, with the session files and login environment
+// to run it.
+func benchSessionHome(b *testing.B) (home, profile string, f *SessionFiles, env map[string]string) {
+	home = b.TempDir()
+	profile = filepath.Join(home, "profile.sh")
+	if err := os.WriteFile(profile, []byte(strings.Replace(heavyProfile(), "sleep 0.2\n", "", 1)), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	f = &SessionFiles{}
+	b.Cleanup(f.Close)
+	return home, profile, f, loginEnv(home)
 }
