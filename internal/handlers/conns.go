@@ -30,7 +30,7 @@ import (
 // net/http forgets a hijacked connection, and without this each attachment
 // would be a connection beyond the cap.
 // Install it with http.Server's ConnContext and ConnState, and
-// releaseHijacked around the routes.
+// releaseHijacked around each route that hijacks.
 type ConnLimit struct {
 	max  int
 	shed metric.Int64Counter

@@ -70,7 +70,7 @@ func NewRouter(s *Server, logger zerolog.Logger, opts RouterOptions) (http.Handl
 	openapi3filter.RegisterBodyDecoder("application/json", decodeJSONBody)
 
 	r := chi.NewRouter()
-	r.Use(releaseHijacked, withRequestID(logger), accessLog(&s.http), routeLabel, recoverer, boundBody(opts.BodyTimeout))
+	r.Use(withRequestID(logger), accessLog(&s.http), routeLabel, recoverer, boundBody(opts.BodyTimeout))
 	r.Use(opts.Security.middlewares()...)
 	r.Use(withEventStream)
 	// The contract validator runs per operation, after chi has matched the
@@ -92,7 +92,9 @@ func NewRouter(s *Server, logger zerolog.Logger, opts RouterOptions) (http.Handl
 	r.Get("/processes/{processId}/events", s.processEvents)
 	r.Get("/files/content", s.readFile)
 	r.Put("/files/content", s.writeFile)
-	r.Get("/processes/{processId}/attach", s.processAttach)
+	// The one route that takes its connection over; only it pays for
+	// giving the connection back to the ConnLimit.
+	r.With(releaseHijacked).Get("/processes/{processId}/attach", s.processAttach)
 	if opts.Metrics != nil {
 		r.Method(http.MethodGet, "/metrics", opts.Metrics)
 	}
