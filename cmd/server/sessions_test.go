@@ -31,21 +31,27 @@ func (h httpSession) Run(t *testing.T, script string) (stdout, stderr string, ke
 	return stdout, stderr, kept, reason
 }
 
+// newHTTPSession returns what makes a session of shell over s's HTTP
+// surface, for the differential sequences; it ends with the test.
+func newHTTPSession(t *testing.T, s *testServer, name, path string) func(home string, env map[string]string) sessiontest.Session {
+	return func(home string, env map[string]string) sessiontest.Session {
+		code, out, _ := s.post(t, "/sessions", map[string]any{"shell": map[string]string{"name": name, "path": path}, "cwd": home, "env": env})
+		if code != http.StatusCreated {
+			t.Fatalf("POST /sessions = %d %v", code, out)
+		}
+		id := out["sessionId"].(string)
+		t.Cleanup(func() { s.delete(t, "/sessions/"+id) })
+		return httpSession{s, id}
+	}
+}
+
 // TestSessionsOverHTTP is the differential test of sessions
 // (internal/session/sessiontest) through the server's HTTP surface, on
 // fewer sequences than the service's.
 func TestSessionsOverHTTP(t *testing.T) {
 	s := startServer(t, nil)
 	for n := range 20 {
-		ok := sessiontest.Sequence(t, n, func(home string, env map[string]string) sessiontest.Session {
-			code, out, _ := s.post(t, "/sessions", map[string]any{"shell": map[string]string{"name": "bash", "path": "/bin/bash"}, "cwd": home, "env": env})
-			if code != http.StatusCreated {
-				t.Fatalf("POST /sessions = %d %v", code, out)
-			}
-			id := out["sessionId"].(string)
-			t.Cleanup(func() { s.delete(t, "/sessions/"+id) })
-			return httpSession{s, id}
-		})
+		ok := sessiontest.Sequence(t, n, newHTTPSession(t, s, "bash", "/bin/bash"))
 		if !ok {
 			t.FailNow()
 		}
@@ -62,15 +68,7 @@ func TestZshSessionsOverHTTP(t *testing.T) {
 	}
 	s := startServer(t, nil)
 	for n := range 10 {
-		ok := sessiontest.ZshSequence(t, n, zsh, func(home string, env map[string]string) sessiontest.Session {
-			code, out, _ := s.post(t, "/sessions", map[string]any{"shell": map[string]string{"name": "zsh", "path": zsh}, "cwd": home, "env": env})
-			if code != http.StatusCreated {
-				t.Fatalf("POST /sessions = %d %v", code, out)
-			}
-			id := out["sessionId"].(string)
-			t.Cleanup(func() { s.delete(t, "/sessions/"+id) })
-			return httpSession{s, id}
-		})
+		ok := sessiontest.ZshSequence(t, n, zsh, newHTTPSession(t, s, "zsh", zsh))
 		if !ok {
 			t.FailNow()
 		}
