@@ -42,16 +42,8 @@ func command(r *rand.Rand, dir string, n int) (cmd string, exits bool) {
 	// session reads the exported ones from; valid UTF-8, which a script
 	// sent as JSON must be.
 	vals := []string{"a", "b c", "x'y", `p"q`, "é", "$HOME", "1 2 3", "", "l1\nl2", `b\s`, "t\tt", "$(echo x)`y`", "c\x01\x7f", `\`}
-	val := func() string { return sq(vals[r.IntN(len(vals))]) }
-	dirs := []string{"/", "/tmp", dir, dir + "/sub", "/usr"}
-	pick := func(s ...string) string { return s[r.IntN(len(s))] }
-	gens := []func() string{
-		func() string { return "cd " + sq(pick(dirs...)) },
-		func() string { return "pushd " + sq(pick(dirs...)) + " >/dev/null" },
-		func() string { return "popd >/dev/null 2>&1" },
-		func() string { return "cd - >/dev/null 2>&1" },
-		func() string { return "export " + pick("V1", "V2", "V3") + "=" + val() },
-		func() string { return pick("V1", "V2", "V3") + "=" + val() },
+	val, pick, _, gens := shared(r, dir, vals)
+	gens = append(gens,
 		func() string { return "unset " + pick("V1", "V2", "V3", "arr", "m") },
 		func() string { return "export -n " + pick("V1", "V2", "V3") },
 		func() string { return "declare -i N1=" + fmt.Sprint(r.IntN(100)) },
@@ -107,8 +99,26 @@ func command(r *rand.Rand, dir string, n int) (cmd string, exits bool) {
 		func() string { return "trap - " + pick("USR1", "USR2", "HUP") },
 		func() string { return sourceLib(dir, n, "sh", `printf '%s\n'`, "set -o noclobber") },
 		func() string { return pick("false", "ls /nonexistent-dir 2>/dev/null", "(exit 7)") },
-	}
+	)
 	return compose(r, gens)
+}
+
+// shared returns what both shells' generators draw from: a value of vals,
+// quoted; one of its arguments; the directories; and the statements both
+// shells write alike (cd, pushd, popd, cd -, export and assignment), first
+// in both generators, in this order.
+func shared(r *rand.Rand, dir string, vals []string) (val func() string, pick func(...string) string, dirs []string, gens []func() string) {
+	val = func() string { return sq(vals[r.IntN(len(vals))]) }
+	pick = func(s ...string) string { return s[r.IntN(len(s))] }
+	dirs = []string{"/", "/tmp", dir, dir + "/sub", "/usr"}
+	return val, pick, dirs, []func() string{
+		func() string { return "cd " + sq(pick(dirs...)) },
+		func() string { return "pushd " + sq(pick(dirs...)) + " >/dev/null" },
+		func() string { return "popd >/dev/null 2>&1" },
+		func() string { return "cd - >/dev/null 2>&1" },
+		func() string { return "export " + pick("V1", "V2", "V3") + "=" + val() },
+		func() string { return pick("V1", "V2", "V3") + "=" + val() },
+	}
 }
 
 // sourceLib writes, with the shell's print command, a file lib<n>.<ext> in

@@ -41,16 +41,8 @@ func cleanZsh(s string) string {
 // statements, as command does for bash.
 func zshCommand(r *rand.Rand, dir string, n int) (cmd string, exits bool) {
 	vals := []string{"a", "b c", "x'y", `p"q`, "é", "$HOME", "1 2 3", ""}
-	val := func() string { return sq(vals[r.IntN(len(vals))]) }
-	dirs := []string{"/", "/tmp", dir, dir + "/sub", "/usr"}
-	pick := func(s ...string) string { return s[r.IntN(len(s))] }
-	gens := []func() string{
-		func() string { return "cd " + sq(pick(dirs...)) },
-		func() string { return "pushd " + sq(pick(dirs...)) + " >/dev/null" },
-		func() string { return "popd >/dev/null 2>&1" },
-		func() string { return "cd - >/dev/null 2>&1" },
-		func() string { return "export " + pick("V1", "V2", "V3") + "=" + val() },
-		func() string { return pick("V1", "V2", "V3") + "=" + val() },
+	val, pick, dirs, gens := shared(r, dir, vals)
+	gens = append(gens,
 		func() string { return "unset " + pick("V1", "V2", "V3", "arr", "m", "N1", "F1") },
 		func() string { return "typeset +x " + pick("V1", "V2", "V3") },
 		func() string { return "typeset -i N1=" + fmt.Sprint(r.IntN(100)) },
@@ -91,7 +83,7 @@ func zshCommand(r *rand.Rand, dir string, n int) (cmd string, exits bool) {
 		func() string { return "trap - " + pick("USR1", "HUP", "TERM") },
 		func() string { return sourceLib(dir, n, "zsh", "print -rl --", "setopt noclobber") },
 		func() string { return pick("false", "ls /nonexistent-dir 2>/dev/null", "(exit 7)") },
-	}
+	)
 	return compose(r, gens)
 }
 
