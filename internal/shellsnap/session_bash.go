@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"weak"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -66,6 +67,11 @@ type SessionState struct {
 	// fns is declare -f's listing of the state's functions, which the next
 	// dump compares its own with; nil when unknown.
 	fns *fnListing
+	// narrow is what the dump listed of the variables when it listed only
+	// those the command could change (changedVars), and from the state
+	// it started from, which holds the others.
+	narrow *narrowListing
+	from   weak.Pointer[SessionState]
 
 	once    sync.Once
 	restore string
@@ -132,8 +138,13 @@ type SessionCommand struct {
 	base     map[string]string
 	start    string // the BASH_ENV file
 	// ends are bash's end scripts that list the functions and that keep
-	// them (bashEnd.keep), "" for one not built; zsh's is the first.
-	ends    [2]string
+	// them (bashEnd.keep), "" for one not built; zsh's is the first. A
+	// standby's go-ahead may write a third, which lists only the
+	// variables its script can change (narrow, bashEnd.vars), from
+	// keptEnd, what the second knows.
+	ends    [3]string
+	keptEnd bashEnd
+	narrow  []string
 	out     string // the dump (in Dir)
 	pre     string // the DEBUG and RETURN traps at the end (in Dir)
 	tmp     string // the dump's scratch file (in Dir)
@@ -184,7 +195,11 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 	// them (keepsFunctions): a fresh command's is one of them, a
 	// standby's both when its state allows keeping them (the go-ahead
 	// chooses).
-	keep := !l.Standby && l.State.keepsFunctions(l.Script)
+	var reach scriptReach
+	if !l.Standby {
+		reach = l.State.reach(l.Script)
+	}
+	keep := reach.keepFns
 	ends := [2]bool{!keep, keep}
 	if l.Standby {
 		ends = [2]bool{true, l.State.keepsFunctions("")}
@@ -210,6 +225,10 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 		e.keep = i == 1
 		if e.keep {
 			e.env = l.State.keptEnv()
+			c.keptEnd, e.vars, c.narrow = e, reach.vars, reach.vars
+			if e.vars != nil {
+				e.env = "declare" // Finish takes it from the listing and the state's
+			}
 		}
 		if c.ends[i], err = f.files.scratchFile(bashSessionEnd(e)); err != nil {
 			c.Close()
@@ -283,7 +302,16 @@ const maxSessionScript = 128<<10 - 1<<10
 // for, with no group to hide its trace: a state with a standby traces
 // nothing. argv is the fresh command's, which the process table shows.
 func (c *SessionCommand) GoAhead(script string) (argv []string, message []byte) {
-	dump := c.dumpLine(c.prev.keepsFunctions(script))
+	reach := c.prev.reach(script)
+	if reach.keepFns && reach.vars != nil && c.ends[1] != "" {
+		e := c.keptEnd
+		// Finish takes the environment from the listing and the state's.
+		e.vars, e.env = reach.vars, "declare"
+		if path, err := c.files.files.scratchFile(bashSessionEnd(e)); err == nil {
+			c.ends[2], c.narrow = path, reach.vars
+		}
+	}
+	dump := c.dumpLine(reach.keepFns)
 	script += "\n" + dump
 	argv = append(c.Argv[:3:3], script)
 	return argv, StandbyMessage("SECONDS=0; BASH_EXECUTION_STRING=" + ansiQuote(script) +
@@ -314,7 +342,11 @@ func (c *SessionCommand) dumpLine(keepFns bool) string {
 	first := `(( __snapexec_status=$?, ${?/x/${__snapexec_bo0=$BASHOPTS}${__snapexec_pc0=${POSIXLY_CORRECT+1}}${POSIXLY_CORRECT=}}, 1 )) >/dev/null 2>&1 # __snapexec_end` + "\n"
 	redirect := ` >|` + quote(c.out) + ` 2>/dev/null # __snapexec_end`
 	if keepFns {
-		return first + `\. ` + quote(c.ends[1]) + redirect
+		end := c.ends[1]
+		if c.ends[2] != "" {
+			end = c.ends[2]
+		}
+		return first + `\. ` + quote(end) + redirect
 	}
 	return first + `{ \trap -p DEBUG RETURN >|` + quote(c.pre) + `; \trap - DEBUG; \. ` + quote(c.ends[0]) + `; }` + redirect
 }
@@ -365,7 +397,7 @@ func (c *SessionCommand) From() *SessionState { return c.prev }
 // Close removes the command's files; its state, once Finish made it, has
 // its own.
 func (c *SessionCommand) Close() {
-	for _, p := range []string{c.start, c.ends[0], c.ends[1]} {
+	for _, p := range []string{c.start, c.ends[0], c.ends[1], c.ends[2]} {
 		if p != "" {
 			os.RemoveAll(p) // zsh's start is a directory
 		}
@@ -408,11 +440,33 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 	if err != nil || recs == nil {
 		return nil, ErrNoSessionState
 	}
-	final, ok := sessionExports(out, c.base, recs)
+	// A narrow listing (changedVars) holds the variables the script
+	// could change; the others are the previous state's.
+	var narrow *narrowListing
+	grown := 0
+	for i, r := range recs {
+		if r.kind == "varsome" {
+			vars, n, ok := mergeVars(c.prev, c.narrow, r.payload)
+			if !ok {
+				return nil, ErrNoSessionState
+			}
+			grown, recs[i], narrow = len(vars)-len(r.payload), record{kind: "vars", payload: vars}, &n
+		}
+	}
+	var final map[string]string
+	ok := false
+	if narrow != nil {
+		final, ok = narrow.exports(c.prev.final)
+	} else {
+		final, ok = sessionExports(out, c.base, recs)
+	}
 	if !ok {
 		return nil, ErrNoSessionState
 	}
-	s := &SessionState{shell: "bash", final: final, base: c.base, size: len(out), exitTrap: c.exitTrap}
+	s := &SessionState{shell: "bash", final: final, base: c.base, size: len(out) + grown, exitTrap: c.exitTrap, narrow: narrow}
+	if narrow != nil {
+		s.from = weak.Make(c.prev)
+	}
 	if c.prev != nil {
 		s.exitTrap = c.prev.exitTrap
 	}
@@ -726,6 +780,10 @@ type bashEnd struct {
 	// the session (one bash binary's), and Finish takes a later
 	// command's from the state it started from.
 	names bool
+	// vars, when not nil, are the only variables the script can change
+	// (changedVars): the dump lists those, in a varsome record, and Finish
+	// takes the others from the state it started from.
+	vars []string
 	// env is how the dump hands on the environment: "check" (below),
 	// "env" (env -0: a function is exported) or "declare" (no function
 	// is exported and no variable is a nameref, which keep tells from the
@@ -862,9 +920,14 @@ fi
 	default:
 		end += `__snapexec_env=declare\0`
 	}
+	listing := `\command printf '@NONCE@ vars\n'
+\command declare -p`
+	if e.vars != nil {
+		listing = `\command printf '@NONCE@ varsome\n'
+\command declare -p ` + strings.Join(e.vars, " ")
+	}
 	b.WriteString(`\command unset -v BASH_EXECUTION_STRING __snapexec_fns __snapexec_xs __snapexec_ys
-\command printf '@NONCE@ vars\n'
-\command declare -p
+` + listing + `
 \command printf '` + end + `'
 POSIXLY_CORRECT=
 \return "$__snapexec_status"
@@ -886,6 +949,14 @@ type NameChanges struct {
 // differ from prev to s (all of s's are added when prev is nil). The
 // shell's own variables that a session does not carry are left out.
 func (s *SessionState) Changes(prev *SessionState) SessionChanges {
+	if s.narrow != nil && prev != nil && s.from.Value() == prev && s.fns == prev.fns {
+		// Only the variables listed can differ, and no function.
+		before := prev.names()
+		return SessionChanges{
+			Variables: s.narrow.changes(before.vars, s.final),
+			Aliases:   diffNames(before.aliases, s.aliasNames()),
+		}
+	}
 	var before sessionNames
 	if prev != nil {
 		before = prev.names()
@@ -913,13 +984,10 @@ func (s *SessionState) readNames() sessionNames {
 	if s.shell == "zsh" {
 		return s.zshNames()
 	}
-	n := sessionNames{vars: map[string]string{}, fns: map[string]string{}, aliases: map[string]string{}}
+	n := sessionNames{vars: map[string]string{}, fns: map[string]string{}, aliases: s.aliasNames()}
 	for _, r := range s.recs {
-		switch r.kind {
-		case "fn", "fntype":
+		if r.kind == "fn" || r.kind == "fntype" {
 			n.fns[r.name] = r.payload
-		case "alias":
-			n.aliases[r.name] = r.payload
 		}
 	}
 	for name, v := range bashVars(byKind(s.recs)) {
@@ -930,6 +998,17 @@ func (s *SessionState) readNames() sessionNames {
 		n.vars[name] = v.text + "\x00" + s.final[name]
 	}
 	return n
+}
+
+// aliasNames returns s's aliases, each with its value.
+func (s *SessionState) aliasNames() map[string]string {
+	aliases := map[string]string{}
+	for _, r := range s.recs {
+		if r.kind == "alias" {
+			aliases[r.name] = r.payload
+		}
+	}
+	return aliases
 }
 
 // diffNames sorts only the names that changed: a state's hundreds of

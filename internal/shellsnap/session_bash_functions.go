@@ -56,23 +56,46 @@ type fnGuard struct {
 	exported         bool
 }
 
+// scriptReach is what a session command's script can change, read from
+// its text: keepFns when it cannot change a function (keepsFunctions),
+// and then vars, the variables it can change (changedVars), unless nil:
+// any.
+type scriptReach struct {
+	keepFns bool
+	vars    []string
+}
+
+// reach reads what script, run in s, can change.
+func (s *SessionState) reach(script string) scriptReach {
+	f := s.keptThrough(script)
+	if f == nil {
+		return scriptReach{}
+	}
+	vars, _ := s.changedVars(f)
+	return scriptReach{keepFns: true, vars: vars}
+}
+
 // keepsFunctions reports whether script, run in s, cannot change s's
 // functions (see above), so that its dump may skip their listing.
-func (s *SessionState) keepsFunctions(script string) bool {
+func (s *SessionState) keepsFunctions(script string) bool { return s.keptThrough(script) != nil }
+
+// keptThrough returns script parsed when, run in s, it cannot change s's
+// functions, and nil otherwise.
+func (s *SessionState) keptThrough(script string) *syntax.File {
 	if s == nil || s.shell != "bash" {
-		return false
+		return nil
 	}
 	if !s.fnGuard().ok {
-		return false
+		return nil
 	}
 	// A name the script writes in any quoting: an alias made by assigning
 	// to BASH_ALIASES.
 	if strings.Contains(strings.NewReplacer(`\`, "", `'`, "", `"`, "").Replace(script), "BASH_ALIASES") {
-		return false
+		return nil
 	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "")
 	if err != nil {
-		return false
+		return nil
 	}
 	keep := true
 	syntax.Walk(f, func(node syntax.Node) bool {
@@ -92,7 +115,10 @@ func (s *SessionState) keepsFunctions(script string) bool {
 		}
 		return keep
 	})
-	return keep
+	if !keep {
+		return nil
+	}
+	return f
 }
 
 // fnGuard returns what keepsFunctions reads of s, read once.
