@@ -145,6 +145,7 @@ type SessionCommand struct {
 	ends    [3]string
 	keptEnd bashEnd
 	narrow  []string
+	same    []string // the kinds of records the narrow end script leaves out
 	out     string // the dump (in Dir)
 	pre     string // the DEBUG and RETURN traps at the end (in Dir)
 	tmp     string // the dump's scratch file (in Dir)
@@ -225,7 +226,7 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 		e.keep = i == 1
 		if e.keep {
 			e.env = l.State.keptEnv()
-			c.keptEnd, e.vars, c.narrow = e, reach.vars, reach.vars
+			c.keptEnd, e.vars, e.same, c.narrow, c.same = e, reach.vars, reach.same, reach.vars, reach.same
 			if e.vars != nil {
 				e.env = "declare" // Finish takes it from the listing and the state's
 			}
@@ -306,9 +307,9 @@ func (c *SessionCommand) GoAhead(script string) (argv []string, message []byte) 
 	if reach.keepFns && reach.vars != nil && c.ends[1] != "" {
 		e := c.keptEnd
 		// Finish takes the environment from the listing and the state's.
-		e.vars, e.env = reach.vars, "declare"
+		e.vars, e.same, e.env = reach.vars, reach.same, "declare"
 		if path, err := c.files.files.scratchFile(bashSessionEnd(e)); err == nil {
-			c.ends[2], c.narrow = path, reach.vars
+			c.ends[2], c.narrow, c.same = path, reach.vars, reach.same
 		}
 	}
 	dump := c.dumpLine(reach.keepFns)
@@ -506,6 +507,18 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 			r.payload = withHiddenTraps(r.payload, c.pre)
 		}
 		s.recs = append(s.recs, r)
+	}
+	if narrow != nil {
+		// What the script could not change, which the dump left out.
+		for _, kind := range c.same {
+			if kind == "aliases" {
+				kind = "alias"
+			}
+			for _, r := range c.prev.recordsOf(kind) {
+				s.size += len(r.kind) + len(r.name) + len(r.payload)
+				s.recs = append(s.recs, r)
+			}
+		}
 	}
 	if !s.addKnown(c.prev) {
 		return nil, ErrNoSessionState
@@ -782,8 +795,10 @@ type bashEnd struct {
 	names bool
 	// vars, when not nil, are the only variables the script can change
 	// (changedVars): the dump lists those, in a varsome record, and Finish
-	// takes the others from the state it started from.
-	vars []string
+	// takes the others from the state it started from; and same the
+	// kinds of records it cannot change (scriptReach.same), which the
+	// dump leaves out and Finish takes from that state too.
+	vars, same []string
 	// env is how the dump hands on the environment: "check" (below),
 	// "env" (env -0: a function is exported) or "declare" (no function
 	// is exported and no variable is a nameref, which keep tells from the
@@ -841,15 +856,20 @@ type bashEnd struct {
 // started with.
 func bashSessionEnd(e bashEnd) string {
 	var b strings.Builder
+	disabled := `\n@NONCE@ disabled\n' "$SHELLOPTS" "$__snapexec_bo0"
+\command set +T ` + bashDumpOptionsOff + `
+\command enable -n
+\command enable ` + bashDumpBuiltins
+	if slices.Contains(e.same, "disabled") {
+		disabled = `' "$SHELLOPTS" "$__snapexec_bo0"
+\command set +T ` + bashDumpOptionsOff
+	}
 	b.WriteString(`if [[ -z $__snapexec_pc0 ]]; then \unset -v POSIXLY_CORRECT
 else
 ` + bashShoptsListed + `__snapexec_bo0=$BASHOPTS
 fi
 \command shopt -u expand_aliases
-\command printf '` + StateMarker + `\n@NONCE@ begin bash\n\n@NONCE@ setopts\n%s\n@NONCE@ shopts\n%s\n@NONCE@ disabled\n' "$SHELLOPTS" "$__snapexec_bo0"
-\command set +T ` + bashDumpOptionsOff + `
-\command enable -n
-\command enable ` + bashDumpBuiltins + `
+\command printf '` + StateMarker + `\n@NONCE@ begin bash\n\n@NONCE@ setopts\n%s\n@NONCE@ shopts\n%s` + disabled + `
 \command printf '\n@NONCE@ traps\n'
 \command trap -p
 \command trap - ` + bashDumpTraps + `
@@ -863,10 +883,10 @@ __snapexec_pca=${POSIXLY_CORRECT+x${POSIXLY_CORRECT@a}} __snapexec_pcv=${POSIXLY
 \command shopt
 `)
 	}
+	header := ""
 	switch {
 	case e.keep:
-		b.WriteString(`\command printf '\n@NONCE@ fnkept\n\n@NONCE@ umask\n'
-`)
+		header = `\n@NONCE@ fnkept\n`
 	default:
 		b.WriteString(`\command declare -f >|@FNFILE@
 `)
@@ -887,21 +907,19 @@ else
 		}
 		// Their attributes, which a function's text does not show.
 		b.WriteString(`\command declare -F
-\command printf '\n@NONCE@ umask\n'
 `)
 	}
-	b.WriteString(`\command umask
-\command printf '\n@NONCE@ limits\n'
-\command ulimit -S -a
-\command printf -- '--\n'
-\command ulimit -H -a
-\command printf '\n@NONCE@ aliases\n'
-\command alias -p
-\command printf '\n@NONCE@ complete\n'
-\command complete -p
-\command printf '\n@NONCE@ hash\n'
-\command hash -l
-\command printf '\n@NONCE@ cwd\n%s\n'"${1+@NONCE@ args\\n\\n}" "$PWD"
+	// Each listing after its record's head, the heads of those left out
+	// (e.same) with the next one's.
+	for _, l := range bashEndListings {
+		if slices.Contains(e.same, l.kind) {
+			continue
+		}
+		b.WriteString(`\command printf '` + header + `\n@NONCE@ ` + l.kind + `\n'
+` + l.list + "\n")
+		header = ""
+	}
+	b.WriteString(`\command printf '` + header + `\n@NONCE@ cwd\n%s\n'"${1+@NONCE@ args\\n\\n}" "$PWD"
 \command printf "${1+@NONCE@ arg\\n%s\\n}" "$@"
 \command printf '@NONCE@ dir\n%s\n' "${DIRSTACK[@]}"
 if [[ -n $__snapexec_pca ]]; then \command declare -g${__snapexec_pca#x} POSIXLY_CORRECT="$__snapexec_pcv"; fi
@@ -933,6 +951,19 @@ POSIXLY_CORRECT=
 \return "$__snapexec_status"
 `)
 	return strings.NewReplacer("@NONCE@", e.nonce, "@TMP@", quote(e.tmp), "@FNFILE@", quote(e.fnFile), "@FNPREV@", quote(e.fnPrev)).Replace(b.String())
+}
+
+// bashEndListings are the listings of an end script (bashSessionEnd) that
+// a narrow one leaves out when its script cannot change them
+// (scriptReach.same), by the kind of their record.
+var bashEndListings = []struct{ kind, list string }{
+	{"umask", `\command umask`},
+	{"limits", `\command ulimit -S -a
+\command printf -- '--\n'
+\command ulimit -H -a`},
+	{"aliases", `\command alias -p`},
+	{"complete", `\command complete -p`},
+	{"hash", `\command hash -l`},
 }
 
 // SessionChanges are the names a command added, changed and removed.

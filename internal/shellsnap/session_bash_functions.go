@@ -59,10 +59,10 @@ type fnGuard struct {
 // scriptReach is what a session command's script can change, read from
 // its text: keepFns when it cannot change a function (keepsFunctions),
 // and then vars, the variables it can change (changedVars), unless nil:
-// any.
+// any; and same, the kinds of the dump's records it cannot change.
 type scriptReach struct {
-	keepFns bool
-	vars    []string
+	keepFns    bool
+	vars, same []string
 }
 
 // reach reads what script, run in s, can change.
@@ -71,8 +71,8 @@ func (s *SessionState) reach(script string) scriptReach {
 	if f == nil {
 		return scriptReach{}
 	}
-	vars, _ := s.changedVars(f)
-	return scriptReach{keepFns: true, vars: vars}
+	vars, same, _ := s.changedVars(f)
+	return scriptReach{keepFns: true, vars: vars, same: same}
 }
 
 // keepsFunctions reports whether script, run in s, cannot change s's

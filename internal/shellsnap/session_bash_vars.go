@@ -65,13 +65,20 @@ type varReach struct {
 	// give a value that is not an integer; arith those arithmetic reads
 	// or assigns; integer those the script declares integer.
 	names, loose, arith, integer map[string]bool
+	// calls are the builtins the script runs, and program whether it runs
+	// a program (which may change the shell's limits, with prlimit).
+	calls   map[string]bool
+	program bool
 }
 
 // changedVars returns the variables script (f, parsed) can change when run
-// in s, sorted, or ok false when it cannot tell (see above). The caller
-// has checked that s keeps its functions through f (keepsFunctions).
-func (s *SessionState) changedVars(f *syntax.File) (names []string, ok bool) {
-	r := &varReach{ok: true, names: map[string]bool{}, loose: map[string]bool{}, arith: map[string]bool{}, integer: map[string]bool{}}
+// in s, sorted, and the kinds of records of the dump it cannot change
+// (scriptReach.same), or ok false when it cannot tell (see above). The
+// caller has checked that s keeps its functions through f
+// (keepsFunctions): the script runs no code but its own, and no builtin
+// that could change the completions (complete) or enable a builtin.
+func (s *SessionState) changedVars(f *syntax.File) (names, same []string, ok bool) {
+	r := &varReach{ok: true, names: map[string]bool{}, loose: map[string]bool{}, arith: map[string]bool{}, integer: map[string]bool{}, calls: map[string]bool{}}
 	syntax.Walk(f, func(node syntax.Node) bool {
 		if r.ok {
 			r.node(node)
@@ -79,22 +86,22 @@ func (s *SessionState) changedVars(f *syntax.File) (names []string, ok bool) {
 		return r.ok
 	})
 	if !r.ok {
-		return nil, false
+		return nil, nil, false
 	}
 	vars := s.names().vars
 	// xtrace expands PS4 before every command it traces, arithmetic and all.
 	if r.names["PS4"] || strings.ContainsAny(vars["PS4"], "$`") {
-		return nil, false
+		return nil, nil, false
 	}
 	for name := range r.arith {
 		if r.loose[name] || !intValue(name, vars) {
-			return nil, false
+			return nil, nil, false
 		}
 	}
 	for name := range r.loose {
 		// An integer variable evaluates what it is given.
 		if r.integer[name] || strings.Contains(varFlags(name, vars), "i") {
-			return nil, false
+			return nil, nil, false
 		}
 	}
 	for _, name := range alwaysListed {
@@ -104,7 +111,26 @@ func (s *SessionState) changedVars(f *syntax.File) (names []string, ok bool) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	return names, true
+	return names, r.same(s), true
+}
+
+// same returns the kinds of records of the dump the script cannot change:
+// the completions; the disabled builtins, when s has none (the dump
+// enables those it runs); the aliases, unless it runs unalias (keepsCall
+// refuses alias with a definition, and BASH_ALIASES); the umask, unless it
+// runs umask; the limits, unless it runs ulimit or a program.
+func (r *varReach) same(s *SessionState) []string {
+	same := []string{"complete"}
+	if d := s.recordsOf("disabled"); len(d) == 1 && strings.TrimSpace(d[0].payload) == "" {
+		same = append(same, "disabled")
+	}
+	for kind, builtin := range map[string]string{"aliases": "unalias", "umask": "umask", "limits": "ulimit"} {
+		if !r.calls[builtin] && (kind != "limits" || !r.program) {
+			same = append(same, kind)
+		}
+	}
+	slices.Sort(same)
+	return same
 }
 
 // varFlags returns the declare flags of variable name in a state's names
@@ -254,7 +280,9 @@ func (r *varReach) call(args []*syntax.Word) {
 		return
 	}
 	name := literal(args[0])
+	r.calls[name] = true
 	if !slices.Contains(bashBuiltins, name) {
+		r.program = true
 		for _, v := range windowVars {
 			r.set(v, true)
 		}
