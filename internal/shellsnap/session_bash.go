@@ -860,6 +860,12 @@ func bashSessionEnd(e bashEnd) string {
 \command set +T ` + bashDumpOptionsOff + `
 \command enable -n
 \command enable ` + bashDumpBuiltins
+	traps := `\command printf '\n@NONCE@ traps\n'
+\command trap -p
+`
+	if slices.Contains(e.same, "traps") {
+		traps = "" // but the session's own EXIT trap, which it clears
+	}
 	if slices.Contains(e.same, "disabled") {
 		disabled = `' "$SHELLOPTS" "$__snapexec_bo0"
 \command set +T ` + bashDumpOptionsOff
@@ -870,9 +876,7 @@ else
 fi
 \command shopt -u expand_aliases
 \command printf '` + StateMarker + `\n@NONCE@ begin bash\n\n@NONCE@ setopts\n%s\n@NONCE@ shopts\n%s` + disabled + `
-\command printf '\n@NONCE@ traps\n'
-\command trap -p
-\command trap - ` + bashDumpTraps + `
+` + traps + `\command trap - ` + bashDumpTraps + `
 __snapexec_pca=${POSIXLY_CORRECT+x${POSIXLY_CORRECT@a}} __snapexec_pcv=${POSIXLY_CORRECT-}
 \command set +o posix
 `)
@@ -938,14 +942,14 @@ fi
 	default:
 		end += `__snapexec_env=declare\0`
 	}
-	listing := `\command printf '@NONCE@ vars\n'
+	listing := `\command unset -v BASH_EXECUTION_STRING __snapexec_fns __snapexec_xs __snapexec_ys
+\command printf '@NONCE@ vars\n'
 \command declare -p`
 	if e.vars != nil {
 		listing = `\command printf '@NONCE@ varsome\n'
 \command declare -p ` + strings.Join(e.vars, " ")
 	}
-	b.WriteString(`\command unset -v BASH_EXECUTION_STRING __snapexec_fns __snapexec_xs __snapexec_ys
-` + listing + `
+	b.WriteString(listing + `
 \command printf '` + end + `'
 POSIXLY_CORRECT=
 \return "$__snapexec_status"

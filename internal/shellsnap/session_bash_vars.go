@@ -115,12 +115,24 @@ func (s *SessionState) changedVars(f *syntax.File) (names, same []string, ok boo
 }
 
 // same returns the kinds of records of the dump the script cannot change:
-// the completions; the disabled builtins, when s has none (the dump
-// enables those it runs); the aliases, unless it runs unalias (keepsCall
-// refuses alias with a definition, and BASH_ALIASES); the umask, unless it
-// runs umask; the limits, unless it runs ulimit or a program.
+// the completions; the traps (s has none, keepsFunctions refuses one,
+// and the script cannot set one); the disabled builtins, when s has none
+// (the dump enables those it runs); the aliases, unless it runs unalias
+// (keepsCall refuses alias with a definition, and BASH_ALIASES); the
+// umask, unless it runs umask; the limits, unless it runs ulimit or a
+// program (prlimit); the hashed commands, unless it runs a program, hash
+// or type, or changes PATH or BASH_CMDS. A script that may change an
+// option changes none: the options change what the listings print (trap
+// -p lists every signal in posix mode, hash -l says its table is empty
+// under a compatNN option).
 func (r *varReach) same(s *SessionState) []string {
-	same := []string{"complete"}
+	if r.calls["set"] || r.calls["shopt"] || r.names["POSIXLY_CORRECT"] || r.names["BASH_COMPAT"] || r.names["GLOBIGNORE"] {
+		return nil
+	}
+	same := []string{"complete", "traps"}
+	if !r.program && !r.calls["hash"] && !r.calls["type"] && !r.names["PATH"] && !r.names["BASH_CMDS"] {
+		same = append(same, "hash")
+	}
 	if d := s.recordsOf("disabled"); len(d) == 1 && strings.TrimSpace(d[0].payload) == "" {
 		same = append(same, "disabled")
 	}
