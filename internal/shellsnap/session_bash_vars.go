@@ -262,25 +262,37 @@ func (r *varReach) assign(a *syntax.Assign) {
 	}
 }
 
-// decl reads a declare family's options: -i makes its names integers.
+// decl reads a declare family's words that are not assignments as written
+// (assign reads those): its options, of which -i makes its names
+// integers, and quoted assignments ("X=1"), which bash reads as it reads
+// X=1.
 func (r *varReach) decl(d *syntax.DeclClause) {
 	integer := false
+	var quoted []string
 	for _, a := range d.Args {
-		if a.Naked && a.Value != nil {
-			w := literal(a.Value)
-			if strings.Contains(w, "[") {
-				r.ok = false // declare -p 'a[x]'
-				return
+		if !a.Naked || a.Value == nil {
+			if a.Name != nil {
+				quoted = append(quoted, a.Name.Value)
 			}
-			integer = integer || w != "" && w[0] == '-' && strings.Contains(w, "i")
+			continue
+		}
+		w := literal(a.Value)
+		switch {
+		case strings.Contains(w, "["):
+			r.ok = false // declare -p 'a[x]', declare 'a[x]=1'
+			return
+		case w != "" && (w[0] == '-' || w[0] == '+'):
+			integer = integer || w[0] == '-' && strings.Contains(w, "i")
+		default:
+			name, _, _ := strings.Cut(w, "=")
+			name = strings.TrimSuffix(name, "+")
+			r.set(name, true)
+			quoted = append(quoted, name)
 		}
 	}
-	if !integer {
-		return
-	}
-	for _, a := range d.Args {
-		if a.Name != nil {
-			r.integer[a.Name.Value] = true
+	if integer {
+		for _, name := range quoted {
+			r.integer[name] = true
 		}
 	}
 }
