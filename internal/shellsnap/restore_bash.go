@@ -193,16 +193,21 @@ func bashVars(rs records) map[string]bashVar {
 	if !ok {
 		return vars
 	}
-	stmts, ok := declareStatements(dump)
-	if !ok {
-		stmts = statements(dump)
-	}
-	for _, stmt := range stmts {
+	for _, stmt := range listingStatements(dump) {
 		if flags, name, _, ok := declareHead(stmt); ok {
 			vars[name] = bashVar{flags: flags, text: stmt}
 		}
 	}
 	return vars
+}
+
+// listingStatements splits a declare -p listing into its statements:
+// declareStatements', or a full parse's when that cannot read it.
+func listingStatements(text string) []string {
+	if stmts, ok := declareStatements(text); ok {
+		return stmts
+	}
+	return statements(text)
 }
 
 // declareStatements splits bash's own declare -p listing into its

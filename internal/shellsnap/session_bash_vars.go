@@ -609,7 +609,7 @@ type narrowListing struct {
 // listed only the variables names (changedVars) in some: prev's listing,
 // each of names as some has it (or gone, when some has none of it), in
 // the order declare -p prints them, by name; and what some holds. ok is
-// false when either listing cannot be read.
+// false when there is no previous listing.
 func mergeVars(prev *SessionState, names []string, some string) (merged string, n narrowListing, ok bool) {
 	if prev == nil || names == nil {
 		return "", n, false
@@ -618,27 +618,18 @@ func mergeVars(prev *SessionState, names []string, some string) (merged string, 
 	if len(prevVars) != 1 {
 		return "", n, false
 	}
-	old, ok1 := declareStatements(prevVars[0].payload)
-	listed, ok2 := declareStatements(some)
-	if !ok1 || !ok2 {
-		return "", n, false
-	}
+	old, listed := listingStatements(prevVars[0].payload), listingStatements(some)
 	n = narrowListing{names: names, stmts: map[string]string{}}
+	// A statement that is not a declare is one bashVars leaves out too.
 	for _, stmt := range listed {
-		_, name, _, ok := declareHead(stmt)
-		if !ok || !slices.Contains(names, name) {
-			return "", n, false
+		if _, name, _, ok := declareHead(stmt); ok && slices.Contains(names, name) {
+			n.stmts[name] = stmt
 		}
-		n.stmts[name] = stmt
 	}
 	type named struct{ name, stmt string }
 	all := make([]named, 0, len(old)+len(listed))
 	for _, stmt := range old {
-		_, name, _, ok := declareHead(stmt)
-		if !ok {
-			return "", n, false
-		}
-		if !slices.Contains(names, name) {
+		if _, name, _, ok := declareHead(stmt); ok && !slices.Contains(names, name) {
 			all = append(all, named{name, stmt})
 		}
 	}
