@@ -146,12 +146,12 @@ type SessionCommand struct {
 	keptEnd bashEnd
 	narrow  []string
 	same    []string // the kinds of records the narrow end script leaves out
-	out     string // the dump (in Dir)
-	pre     string // the DEBUG and RETURN traps at the end (in Dir)
-	tmp     string // the dump's scratch file (in Dir)
-	fns     string // the dump's declare -f listing (in Dir)
-	dump    string // the line that dumps the state, after the script
-	goAhead string // a standby's: the state's line before the script
+	out     string   // the dump (in Dir)
+	pre     string   // the DEBUG and RETURN traps at the end (in Dir)
+	tmp     string   // the dump's scratch file (in Dir)
+	fns     string   // the dump's declare -f listing (in Dir)
+	dump    string   // the line that dumps the state, after the script
+	goAhead string   // a standby's: the state's line before the script
 }
 
 // Command builds l's command and writes its files.
