@@ -267,6 +267,9 @@ func (r *varReach) assign(a *syntax.Assign) {
 // integers, and quoted assignments ("X=1"), which bash reads as it reads
 // X=1.
 func (r *varReach) decl(d *syntax.DeclClause) {
+	if listsOnly(d.Variant.Value, d.Args) {
+		return // declare -p "$v": it prints, and assigns nothing
+	}
 	integer := false
 	var quoted []string
 	for _, a := range d.Args {

@@ -46,6 +46,7 @@ var narrowScripts = []struct {
 	{`set -a; NEW=1; set +a; LC_ALL=C; IFS=:; x=1 /bin/true; [ -n "$P" ] && [ "$P" = plain ]`, true, []string{"NEW", "LC_ALL", "IFS", "x"}},
 	{`set -o posix; shopt -s extglob; GLOBIGNORE=x; SECONDS=5; BASH_ARGV0=foo`, true, []string{"GLOBIGNORE", "SECONDS", "BASH_ARGV0"}},
 	{`Q=1; exit 3`, true, []string{"Q"}},
+	{`declare -p "$P" P; declare -f; typeset -p -f f1; export -p`, true, nil},
 	{`set -o posix`, true, []string{"POSIXLY_CORRECT", "BASH_COMPAT"}},
 	{`shopt -s compat42`, true, []string{"POSIXLY_CORRECT", "BASH_COMPAT"}},
 	{`/bin/true`, true, []string{"COLUMNS", "LINES"}},
@@ -83,7 +84,7 @@ var narrowScripts = []struct {
 	{`(( $1 ))`, false, nil},
 	{`(( A ))`, false, nil},
 	{`(( 0x10 ))`, false, nil},
-	{`declare -p 'A[S]'`, false, nil},
+	{`declare -p 'A[S]'`, true, nil}, // prints; bash evaluates no subscript there
 	{`export -n E`, false, nil}, // keepsFunctions reads -n as a nameref's
 }
 

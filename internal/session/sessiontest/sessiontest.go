@@ -99,6 +99,17 @@ func command(r *rand.Rand, dir string, n int) (cmd string, exits bool) {
 		func() string { return "trap - " + pick("USR1", "USR2", "HUP") },
 		func() string { return sourceLib(dir, n, "sh", `printf '%s\n'`, "set -o noclobber") },
 		func() string { return pick("false", "ls /nonexistent-dir 2>/dev/null", "(exit 7)") },
+		// Arithmetic, which evaluates the value of each variable it reads
+		// and may so assign another (V3='N1=42'; (( V3 ))): a dump that
+		// lists only the variables the script names must refuse those.
+		func() string { return "N1=$(( ${N1:-0} + 1 ))" },
+		func() string { return "(( N1 += 2 )) || :" },
+		func() string {
+			return "V3=" + pick(sq("N1=42"), "7", sq("arr[1]=9"), sq("V1=(1)")) + "; (( V3 )) 2>/dev/null || :"
+		},
+		func() string { return "let V2=N1*2 2>/dev/null || :" },
+		func() string { return "echo \"${arr[V3]}\" >/dev/null 2>&1 || :" },
+		func() string { return "[[ ${V2:-0} -eq 0 ]] 2>/dev/null || :" },
 	)
 	return compose(r, gens)
 }
