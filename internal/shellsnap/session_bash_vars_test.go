@@ -85,7 +85,7 @@ var narrowScripts = []struct {
 	{`(( A ))`, false, nil},
 	{`(( 0x10 ))`, false, nil},
 	{`declare -p 'A[S]'`, true, nil}, // prints; bash evaluates no subscript there
-	{`export -n E`, false, nil}, // keepsFunctions reads -n as a nameref's
+	{`export -n E`, false, nil},      // keepsFunctions reads -n as a nameref's
 }
 
 func TestChangedVarsReadsTheScript(t *testing.T) {
