@@ -441,21 +441,11 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 	if err != nil || recs == nil {
 		return nil, ErrNoSessionState
 	}
-	// A narrow listing (changedVars) holds the variables the script
-	// could change; the others are the previous state's.
-	var narrow *narrowListing
-	grown := 0
-	for i, r := range recs {
-		if r.kind == "varsome" {
-			vars, n, ok := mergeVars(c.prev, c.narrow, r.payload)
-			if !ok {
-				return nil, ErrNoSessionState
-			}
-			grown, recs[i], narrow = len(vars)-len(r.payload), record{kind: "vars", payload: vars}, &n
-		}
+	narrow, grown, ok := c.mergeNarrow(recs)
+	if !ok {
+		return nil, ErrNoSessionState
 	}
 	var final map[string]string
-	ok := false
 	if narrow != nil {
 		final, ok = narrow.exports(c.prev.final)
 	} else {
@@ -465,9 +455,6 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 		return nil, ErrNoSessionState
 	}
 	s := &SessionState{shell: "bash", final: final, base: c.base, size: len(out) + grown, exitTrap: c.exitTrap, narrow: narrow}
-	if narrow != nil {
-		s.from = weak.Make(c.prev)
-	}
 	if c.prev != nil {
 		s.exitTrap = c.prev.exitTrap
 	}
@@ -509,16 +496,7 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 		s.recs = append(s.recs, r)
 	}
 	if narrow != nil {
-		// What the script could not change, which the dump left out.
-		for _, kind := range c.same {
-			if kind == "aliases" {
-				kind = "alias"
-			}
-			for _, r := range c.prev.recordsOf(kind) {
-				s.size += len(r.kind) + len(r.name) + len(r.payload)
-				s.recs = append(s.recs, r)
-			}
-		}
+		s.takeSame(c.prev, c.same)
 	}
 	if !s.addKnown(c.prev) {
 		return nil, ErrNoSessionState
@@ -530,6 +508,40 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 		s.fns = c.files.keepListing(c.fns)
 	}
 	return s, nil
+}
+
+// mergeNarrow turns a narrow listing's varsome record in recs
+// (changedVars), which holds the variables the script could change, into
+// the full listing, the others as the previous state had them. It returns
+// what the narrow listing read, nil for a full one, and how much longer
+// the listing grew.
+func (c *SessionCommand) mergeNarrow(recs []record) (narrow *narrowListing, grown int, ok bool) {
+	for i, r := range recs {
+		if r.kind == "varsome" {
+			vars, n, ok := mergeVars(c.prev, c.narrow, r.payload)
+			if !ok {
+				return nil, 0, false
+			}
+			grown, recs[i], narrow = len(vars)-len(r.payload), record{kind: "vars", payload: vars}, &n
+		}
+	}
+	return narrow, grown, true
+}
+
+// takeSame gives s, whose command's narrow dump left out the records of
+// the kinds same (scriptReach.same), prev's, and remembers prev as the
+// state s's narrow listing is relative to (Changes).
+func (s *SessionState) takeSame(prev *SessionState, same []string) {
+	s.from = weak.Make(prev)
+	for _, kind := range same {
+		if kind == "aliases" {
+			kind = "alias" // Finish turns the listing into one record each
+		}
+		for _, r := range prev.recordsOf(kind) {
+			s.size += len(r.kind) + len(r.name) + len(r.payload)
+			s.recs = append(s.recs, r)
+		}
+	}
 }
 
 // addKnown adds the records a session's dump leaves out (bashSessionEnd),
