@@ -258,26 +258,12 @@ func listing(t *testing.T, s *SessionState) map[string]string {
 // standbyRun runs script in a standby shell of state, as the service
 // does, and returns the state it ends with.
 func standbyRun(f *SessionFiles, home string, state *SessionState, script string) (*SessionState, error) {
-	c, err := f.Command(SessionLaunch{Shell: Shell{Name: "bash", Path: "/bin/bash"}, Env: loginEnv(home), State: state, Standby: true})
+	var out bytes.Buffer
+	c, cmd, w, err := startStandby(f, home, loginEnv(home), state, &out)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
-	cmd.Env, cmd.Dir, cmd.ExtraFiles = envPairs(c.Env), home, []*os.File{r}
-	if state.Cwd() != "" {
-		cmd.Dir = state.Cwd()
-	}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	r.Close()
 	_, goAhead := c.GoAhead(script)
 	w.Write(goAhead)
 	w.Close()
@@ -289,4 +275,32 @@ func standbyRun(f *SessionFiles, home string, state *SessionState, script string
 		return nil, fmt.Errorf("%w (output %q)", err, out.String())
 	}
 	return next, nil
+}
+
+// startStandby starts a standby shell of state (SessionLaunch.Standby) in
+// the state's directory, as the service does, its output to out: it waits
+// for the go-ahead on w.
+func startStandby(f *SessionFiles, home string, env map[string]string, state *SessionState, out *bytes.Buffer) (c *SessionCommand, cmd *exec.Cmd, w *os.File, err error) {
+	c, err = f.Command(SessionLaunch{Shell: Shell{Name: "bash", Path: "/bin/bash"}, Env: env, State: state, Standby: true})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		c.Close()
+		return nil, nil, nil, err
+	}
+	defer r.Close()
+	cmd = exec.Command(c.Argv[0], c.Argv[1:]...)
+	cmd.Env, cmd.Dir, cmd.ExtraFiles = envPairs(c.Env), home, []*os.File{r}
+	if state.Cwd() != "" {
+		cmd.Dir = state.Cwd()
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		c.Close()
+		w.Close()
+		return nil, nil, nil, err
+	}
+	return c, cmd, w, nil
 }

@@ -96,25 +96,11 @@ func BenchmarkSessionStandby(b *testing.B) {
 	var start, run, dump, finish, changes time.Duration
 	for b.Loop() {
 		b.StopTimer()
-		c, err := f.Command(SessionLaunch{Shell: Shell{Name: "bash", Path: "/bin/bash"}, Env: env, State: state, Standby: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		r, w, err := os.Pipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
-		cmd.Env, cmd.Dir, cmd.ExtraFiles = envPairs(c.Env), home, []*os.File{r}
-		if state.Cwd() != "" {
-			cmd.Dir = state.Cwd()
-		}
 		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
+		c, cmd, w, err := startStandby(f, home, env, state, &out)
+		if err != nil {
 			b.Fatal(err)
 		}
-		r.Close()
 		time.Sleep(30 * time.Millisecond) // its restore
 		b.StartTimer()
 		_, goAhead := c.GoAhead(`__t0=$EPOCHREALTIME; ` + script + `; echo "$__t0 $EPOCHREALTIME"`)
