@@ -99,7 +99,8 @@ func (b *bench) measure(ctx context.Context, o options, tmp string, log io.Write
 		return b.measureHop(ctx, o, res, log)
 	}
 	if o.zsh {
-		return b.measureZsh(ctx, o, res, log)
+		res.Zsh = true
+		return b.measureRow(ctx, o, res, log, "zsh", b.zshModes)
 	}
 	if o.files {
 		res.FilesOnly = true
@@ -111,7 +112,8 @@ func (b *bench) measure(ctx context.Context, o options, tmp string, log io.Write
 		return res, nil
 	}
 	if o.session {
-		return b.measureSession(ctx, o, res, log)
+		res.Session = true
+		return b.measureRow(ctx, o, res, log, "session", b.sessionModes)
 	}
 	fmt.Fprintf(log, "latency: %d interleaved rounds of every mode\n", o.rounds)
 	if res.Latency, err = b.latency(ctx, o.rounds); err != nil {
@@ -170,31 +172,15 @@ func (b *bench) measureHop(ctx context.Context, o options, res *results, log io.
 	return res, nil
 }
 
-// measureZsh is measure for -zsh: the zsh row's modes, interleaved.
-func (b *bench) measureZsh(ctx context.Context, o options, res *results, log io.Writer) (*results, error) {
-	res.Zsh = true
-	modes, err := b.zshModes(ctx)
+// measureRow is measure for a flag that measures one row (-zsh,
+// -session): that row's modes, made by modes, interleaved.
+func (b *bench) measureRow(ctx context.Context, o options, res *results, log io.Writer, row string, modes func(context.Context) ([]mode, error)) (*results, error) {
+	ms, err := modes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(log, "latency: %d interleaved rounds of the zsh row's %d modes\n", o.rounds, len(modes))
-	if res.Latency, err = interleave(ctx, modes, o.rounds, warmupRounds); err != nil {
-		return nil, err
-	}
-	res.Figures = res.figures()
-	return res, nil
-}
-
-// measureSession is measure for -session: the session row's modes,
-// interleaved.
-func (b *bench) measureSession(ctx context.Context, o options, res *results, log io.Writer) (*results, error) {
-	res.Session = true
-	modes, err := b.sessionModes(ctx)
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(log, "latency: %d interleaved rounds of the session row's %d modes\n", o.rounds, len(modes))
-	if res.Latency, err = interleave(ctx, modes, o.rounds, warmupRounds); err != nil {
+	fmt.Fprintf(log, "latency: %d interleaved rounds of the %s row's %d modes\n", o.rounds, row, len(ms))
+	if res.Latency, err = interleave(ctx, ms, o.rounds, warmupRounds); err != nil {
 		return nil, err
 	}
 	res.Figures = res.figures()
