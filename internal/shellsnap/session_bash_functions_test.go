@@ -16,10 +16,7 @@ import (
 func fnState(t *testing.T, f *SessionFiles, home, extra string) *SessionState {
 	t.Helper()
 	writeFile(t, filepath.Join(home, "lib.sh"), "f1() { echo sourced; }\n")
-	_, errOut, _, st, err := sessionRun(t, f, home, nil, `f1() { echo one; }; g() { f1() { echo g; }; }; alias a1='echo a1'; alias mk='f1() { echo mk; }'; shopt -s expand_aliases; `+extra)
-	if err != nil {
-		t.Fatalf("first command: %v (stderr %q)", err, errOut)
-	}
+	st := firstState(t, f, home, `f1() { echo one; }; g() { f1() { echo g; }; }; alias a1='echo a1'; alias mk='f1() { echo mk; }'; shopt -s expand_aliases; `+extra)
 	return st
 }
 

@@ -48,6 +48,17 @@ func shellSessionRun(t *testing.T, f *SessionFiles, shell Shell, home string, st
 	return out.String(), errOut.String(), cmd.ProcessState.ExitCode(), next, err
 }
 
+// firstState runs a session's first command, script, and returns the state
+// it hands on; a command that hands on none fails t.
+func firstState(t *testing.T, f *SessionFiles, home, script string) *SessionState {
+	t.Helper()
+	_, errOut, _, st, err := sessionRun(t, f, home, nil, script)
+	if err != nil {
+		t.Fatalf("first command %q: %v (stderr %q)", script, err, errOut)
+	}
+	return st
+}
+
 func TestSessionCarriesState(t *testing.T) {
 	home := t.TempDir()
 	f := &SessionFiles{}
@@ -117,10 +128,7 @@ func TestSessionCarriesAllexport(t *testing.T) {
 	f := &SessionFiles{}
 	defer f.Close()
 	home := t.TempDir()
-	_, errOut, _, st, err := sessionRun(t, f, home, nil, "arr=(x p); v=1; set -o allexport; w=2")
-	if err != nil {
-		t.Fatalf("Finish after set -o allexport: %v (stderr %q)", err, errOut)
-	}
+	st := firstState(t, f, home, "arr=(x p); v=1; set -o allexport; w=2")
 	out, _, _, _, err := sessionRun(t, f, home, st, `declare -p arr v w; [[ -o allexport ]] && echo on`)
 	want := "declare -a arr=([0]=\"x\" [1]=\"p\")\ndeclare -- v=\"1\"\ndeclare -x w=\"2\"\non\n"
 	if err != nil || out != want {
@@ -183,10 +191,7 @@ func TestSessionSizeCountsUnchangedFunctions(t *testing.T) {
 	f := &SessionFiles{}
 	defer f.Close()
 	home := t.TempDir()
-	_, _, _, s1, err := sessionRun(t, f, home, nil, `f() { echo "`+strings.Repeat("x", 4000)+`"; }`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s1 := firstState(t, f, home, `f() { echo "`+strings.Repeat("x", 4000)+`"; }`)
 	_, _, _, s2, err := sessionRun(t, f, home, s1, `:`)
 	if err != nil || s2.fns != s1.fns {
 		t.Fatalf("an unchanged command: %v, listing kept %t", err, s2 != nil && s2.fns == s1.fns)
@@ -218,10 +223,7 @@ func TestSessionKeptFunctionsKeepTheEnvironment(t *testing.T) {
 	f := &SessionFiles{}
 	defer f.Close()
 	home := t.TempDir()
-	_, errOut, _, s1, err := sessionRun(t, f, home, nil, `f() { echo f; }; export -f f; export A=1`)
-	if err != nil {
-		t.Fatalf("Finish: %v (stderr %q)", err, errOut)
-	}
+	s1 := firstState(t, f, home, `f() { echo f; }; export -f f; export A=1`)
 	if !s1.keepsFunctions("x=2") {
 		t.Fatal(`keepsFunctions("x=2") = false, want true`)
 	}
@@ -306,10 +308,7 @@ func TestSessionCarriesOddAliases(t *testing.T) {
 	f := &SessionFiles{}
 	defer f.Close()
 	const define = `alias a='echo "it'\''s"' -x='echo dash' e= nl=$'echo one\necho two' q="'"`
-	_, errOut, _, st, err := sessionRun(t, f, home, nil, define)
-	if err != nil {
-		t.Fatalf("Finish: %v (stderr %q)", err, errOut)
-	}
+	st := firstState(t, f, home, define)
 	ref, err := exec.Command("/bin/bash", "--norc", "-c", define+"; alias -p").Output()
 	if err != nil {
 		t.Fatal(err)

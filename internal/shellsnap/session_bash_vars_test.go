@@ -17,10 +17,7 @@ import (
 // (S), arrays, an integer variable, exports.
 func varsState(t *testing.T, f *SessionFiles, home, extra string) *SessionState {
 	t.Helper()
-	_, errOut, _, st, err := sessionRun(t, f, home, nil, `I=3; S='y=5'; T=I; A=(1 2); declare -A M=([k]=v); declare -i N=4; export E=e; P=plain; Z=; f1() { :; }; alias ll='ls -l'; declare -A K=([-]=1 [.]=2 ['a b']=3); V=$'a\x01b\nc\'d"'; `+extra)
-	if err != nil {
-		t.Fatalf("first command: %v (stderr %q)", err, errOut)
-	}
+	st := firstState(t, f, home, `I=3; S='y=5'; T=I; A=(1 2); declare -A M=([k]=v); declare -i N=4; export E=e; P=plain; Z=; f1() { :; }; alias ll='ls -l'; declare -A K=([-]=1 [.]=2 ['a b']=3); V=$'a\x01b\nc\'d"'; `+extra)
 	return st
 }
 

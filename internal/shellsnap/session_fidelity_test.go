@@ -145,10 +145,7 @@ func TestSessionCarriesAliasesOfItsOwnWords(t *testing.T) {
 	home := t.TempDir()
 	f := &SessionFiles{}
 	defer f.Close()
-	_, errOut, _, st, err := sessionRun(t, f, home, nil, `function return { :; }; function builtin { :; }`)
-	if err != nil {
-		t.Fatalf("Finish: %v (stderr %q)", err, errOut)
-	}
+	st := firstState(t, f, home, `function return { :; }; function builtin { :; }`)
 	for script, want := range map[string]int{"(exit 3)": 3, "exit 4": 4} {
 		if _, errOut, code, _, err := sessionRun(t, f, home, st, script); err != nil || code != want {
 			t.Errorf("%q with functions return and builtin: exit code %d, %v (stderr %q), want %d", script, code, err, errOut, want)
@@ -165,10 +162,7 @@ func TestSessionTracesOnlyTheScript(t *testing.T) {
 	home := t.TempDir()
 	f := &SessionFiles{}
 	defer f.Close()
-	_, errOut, _, st, err := sessionRun(t, f, home, nil, "shopt -s expand_aliases; alias '{'='echo brace'\nset -x")
-	if err != nil {
-		t.Fatalf("Finish: %v (stderr %q)", err, errOut)
-	}
+	st := firstState(t, f, home, "shopt -s expand_aliases; alias '{'='echo brace'\nset -x")
 	for _, script := range []string{"Y=2", "exit 3", "set -e; false"} {
 		_, errOut, _, next, err := sessionRun(t, f, home, st, script)
 		if err != nil {
@@ -184,7 +178,7 @@ func TestSessionTracesOnlyTheScript(t *testing.T) {
 			st = next
 		}
 	}
-	_, errOut, _, st, err = sessionRun(t, f, home, st, "set +x -v")
+	_, errOut, _, st, err := sessionRun(t, f, home, st, "set +x -v")
 	if err != nil {
 		t.Fatalf("Finish: %v (stderr %q)", err, errOut)
 	}
@@ -225,10 +219,7 @@ func TestSessionCarriesADisabledTrap(t *testing.T) {
 	home := t.TempDir()
 	f := &SessionFiles{}
 	defer f.Close()
-	_, errOut, _, st, err := sessionRun(t, f, home, nil, "enable -n trap")
-	if err != nil {
-		t.Fatalf("Finish: %v (stderr %q)", err, errOut)
-	}
+	st := firstState(t, f, home, "enable -n trap")
 	if _, errOut, code, next, err := sessionRun(t, f, home, st, "x=5; exit 3"); err != nil || code != 3 {
 		t.Errorf("exit 3 with trap disabled: code %d, %v (stderr %q); want 3 and a state", code, err, errOut)
 	} else if out, _, _, _, _ := sessionRun(t, f, home, next, probe); out != "x=5\nenable -n trap\n" {
@@ -254,10 +245,7 @@ func TestSessionSaysItsDirectoryIsGone(t *testing.T) {
 	home := t.TempDir()
 	f := &SessionFiles{}
 	defer f.Close()
-	_, errOut, _, st, err := sessionRun(t, f, home, nil, "mkdir -p gone && cd gone && rmdir ../gone")
-	if err != nil {
-		t.Fatalf("Finish: %v (stderr %q)", err, errOut)
-	}
+	st := firstState(t, f, home, "mkdir -p gone && cd gone && rmdir ../gone")
 	out, errOut, _, _, err := sessionRun(t, f, home, st, "pwd")
 	want := "bash: the session's directory " + filepath.Join(home, "gone") + " is gone: this command starts in /\n"
 	if err != nil || out != "/\n" || errOut != want {
