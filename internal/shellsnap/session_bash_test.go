@@ -259,18 +259,7 @@ func TestSessionCarriesTheEnvironment(t *testing.T) {
 	// printEnv lists the environment a program gets, but what a shell sets
 	// for each command.
 	const printEnv = `env -0 | LC_ALL=C sort -z | tr '\0' '\n' | grep -av '^_=\|^SHLVL=\|^BASH_ENV=\|^__SNAPEXEC'`
-	var st *SessionState
-	c, err := f.Command(SessionLaunch{Shell: Shell{Name: "bash", Path: "/bin/bash"}, Env: env, Script: ":"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := runSessionCommand(c, home); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	if st, err = c.Finish(0); err != nil {
-		t.Fatal(err)
-	}
-	c.Close()
+	st := runToState(t, f, SessionLaunch{Shell: Shell{Name: "bash", Path: "/bin/bash"}, Env: env, Script: ":"}, home)
 	for i, step := range steps {
 		for _, script := range []string{step, printEnv} {
 			c, err := f.Command(SessionLaunch{Shell: Shell{Name: "bash", Path: "/bin/bash"}, Env: env, Script: script, State: st})

@@ -80,18 +80,7 @@ func BenchmarkSessionCommand(b *testing.B) {
 // the next state (finish) and naming the changes (changes).
 func BenchmarkSessionStandby(b *testing.B) {
 	home, profile, f, env := benchSessionHome(b)
-	first, err := f.Command(SessionLaunch{Shell: Shell{Name: "bash", Path: "/bin/bash"}, Env: env, Script: ". " + quote(profile)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if out, err := runSessionCommand(first, home); err != nil {
-		b.Fatalf("%v: %s", err, out)
-	}
-	state, err := first.Finish(0)
-	first.Close()
-	if err != nil {
-		b.Fatal(err)
-	}
+	state := runToState(b, f, SessionLaunch{Shell: Shell{Name: "bash", Path: "/bin/bash"}, Env: env, Script: ". " + quote(profile)}, home)
 	script := `BENCH_N=$(( ${BENCH_N:-0} + 1 )); if (( BENCH_N % 2 )); then cd /tmp; else cd; fi`
 	var start, run, dump, finish, changes time.Duration
 	for b.Loop() {
@@ -138,6 +127,25 @@ func BenchmarkSessionStandby(b *testing.B) {
 	for name, d := range map[string]time.Duration{"start": start, "script": run, "dump": dump, "finish": finish, "changes": changes} {
 		b.ReportMetric(float64(d.Microseconds())/n, name+"-µs/op")
 	}
+}
+
+// runToState runs l's command to its end in dir and returns the state it
+// hands on; one that fails to start, fails or hands on none fails tb.
+func runToState(tb testing.TB, f *SessionFiles, l SessionLaunch, dir string) *SessionState {
+	tb.Helper()
+	c, err := f.Command(l)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer c.Close()
+	if out, err := runSessionCommand(c, dir); err != nil {
+		tb.Fatalf("%q: %v: %s", l.Script, err, out)
+	}
+	st, err := c.Finish(0)
+	if err != nil {
+		tb.Fatalf("%q: the state it ends with: %v", l.Script, err)
+	}
+	return st
 }
 
 // runSessionCommand runs c to its end in dir.

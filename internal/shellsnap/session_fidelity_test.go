@@ -95,18 +95,7 @@ func TestExportedNamerefCarries(t *testing.T) {
 		}
 		f := &SessionFiles{}
 		defer f.Close()
-		c, err := f.Command(SessionLaunch{Shell: Shell{Name: "bash", Path: "/bin/bash"}, Env: loginEnv(home), Script: ":", Snapshot: snap})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out, err := runSessionCommand(c, home); err != nil {
-			t.Fatalf("a session's first command: %v: %s", err, out)
-		}
-		st, err := c.Finish(0)
-		c.Close()
-		if err != nil {
-			t.Fatalf("profile %q: the session's first state: %v", profile, err)
-		}
+		st := runToState(t, f, SessionLaunch{Shell: Shell{Name: "bash", Path: "/bin/bash"}, Env: loginEnv(home), Script: ":", Snapshot: snap}, home)
 		if out, errOut, _, _, err := sessionRun(t, f, home, st, probe); err != nil || out+errOut != string(want) {
 			t.Errorf("profile %q, in a session: %q (%v), want (one bash) %q", profile, out+errOut, err, want)
 		}
