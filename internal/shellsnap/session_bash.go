@@ -144,14 +144,15 @@ type SessionCommand struct {
 	// keptEnd, what the second knows.
 	ends    [3]string
 	keptEnd bashEnd
-	narrow  []string
-	same    []string // the kinds of records the narrow end script leaves out
-	out     string   // the dump (in Dir)
-	pre     string   // the DEBUG and RETURN traps at the end (in Dir)
-	tmp     string   // the dump's scratch file (in Dir)
-	fns     string   // the dump's declare -f listing (in Dir)
-	dump    string   // the line that dumps the state, after the script
-	goAhead string   // a standby's: the state's line before the script
+	// narrow is what the script can change when its end script is narrow
+	// (its vars not nil), which Finish reads the dump by.
+	narrow  scriptReach
+	out     string // the dump (in Dir)
+	pre     string // the DEBUG and RETURN traps at the end (in Dir)
+	tmp     string // the dump's scratch file (in Dir)
+	fns     string // the dump's declare -f listing (in Dir)
+	dump    string // the line that dumps the state, after the script
+	goAhead string // a standby's: the state's line before the script
 }
 
 // Command builds l's command and writes its files.
@@ -226,9 +227,9 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 		e.keep = i == 1
 		if e.keep {
 			e.env = l.State.keptEnv()
-			c.keptEnd, e.vars, e.same, c.narrow, c.same = e, reach.vars, reach.same, reach.vars, reach.same
-			if e.vars != nil {
-				e.env = "declare" // Finish takes it from the listing and the state's
+			c.keptEnd = e
+			if reach.vars != nil {
+				e, c.narrow = e.narrowed(reach), reach
 			}
 		}
 		if c.ends[i], err = f.files.scratchFile(bashSessionEnd(e)); err != nil {
@@ -304,12 +305,9 @@ const maxSessionScript = 128<<10 - 1<<10
 // nothing. argv is the fresh command's, which the process table shows.
 func (c *SessionCommand) GoAhead(script string) (argv []string, message []byte) {
 	reach := c.prev.reach(script)
-	if reach.keepFns && reach.vars != nil && c.ends[1] != "" {
-		e := c.keptEnd
-		// Finish takes the environment from the listing and the state's.
-		e.vars, e.same, e.env = reach.vars, reach.same, "declare"
-		if path, err := c.files.files.scratchFile(bashSessionEnd(e)); err == nil {
-			c.ends[2], c.narrow, c.same = path, reach.vars, reach.same
+	if reach.vars != nil && c.ends[1] != "" {
+		if path, err := c.files.files.scratchFile(bashSessionEnd(c.keptEnd.narrowed(reach))); err == nil {
+			c.ends[2], c.narrow = path, reach
 		}
 	}
 	dump := c.dumpLine(reach.keepFns)
@@ -496,7 +494,7 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 		s.recs = append(s.recs, r)
 	}
 	if narrow != nil {
-		s.takeSame(c.prev, c.same)
+		s.takeSame(c.prev, c.narrow.same)
 	}
 	if !s.addKnown(c.prev) {
 		return nil, ErrNoSessionState
@@ -518,7 +516,7 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 func (c *SessionCommand) mergeNarrow(recs []record) (narrow *narrowListing, grown int, ok bool) {
 	for i, r := range recs {
 		if r.kind == "varsome" {
-			vars, n, ok := mergeVars(c.prev, c.narrow, r.payload)
+			vars, n, ok := mergeVars(c.prev, c.narrow.vars, r.payload)
 			if !ok {
 				return nil, 0, false
 			}
@@ -614,14 +612,13 @@ func sessionExports(out []byte, base map[string]string, recs []record) (env map[
 	}
 	delete(env, "__snapexec_env")
 	for name, v := range bashVars(byKind(recs)) {
-		if _, _, at, _ := declareHead(v.text); !strings.Contains(v.flags, "x") || strings.ContainsAny(v.flags, "aAn") || at < 0 || strings.HasPrefix(name, "__snapexec_") {
-			continue
-		}
-		value, ok := declareValue(v.text)
+		value, exported, ok := exportedValue(name, v.text)
 		if !ok {
 			return nil, false
 		}
-		env[name] = value
+		if exported {
+			env[name] = value
+		}
 	}
 	for name, value := range base {
 		if !identifier.MatchString(name) && !strings.HasPrefix(name, "BASH_FUNC_") {
@@ -629,6 +626,18 @@ func sessionExports(out []byte, base map[string]string, recs []record) (env map[
 		}
 	}
 	return env, true
+}
+
+// exportedValue returns the value the environment holds of variable name,
+// whose statement of declare -p's listing is stmt: exported is false for
+// a variable that is not in it (not exported, an array, a nameref, no
+// value, the dump's own). ok is false when the value cannot be read.
+func exportedValue(name, stmt string) (value string, exported, ok bool) {
+	if flags, _, at, _ := declareHead(stmt); !strings.Contains(flags, "x") || strings.ContainsAny(flags, "aAn") || at < 0 || strings.HasPrefix(name, "__snapexec_") {
+		return "", false, true
+	}
+	value, ok = declareValue(stmt)
+	return value, ok, ok
 }
 
 // parseAliasList returns the alias records of alias -p's listing: one
@@ -818,6 +827,15 @@ type bashEnd struct {
 	env string
 }
 
+// narrowed is e for a script that can change only what r says (its vars
+// not nil): its dump lists those variables and leaves out r.same, and
+// Finish takes the environment from the listing and the previous state's,
+// never from env -0.
+func (e bashEnd) narrowed(r scriptReach) bashEnd {
+	e.vars, e.same, e.env = r.vars, r.same, "declare"
+	return e
+}
+
 // bashSessionEnd is the end script of a session command, sourced by the
 // dump line (dumpLine) with __snapexec_status set to the status the shell
 // is leaving with. It leaves the posix mode the dump line turned on (a
@@ -996,8 +1014,9 @@ type NameChanges struct {
 // differ from prev to s (all of s's are added when prev is nil). The
 // shell's own variables that a session does not carry are left out.
 func (s *SessionState) Changes(prev *SessionState) SessionChanges {
-	if s.narrow != nil && prev != nil && s.from.Value() == prev && s.fns == prev.fns {
-		// Only the variables listed can differ, and no function.
+	if s.narrow != nil && prev != nil && s.from.Value() == prev {
+		// Only the variables listed can differ, and no function (a
+		// narrow dump keeps them).
 		before := prev.names()
 		return SessionChanges{
 			Variables: s.narrow.changes(before.vars, s.final),
@@ -1038,13 +1057,21 @@ func (s *SessionState) readNames() sessionNames {
 		}
 	}
 	for name, v := range bashVars(byKind(s.recs)) {
-		if _, skip := bashSkipped[name]; skip || strings.HasPrefix(name, "__snapexec_") || name == "OLDPWD" {
+		if !namedVar(name) {
 			continue
 		}
 		// An exported variable's value is in the environment.
 		n.vars[name] = v.text + "\x00" + s.final[name]
 	}
 	return n
+}
+
+// namedVar reports whether a session names variable name among its
+// changes: not one of bash's own a session does not carry (bashSkipped),
+// the dump's, or OLDPWD, which every cd changes.
+func namedVar(name string) bool {
+	_, skip := bashSkipped[name]
+	return !skip && !strings.HasPrefix(name, "__snapexec_") && name != "OLDPWD"
 }
 
 // aliasNames returns s's aliases, each with its value.

@@ -159,7 +159,7 @@ func intValue(name string, vars map[string]string) bool {
 	if intVolatile[name] {
 		return true
 	}
-	if _, skipped := bashSkipped[name]; skipped || name == "OLDPWD" || strings.HasPrefix(name, "__snapexec_") {
+	if !namedVar(name) {
 		return false // not in names: its value is not known here
 	}
 	v, ok := vars[name]
@@ -178,7 +178,9 @@ func intValue(name string, vars map[string]string) bool {
 	return ok && decimal.MatchString(value)
 }
 
-// node reads one node of the script.
+// node reads one node of the script. An array's subscript is read as
+// arithmetic, which it is for an indexed array (an associative array's key
+// is a word, which reading it as arithmetic refuses more, never less).
 func (r *varReach) node(node syntax.Node) {
 	switch n := node.(type) {
 	case *syntax.ArithmCmd:
@@ -245,13 +247,13 @@ func (r *varReach) assign(a *syntax.Assign) {
 	}
 	name := a.Name.Value
 	if a.Index != nil {
-		r.subscript(a.Index)
+		r.arithm(a.Index)
 	}
 	switch {
 	case a.Array != nil:
 		for _, e := range a.Array.Elems {
 			if e.Index != nil {
-				r.subscript(e.Index)
+				r.arithm(e.Index)
 			}
 		}
 		r.set(name, true)
@@ -409,7 +411,7 @@ func (r *varReach) param(p *syntax.ParamExp) {
 		return
 	}
 	if p.Index != nil && !allElements(p.Index) {
-		r.subscript(p.Index)
+		r.arithm(p.Index)
 	}
 	if p.Slice != nil {
 		r.arithm(p.Slice.Offset)
@@ -432,13 +434,6 @@ func (r *varReach) param(p *syntax.ParamExp) {
 func allElements(x syntax.ArithmExpr) bool {
 	w, ok := x.(*syntax.Word)
 	return ok && (literal(w) == "@" || literal(w) == "*")
-}
-
-// subscript reads an array's subscript: arithmetic for an indexed array
-// (an associative array's key is a word, which reading it as arithmetic
-// refuses more, never less).
-func (r *varReach) subscript(x syntax.ArithmExpr) {
-	r.arithm(x)
 }
 
 // binaryTest reads [[ X op Y ]]: =~ sets BASH_REMATCH, and an arithmetic
@@ -660,14 +655,13 @@ func (n narrowListing) exports(prev map[string]string) (map[string]string, bool)
 		if !ok {
 			continue
 		}
-		if flags, _, at, _ := declareHead(stmt); !strings.Contains(flags, "x") || strings.ContainsAny(flags, "aAn") || at < 0 || strings.HasPrefix(name, "__snapexec_") {
-			continue
-		}
-		value, ok := declareValue(stmt)
+		value, exported, ok := exportedValue(name, stmt)
 		if !ok {
 			return nil, false
 		}
-		env[name] = value
+		if exported {
+			env[name] = value
+		}
 	}
 	return env, true
 }
@@ -678,7 +672,7 @@ func (n narrowListing) exports(prev map[string]string) (map[string]string, bool)
 func (n narrowListing) changes(prev map[string]string, final map[string]string) NameChanges {
 	before, after := map[string]string{}, map[string]string{}
 	for _, name := range n.names {
-		if _, skip := bashSkipped[name]; skip || strings.HasPrefix(name, "__snapexec_") || name == "OLDPWD" {
+		if !namedVar(name) {
 			continue
 		}
 		if v, ok := prev[name]; ok {
