@@ -107,11 +107,7 @@ func (s *SessionState) changedVars(f *syntax.File) (names, same []string, ok boo
 	for _, name := range alwaysListed {
 		r.names[name] = true
 	}
-	for name := range r.names {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names, r.same(s), true
+	return slices.Sorted(maps.Keys(r.names)), r.same(s), true
 }
 
 // same returns the kinds of records of the dump the script cannot change:
