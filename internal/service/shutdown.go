@@ -74,7 +74,7 @@ func (s *Service) prepareSnapshot(ctx context.Context, in ExecInput, l shellsnap
 	ctx, end := s.snapshotSpan(ctx, *in.Snapshot, shellsnap.Execution)
 	p, err := s.snapshots.Prepare(ctx, in.Snapshot, l)
 	if err == nil && p.Snapshot != nil {
-		_, span := s.tracer.Start(ctx, "shellsnap.replay", trace.WithAttributes(attribute.Int("state_bytes", len(p.Snapshot.State))))
+		_, span := s.tracer.Start(ctx, "shellsnap.replay", trace.WithAttributes(attribute.Int("state_bytes", p.Snapshot.StateBytes)))
 		replay := &shellsnap.ReplayInput{
 			Snapshot:   p.Snapshot,
 			Shell:      in.Snapshot.Shell.Name,

@@ -167,7 +167,7 @@ func (e *entry) info() EntryInfo {
 		in.State = EntryReady
 		in.Prewarmed = res.byPrewarm
 		in.CapturedAt, in.CaptureTime = res.capturedAt, res.captureDuration
-		in.StateBytes = len(res.snap.State)
+		in.StateBytes = res.snap.StateBytes
 		in.FunctionCount, in.AliasCount, in.OptionCount = res.snap.FunctionCount, res.snap.AliasCount, res.snap.OptionCount
 		in.Unrestored = res.snap.Unrestored
 		in.EnvNames = make([]string, 0, len(res.snap.Env))

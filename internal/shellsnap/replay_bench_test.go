@@ -37,7 +37,7 @@ func BenchmarkReplayTransport(b *testing.B) {
 	if snap.FunctionCount != 200 {
 		b.Fatalf("capture of the heavy profile: FunctionCount = %d, want 200", snap.FunctionCount)
 	}
-	b.Logf("state: %d bytes, %d functions, %d aliases, %d env vars", len(snap.State), snap.FunctionCount, snap.AliasCount, len(snap.Env))
+	b.Logf("state: %d bytes, %d functions, %d aliases, %d env vars", snap.StateBytes, snap.FunctionCount, snap.AliasCount, len(snap.Env))
 
 	// What a replay costs: bash --noprofile -lc with BASH_ENV naming the
 	// restore file.

@@ -1130,18 +1130,7 @@ func snapshotExitTrap(snap *Snapshot) string {
 // snapshotTraps is the traps record of a snapshot of this server's format;
 // ok is false when it has none.
 func snapshotTraps(snap *Snapshot) (traps string, ok bool) {
-	state, ours := strings.CutPrefix(snap.State, StateMarker+"\n")
-	nonce, _, _ := strings.Cut(state, " ")
-	if !ours || nonce == "" {
-		return "", false
-	}
-	recs, _ := splitRecords([]byte(state), nonce)
-	for _, r := range recs {
-		if r.kind == "traps" {
-			return r.payload, true
-		}
-	}
-	return "", false
+	return snap.traps, snap.hasTraps
 }
 
 // sessionEnv is the environment of a session command: base without the

@@ -92,6 +92,33 @@ func captureLogin(t testing.TB, sh testShell, home string) *Snapshot {
 	return p.Snapshot
 }
 
+// restoreText is what a replay of snap restores: its restore file, or the
+// files of its restore directory (zsh).
+func restoreText(t testing.TB, snap *Snapshot) string {
+	t.Helper()
+	fi, err := os.Stat(snap.restore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{snap.restore}
+	if fi.IsDir() {
+		if paths, err = filepath.Glob(filepath.Join(snap.restore, "*")); err != nil {
+			t.Fatal(err)
+		}
+		more, _ := filepath.Glob(filepath.Join(snap.restore, ".*"))
+		paths = append(paths, more...)
+	}
+	var b strings.Builder
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(data)
+	}
+	return b.String()
+}
+
 // replayRun replays snap for [path, "-lc", script, args...] with loginEnv,
 // runs the result in home and returns its stdout and stderr.
 func replayRun(t testing.TB, sh testShell, home string, snap *Snapshot, script string, args ...string) (stdout, stderr string) {
@@ -253,11 +280,11 @@ echo "args=$0 $1"
 			snap := captureLogin(t, sh, home)
 			if snap.FunctionCount < tt.wantFunctions || snap.AliasCount < tt.wantAliases || snap.OptionCount < tt.wantOptions {
 				t.Errorf("capture of %s: functions, aliases, options = %d, %d, %d, want at least %d, %d, %d\nstate:\n%s",
-					sh.name, snap.FunctionCount, snap.AliasCount, snap.OptionCount, tt.wantFunctions, tt.wantAliases, tt.wantOptions, snap.State)
+					sh.name, snap.FunctionCount, snap.AliasCount, snap.OptionCount, tt.wantFunctions, tt.wantAliases, tt.wantOptions, restoreText(t, snap))
 			}
 			stdout, stderr := replayRun(t, sh, home, snap, tt.probe, tt.args...)
 			if stdout != tt.want || stderr != "" {
-				t.Errorf("replayed %s probe = stdout %q, stderr %q, want stdout %q, stderr empty\nstate:\n%s", sh.name, stdout, stderr, tt.want, snap.State)
+				t.Errorf("replayed %s probe = stdout %q, stderr %q, want stdout %q, stderr empty\nrestore:\n%s", sh.name, stdout, stderr, tt.want, restoreText(t, snap))
 			}
 		})
 	}
@@ -341,12 +368,12 @@ func TestReplayRestoresLargeState(t *testing.T) {
 			snap := captureLogin(t, sh, home)
 			// Near the 512 KiB capture limit, and far past the 128 KiB that
 			// Linux allows one environment string or argument.
-			if len(snap.State) < 400_000 || len(snap.State) > MaxSnapshotBytes {
-				t.Fatalf("capture of %s: state has %d bytes, want 400000 to %d", sh.name, len(snap.State), MaxSnapshotBytes)
+			if snap.StateBytes < 400_000 || snap.StateBytes > MaxSnapshotBytes {
+				t.Fatalf("capture of %s: state has %d bytes, want 400000 to %d", sh.name, snap.StateBytes, MaxSnapshotBytes)
 			}
 			stdout, stderr := replayRun(t, sh, home, snap, tt.probe)
 			if want := "000\n419\n"; stdout != want || stderr != "" {
-				t.Errorf("replayed %s with a %d-byte state = stdout %q, stderr %q, want stdout %q, stderr empty", sh.name, len(snap.State), stdout, stderr, want)
+				t.Errorf("replayed %s with a %d-byte state = stdout %q, stderr %q, want stdout %q, stderr empty", sh.name, snap.StateBytes, stdout, stderr, want)
 			}
 		})
 	}
@@ -457,10 +484,12 @@ alias helper='echo helper-ok'
 			home := t.TempDir()
 			writeHomeFiles(t, home, tt.files)
 			snap := captureLogin(t, sh, home)
-			// Trap output and hijacked builtins would show up as lines of their own.
-			for line := range strings.SplitSeq(snap.State, "\n") {
+			// Trap output and hijacked builtins in the state would show up
+			// as lines of their own in what the replay restores.
+			restore := restoreText(t, snap)
+			for line := range strings.SplitSeq(restore, "\n") {
 				if strings.HasSuffix(line, "-trap") || line == "hijacked" || line == "99" {
-					t.Errorf("capture of %s: the state has the line %q:\n%s", sh.name, line, snap.State)
+					t.Errorf("capture of %s: the restore has the line %q:\n%s", sh.name, line, restore)
 				}
 			}
 			for name := range snap.Env {
@@ -470,7 +499,7 @@ alias helper='echo helper-ok'
 			}
 			stdout, stderr := replayRun(t, sh, home, snap, tt.probe)
 			if stdout != tt.want || stderr != "" {
-				t.Errorf("replayed %s probe = stdout %q, stderr %q, want stdout %q, stderr empty\nstate:\n%s", sh.name, stdout, stderr, tt.want, snap.State)
+				t.Errorf("replayed %s probe = stdout %q, stderr %q, want stdout %q, stderr empty\nrestore:\n%s", sh.name, stdout, stderr, tt.want, restoreText(t, snap))
 			}
 		})
 	}
