@@ -2,6 +2,7 @@ package exec
 
 import (
 	"errors"
+	"io"
 	"os"
 )
 
@@ -11,28 +12,43 @@ var ErrNotHeld = errors.New("held process is gone")
 
 // Held is a process spawned ahead of need: an unlisted process (Spawn) whose
 // limits wait, and which waits on its fd 3 for the go-ahead that Release
-// sends. A standby shell (package shellsnap/standby) is one.
+// sends. It closes its fd 4, the write end of a pipe, once it waits: Ready
+// tells. A standby shell (package shellsnap/standby) is one.
 type Held struct {
 	m       *Manager
 	p       *Process
-	release *os.File // the write end of the child's fd 3
+	release *os.File      // the write end of the child's fd 3
+	ready   chan struct{} // closed once the child's fd 4 is closed
 	// discarded is set by Discard, under m.mu.
 	discarded bool
 }
 
 // Hold spawns spec's program now, unlisted like Spawn, with the read end of a
-// pipe as its fd 3. It does not count as running until Release, and no limit
-// of its own applies: spec's ID, Timeout and IdleTimeout are ignored
-// (Release gives them). Shutdown ends held processes too.
+// pipe as its fd 3 and the write end of another as its fd 4. It does not
+// count as running until Release, and no limit of its own applies: spec's
+// ID, Timeout and IdleTimeout are ignored (Release gives them). Shutdown ends
+// held processes too.
 func (m *Manager) Hold(spec Spec) (*Held, error) {
 	spec.Timeout, spec.IdleTimeout = 0, 0
-	p, release, err := m.spawnUnlisted(spec, true)
+	p, ends, err := m.spawnUnlisted(spec, true)
 	if err != nil {
 		return nil, err
 	}
 	p.reaper.hold(p.pid, true)
-	return &Held{m: m, p: p, release: release}, nil
+	h := &Held{m: m, p: p, release: ends.release, ready: make(chan struct{})}
+	go func() {
+		// Nothing is written: the read ends when the child closes its fd 4,
+		// or exits (as do what it started before, which may have it too).
+		_, _ = io.Copy(io.Discard, ends.ready)
+		_ = ends.ready.Close()
+		close(h.ready)
+	}()
+	return h, nil
 }
+
+// Ready is closed once the held process has closed its fd 4, which it does
+// when it waits for its go-ahead, or has ended.
+func (h *Held) Ready() <-chan struct{} { return h.ready }
 
 // Pid is the held process's id.
 func (h *Held) Pid() int { return h.p.pid }

@@ -176,3 +176,49 @@ func TestReaperPausesWhileOnlyHeldProcessesLive(t *testing.T) {
 	p.Terminate(StatusTerminated)
 	p.Wait(context.Background())
 }
+
+// TestHeldReadyWhenItClosesFd4 checks Ready: it stays open while the held
+// process keeps its fd 4, and is closed once it closes it, as a standby's
+// wait line does, or once the process ends without closing it.
+func TestHeldReadyWhenItClosesFd4(t *testing.T) {
+	m := testManager()
+	// It closes fd 4 only after its go-ahead, so Ready cannot be closed
+	// before Release.
+	h, err := m.Hold(Spec{Argv: []string{"sh", "-c", `read -r msg <&3; exec 3<&- 4>&-; sleep 10`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.Ready():
+		t.Fatal("Ready closed while the held process keeps its fd 4")
+	case <-time.After(100 * time.Millisecond):
+	}
+	p, err := h.Release(Spec{}, []byte("go\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Ready not closed after the released process closed its fd 4")
+	}
+	select {
+	case <-p.Done():
+		t.Fatal("the released process ended: Ready must tell its fd 4 closed, not its end")
+	default:
+	}
+	p.Terminate(StatusTerminated)
+	p.Wait(context.Background())
+
+	// One that never closes it: Ready is closed when it ends.
+	h, err = m.Hold(Spec{Argv: []string{"sh", "-c", `cat <&3 >/dev/null`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Discard()
+	select {
+	case <-h.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Ready not closed after the held process was discarded")
+	}
+}

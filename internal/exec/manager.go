@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -156,20 +155,21 @@ func (m *Manager) Spawn(spec Spec) (*Process, error) {
 	return p, err
 }
 
-// spawnUnlisted spawns spec as an unlisted process, held (hold.go) or not.
-func (m *Manager) spawnUnlisted(spec Spec, hold bool) (*Process, *os.File, error) {
+// spawnUnlisted spawns spec as an unlisted process, held (held.go) or not.
+func (m *Manager) spawnUnlisted(spec Spec, hold bool) (*Process, heldEnds, error) {
 	m.mu.Lock()
 	if m.stopping {
 		m.mu.Unlock()
-		return nil, nil, ErrShuttingDown
+		return nil, heldEnds{}, ErrShuttingDown
 	}
 	m.starting++
 	m.mu.Unlock()
-	p, release, err := start("", spec, m.procConfig(m.registerUnlisted, hold))
+	p, held, err := start("", spec, m.procConfig(m.registerUnlisted, hold))
 	if err := m.spawned("", p, err); err != nil {
-		return nil, nil, err
+		closeAll(held.release, held.ready)
+		return nil, heldEnds{}, err
 	}
-	return p, release, nil
+	return p, held, nil
 }
 
 // registerUnlisted enters a spawned unlisted process in the unlisted set.

@@ -218,27 +218,33 @@ type procConfig struct {
 	ringChunks   int
 	register     func(*Process) // called once spawned, before it is supervised
 	finished     func(*Process) // called once the process has ended, before Done is closed
-	// hold gives the child the read end of a pipe as fd 3 (returned by start)
-	// and leaves its limits unarmed until arm.
+	// hold gives the child the read end of a pipe as fd 3 and the write end
+	// of another as fd 4 (their other ends returned by start), and leaves its
+	// limits unarmed until arm.
 	hold bool
 	// null is the stdin and the discarded stderr of a child without a pipe
 	// there.
 	null nullDevice
 }
 
+// heldEnds are the server's ends of a held child's pipes: release writes to
+// the child's fd 3 (its go-ahead), and ready reads from its fd 4, which the
+// child closes once it waits for the go-ahead.
+type heldEnds struct{ release, ready *os.File }
+
 // start spawns spec's program in a new process group and supervises it. With
-// cfg.hold it also returns the write end of the child's fd 3.
-func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
+// cfg.hold it also returns the server's ends of the held child's pipes.
+func start(id string, spec Spec, cfg procConfig) (*Process, heldEnds, error) {
 	path, err := lookPath(spec)
 	if err != nil {
-		return nil, nil, err
+		return nil, heldEnds{}, err
 	}
 	if err := CheckDir(spec.Dir); err != nil {
-		return nil, nil, err
+		return nil, heldEnds{}, err
 	}
 	// Checked before any pipe is made: a refusal leaves nothing to undo.
 	if err := checkSandbox(cfg.sandbox, spec.Sandbox); err != nil {
-		return nil, nil, err
+		return nil, heldEnds{}, err
 	}
 	maxOutput := cfg.maxOutput
 	switch {
@@ -256,35 +262,41 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 	if spec.TTY != nil {
 		var slave *os.File
 		if tty, slave, err = openTerminal(*spec.TTY); err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
+			return nil, heldEnds{}, fmt.Errorf("%w: %w", ErrSpawn, err)
 		}
 		if stdinW, err = tty.writer(); err != nil {
 			closeAll(tty.master, slave)
-			return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
+			return nil, heldEnds{}, fmt.Errorf("%w: %w", ErrSpawn, err)
 		}
 		outR, outW = tty.master, slave
 	} else {
 		if outR, outW, err = childPipe(false); err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
+			return nil, heldEnds{}, fmt.Errorf("%w: %w", ErrSpawn, err)
 		}
 		if !spec.DiscardStderr {
 			if errR, errW, err = childPipe(false); err != nil {
 				closeAll(outR, outW)
-				return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
+				return nil, heldEnds{}, fmt.Errorf("%w: %w", ErrSpawn, err)
 			}
 		}
 		if len(spec.Stdin) > 0 || spec.PipeStdin {
 			if stdinR, stdinW, err = childPipe(true); err != nil {
 				closeAll(outR, outW, errR, errW)
-				return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
+				return nil, heldEnds{}, fmt.Errorf("%w: %w", ErrSpawn, err)
 			}
 		}
 	}
-	var releaseR, releaseW *os.File
+	var releaseR, readyW *os.File
+	var held heldEnds
 	if cfg.hold {
-		if releaseR, releaseW, err = childPipe(true); err != nil {
+		if releaseR, held.release, err = childPipe(true); err == nil {
+			if held.ready, readyW, err = childPipe(false); err != nil {
+				closeAll(releaseR, held.release)
+			}
+		}
+		if err != nil {
 			closeAll(outR, outW, errR, errW, stdinR, stdinW)
-			return nil, nil, fmt.Errorf("%w: %w", ErrSpawn, err)
+			return nil, heldEnds{}, fmt.Errorf("%w: %w", ErrSpawn, err)
 		}
 	}
 
@@ -319,13 +331,13 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	}
 	if releaseR != nil {
-		cmd.ExtraFiles = []*os.File{releaseR}
+		cmd.ExtraFiles = []*os.File{releaseR, readyW}
 	}
 	report, err := cfg.reaper.start(cmd, cfg.sandbox, spec.Sandbox)
-	closeAll(outW, errW, stdinR, releaseR) // the child holds its own copies
+	closeAll(outW, errW, stdinR, releaseR, readyW) // the child holds its own copies
 	if err != nil {
-		closeAll(outR, errR, stdinW, releaseW)
-		return nil, nil, spawnError(err)
+		closeAll(outR, errR, stdinW, held.release, held.ready)
+		return nil, heldEnds{}, spawnError(err)
 	}
 
 	p := &Process{
@@ -375,7 +387,7 @@ func start(id string, spec Spec, cfg procConfig) (*Process, *os.File, error) {
 		cfg.register(p)
 	}
 	go p.supervise(cmd, outR, errR)
-	return p, releaseW, nil
+	return p, held, nil
 }
 
 // CheckDir returns ErrCwdNotFound unless dir is empty (the server's working

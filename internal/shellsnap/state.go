@@ -187,22 +187,23 @@ func bashEnvTouched(recs []record, captureEnv, final map[string]string) map[stri
 const standbyScriptVar = "__CODEX_SHELL_SNAPSHOT_SCRIPT"
 
 // StandbyWaitLine is the script of a standby shell's command, a snapshot's
-// (package standby) or a session's (SessionLaunch.Standby): it reads the
-// go-ahead from fd 3 (exec.Held) and runs what the go-ahead carries
+// (package standby) or a session's (SessionLaunch.Standby): it closes fd 4,
+// which tells the server that the state is restored (exec.Held.Ready), reads
+// the go-ahead from fd 3 (exec.Held) and runs what the go-ahead carries
 // (StandbyMessage). The command words are quoted, so that a restored alias
 // cannot rewrite them. exec must be the exec builtin itself: through
 // "builtin", its redirection would be undone.
-const StandbyWaitLine = `\builtin . /dev/fd/3; \exec 3<&-; \builtin eval "\builtin unset ` + standbyScriptVar + "; $" + standbyScriptVar + `"`
+const StandbyWaitLine = `\exec 4>&-; \builtin . /dev/fd/3; \exec 3<&-; \builtin eval "\builtin unset ` + standbyScriptVar + "; $" + standbyScriptVar + `"`
 
 // StandbyWaitLineZsh is StandbyWaitLine for zsh. It turns evallineno off
 // for the eval that runs the go-ahead, so that zsh names the script's
 // errors "zsh:1:" as it names a -c string's, not "(eval):1:"; the go-ahead
 // turns it back on (zshStandby) for the evals of the script itself. Then
 // zsh counts no lines in that eval, so that a standby serves only scripts
-// of one line, and it closes fd 3 with the exec builtin through builtin,
+// of one line, and it closes fds 4 and 3 with the exec builtin through builtin,
 // which zsh, unlike bash, leaves closed. Every word is quoted: zsh expands
 // a global alias in any place, and builtin calls no alias.
-const StandbyWaitLineZsh = `\builtin \. \/dev/fd/3; \builtin \exec 3<&-; \builtin \unsetopt \evallineno; \builtin \eval "\builtin \unset \` + standbyScriptVar + "; $" + standbyScriptVar + `"`
+const StandbyWaitLineZsh = `\builtin \exec 4>&-; \builtin \. \/dev/fd/3; \builtin \exec 3<&-; \builtin \unsetopt \evallineno; \builtin \eval "\builtin \unset \` + standbyScriptVar + "; $" + standbyScriptVar + `"`
 
 // StandbyMessage is the go-ahead that makes a standby shell waiting in
 // StandbyWaitLine run run, in one eval.

@@ -1,11 +1,9 @@
 package standby
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/snapexec/snapexec/internal/envpolicy"
@@ -91,28 +89,15 @@ func (sb *Pool) Hold(spec exec.Spec) (*exec.Held, error) {
 const fillTime = 2 * time.Second
 
 // waitRestored returns once h has restored its state and waits for its
-// go-ahead (it sleeps in a read of a pipe, as /proc/PID/stat and wchan
-// show), has ended, or fillTime has passed. It polls: the restore of a large
-// state takes milliseconds, and nothing else tells.
+// go-ahead (its wait line closes its fd 4: exec.Held.Ready), has ended, or
+// fillTime has passed.
 func waitRestored(h *exec.Held) {
-	dir := "/proc/" + strconv.Itoa(h.Pid())
-	deadline := time.Now().Add(fillTime)
-	for time.Now().Before(deadline) {
-		select {
-		case <-h.Done():
-			return
-		case <-time.After(2 * time.Millisecond):
-		}
-		stat, err1 := os.ReadFile(dir + "/stat")
-		wchan, err2 := os.ReadFile(dir + "/wchan")
-		if err1 != nil || err2 != nil {
-			return
-		}
-		// The state follows the command name in parentheses.
-		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && bytes.HasPrefix(stat[i+1:], []byte(" S")) &&
-			(bytes.HasSuffix(wchan, []byte("pipe_read")) || string(wchan) == "0") {
-			return
-		}
+	t := time.NewTimer(fillTime)
+	defer t.Stop()
+	select {
+	case <-h.Ready():
+	case <-h.Done():
+	case <-t.C:
 	}
 }
 

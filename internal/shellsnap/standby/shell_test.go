@@ -3,6 +3,7 @@ package standby
 import (
 	"bytes"
 	"context"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -104,22 +105,35 @@ func runShell(t *testing.T, argv []string, dir string, env []string, message []b
 	defer cancel()
 	cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env, cmd.Dir = env, dir
-	var w *os.File
+	// As exec.Held gives them: the go-ahead on fd 3, and fd 4, which the
+	// standby closes once it waits.
+	var w, ready, readyW *os.File
 	if message != nil {
 		r, pw, err := os.Pipe()
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer r.Close()
-		cmd.ExtraFiles, w = []*os.File{r}, pw
+		if ready, readyW, err = os.Pipe(); err != nil {
+			t.Fatal(err)
+		}
+		defer ready.Close()
+		cmd.ExtraFiles, w = []*os.File{r, readyW}, pw
 	}
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Start(); err != nil {
+	err := cmd.Start()
+	if readyW != nil {
+		readyW.Close()
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	if w != nil {
-		time.Sleep(50 * time.Millisecond) // the standby restores and waits
+		_ = ready.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.Copy(io.Discard, ready); err != nil {
+			t.Errorf("the standby did not close its fd 4: %v", err)
+		}
 		_, _ = w.Write(message)
 		w.Close()
 	}
@@ -161,7 +175,7 @@ func TestStandbyHidesState(t *testing.T) {
 	wantFDs, _, _ := strings.Cut(string(plain), "---env\n")
 	fds, rest, _ := strings.Cut(stdout, "---env\n")
 	if fds, wantFDs := descriptorNumbers(fds), descriptorNumbers(wantFDs); !slices.Equal(fds, wantFDs) {
-		t.Errorf("standby: descriptors of the shell = %q, want %q as without a replay (fd 3 closed)", fds, wantFDs)
+		t.Errorf("standby: descriptors of the shell = %q, want %q as without a replay (fds 3 and 4 closed)", fds, wantFDs)
 	}
 	if !strings.HasSuffix(rest, "---end\n") || stderr != "" {
 		t.Fatalf("standby probe = stdout %q, stderr %q, want output ending in ---end and no stderr", stdout, stderr)
