@@ -228,6 +228,7 @@ func (r *results) figures() []figure {
 	bu := r.Budget
 	f = append(f,
 		figure{Name: "CPU per warm command, server and all its shells", Value: bu.WarmCPUMs, Unit: "ms"},
+		figure{Name: "CPU per warm command, the server alone", Value: bu.WarmServerCPUMs, Unit: "ms"},
 		figure{Name: "CPU per direct bash -c, bench and child", Value: bu.DirectCPUMs, Unit: "ms"},
 		check("CPU per warm command ÷ direct bash -c", bu.WarmCPUMs/bu.DirectCPUMs, "×", "≤", 1.5),
 		check(fmt.Sprintf("CPU of the idle server and its %d waiting standbys, per s", bu.IdleStandbys), bu.IdleCPUMsPerS, "ms", "≤", 0.1),
