@@ -78,6 +78,7 @@ func parseCapture(output []byte, policy *envpolicy.Policy, nonce string) (*Snaps
 	for _, r := range recs {
 		if r.kind == "traps" {
 			snap.traps, snap.hasTraps = r.payload, true
+			break
 		}
 	}
 	return snap, recs, nil
