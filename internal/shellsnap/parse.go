@@ -14,7 +14,7 @@ type Snapshot struct {
 	// StateBytes is the size of the state: the capture's output from
 	// "# Snapshot file" up to the NUL, its records bytes and all. The state
 	// itself is not kept (up to 512 KiB each, a cache's memory): the restore
-	// files hold what a replay restores, and traps what a session takes.
+	// files hold what a replay restores.
 	StateBytes int
 	// Env is the captured environment after proxy stripping, the policy and the
 	// removal of PWD, OLDPWD, SHLVL, _ and the never-inherited names.
@@ -44,10 +44,6 @@ type Snapshot struct {
 	// zsh is set for a snapshot of zsh, whose standby's go-ahead is zsh's
 	// (GoAhead).
 	zsh bool
-	// traps is the state's traps record, if hasTraps: a session started
-	// from the snapshot takes the EXIT trap from it (snapshotTraps).
-	traps    string
-	hasTraps bool
 }
 
 // parseCapture splits a capture's stdout into its state, its records and its
@@ -74,14 +70,7 @@ func parseCapture(output []byte, policy *envpolicy.Policy, nonce string) (*Snaps
 	if !ok {
 		return nil, nil, &CaptureError{Reason: ReasonMissingState, Message: "shell snapshot state is incomplete"}
 	}
-	snap := &Snapshot{StateBytes: nul - start, Env: parseEnv(output[nul+1:], policy)}
-	for _, r := range recs {
-		if r.kind == "traps" {
-			snap.traps, snap.hasTraps = r.payload, true
-			break
-		}
-	}
-	return snap, recs, nil
+	return &Snapshot{StateBytes: nul - start, Env: parseEnv(output[nul+1:], policy)}, recs, nil
 }
 
 // parseEnv reads the exports env -0 printed: NAME=VALUE pieces split at the

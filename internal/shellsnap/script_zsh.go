@@ -64,9 +64,8 @@ const zshCapture = zshCaptureProfile + zshDump
 // __snapexec_pwd (the directory a cwd record is relative to),
 // __snapexec_args (the parameters the state's own are compared with),
 // __snapexec_limits (the limits a change is relative to) and
-// __snapexec_srcs (the files sourced); and, for a session's end, when set,
-// __snapexec_hooked (the dump runs from zshexit: the EXIT trap is not
-// known). It changes the shell's options and traps: it runs last.
+// __snapexec_srcs (the files sourced). It changes the shell's options and
+// traps: it runs last.
 const zshDump = `() { \builtin emulate -L zsh; __snapexec_on=(${(k)options}) }
 __snapexec_opts=()
 for __snapexec_o in "${__snapexec_on[@]}"; do
@@ -77,7 +76,6 @@ done
 \builtin print -rl -- '' "$__snapexec_n traps"
 \builtin trap
 \builtin print -rl -- ''
-if (( ${+__snapexec_hooked} )); then \builtin print -rl -- "$__snapexec_n exitunknown" ''; fi
 for __snapexec_f in TRAPDEBUG TRAPEXIT TRAPZERR; do
   if (( ${+functions[$__snapexec_f]} )); then \builtin print -rl -- "$__snapexec_n fn $__snapexec_f"; \builtin functions -- $__snapexec_f; \builtin print; fi
 done

@@ -55,15 +55,13 @@ func (f *SessionFiles) Close() { f.files.close() }
 // command's dump left it. It is never changed: a command makes a new one,
 // so that a fork shares it.
 type SessionState struct {
-	shell string // "bash" or "zsh"
-	recs  []record
-	final map[string]string // every exported variable at the end
-	base  map[string]string // the session's environment, which the restore changes into final
-	// exitTrap is the user's EXIT trap, as trap -p prints it, or "".
-	exitTrap string
-	limits   string // the limits a change is relative to
-	cwd      string
-	size     int
+	shell  string // "bash" or "zsh"
+	recs   []record
+	final  map[string]string // every exported variable at the end
+	base   map[string]string // the session's environment, which the restore changes into final
+	limits string            // the limits a change is relative to
+	cwd    string
+	size   int
 	// fns is declare -f's listing of the state's functions, which the next
 	// dump compares its own with; nil when unknown.
 	fns *fnListing
@@ -130,13 +128,12 @@ type SessionCommand struct {
 	// nowhere else of the server's.
 	Dir string
 
-	shell    string
-	files    *SessionFiles
-	nonce    string
-	prev     *SessionState
-	exitTrap string // the user's EXIT trap before it, for a first command
-	base     map[string]string
-	start    string // the BASH_ENV file
+	shell string
+	files *SessionFiles
+	nonce string
+	prev  *SessionState
+	base  map[string]string
+	start string // the BASH_ENV file
 	// ends are bash's end scripts that list the functions and that keep
 	// them (bashEnd.keep), "" for one not built; zsh's is the first. A
 	// standby's go-ahead may write a third, which lists only the
@@ -191,7 +188,7 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 	case l.Standby:
 		return nil, ErrNoSessionStandby
 	case l.Snapshot != nil && l.Snapshot.restore != "":
-		restore, c.exitTrap = l.Snapshot.restore, snapshotExitTrap(l.Snapshot)
+		restore = l.Snapshot.restore
 	}
 	// The end script that lists the functions, and the one that keeps
 	// them (keepsFunctions): a fresh command's is one of them, a
@@ -452,10 +449,7 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 	if !ok {
 		return nil, ErrNoSessionState
 	}
-	s := &SessionState{shell: "bash", final: final, base: c.base, size: len(out) + grown, exitTrap: c.exitTrap, narrow: narrow}
-	if c.prev != nil {
-		s.exitTrap = c.prev.exitTrap
-	}
+	s := &SessionState{shell: "bash", final: final, base: c.base, size: len(out) + grown, narrow: narrow}
 	for _, r := range recs {
 		switch r.kind {
 		case "fnsame", "fnkept":
@@ -488,8 +482,7 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 			s.recs = append(s.recs, aliases...)
 			continue
 		case "traps":
-			r.payload, s.exitTrap = splitExitTrap(r.payload, s.exitTrap)
-			r.payload = withHiddenTraps(r.payload, c.pre)
+			r.payload = withHiddenTraps(withoutExitTrap(r.payload), c.pre)
 		}
 		s.recs = append(s.recs, r)
 	}
@@ -722,24 +715,17 @@ func (f *SessionFiles) keepListing(path string) *fnListing {
 	return l
 }
 
-// splitExitTrap takes the EXIT trap out of a dump's trap -p listing. The
-// session's own (it names __snapexec_end) means the user's is as it was;
-// another is the user's new one; none means the user removed theirs.
-func splitExitTrap(traps, was string) (rest, user string) {
+// withoutExitTrap is a dump's trap -p listing without its EXIT trap: the
+// session's own, or the user's, which belongs to the end of a persistent
+// shell, never reached (design/sessions.md), so it is not installed again.
+func withoutExitTrap(traps string) string {
 	var kept []string
 	for _, stmt := range statements(traps) {
 		if !strings.HasSuffix(stmt, " EXIT") {
 			kept = append(kept, stmt)
-			continue
 		}
-		if strings.Contains(stmt, "__snapexec_") {
-			user = was
-		} else {
-			user = stmt
-		}
-		was = user
 	}
-	return strings.Join(kept, "\n"), user
+	return strings.Join(kept, "\n")
 }
 
 // withHiddenTraps adds the DEBUG and RETURN traps listed in the file pre
@@ -1115,22 +1101,6 @@ func displayNames(names []string) []string {
 		names[i] = displayName(name)
 	}
 	return names
-}
-
-// snapshotExitTrap is the EXIT trap of a snapshot of this server's format,
-// or "".
-func snapshotExitTrap(snap *Snapshot) string {
-	if traps, ok := snapshotTraps(snap); ok {
-		_, user := splitExitTrap(traps, "")
-		return user
-	}
-	return ""
-}
-
-// snapshotTraps is the traps record of a snapshot of this server's format;
-// ok is false when it has none.
-func snapshotTraps(snap *Snapshot) (traps string, ok bool) {
-	return snap.traps, snap.hasTraps
 }
 
 // sessionEnv is the environment of a session command: base without the

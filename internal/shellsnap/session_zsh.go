@@ -39,7 +39,7 @@ func (f *SessionFiles) zshCommand(l SessionLaunch) (*SessionCommand, error) {
 		}
 		restore, limits, c.base = dir, l.State.limits, l.State.base
 	case l.Snapshot != nil && l.Snapshot.restore != "":
-		restore, c.exitTrap = l.Snapshot.restore, zshSnapshotExitTrap(l.Snapshot)
+		restore = l.Snapshot.restore
 	}
 	var err error
 	// The files the shell writes exist before it starts, 0600, so that its
@@ -62,7 +62,7 @@ func (f *SessionFiles) zshCommand(l SessionLaunch) (*SessionCommand, error) {
 	end := `\builtin trap >|` + quote(c.pre) + `; \builtin trap - DEBUG; \builtin . ` + quote(c.ends[0]) + `; } >|` + quote(c.out) + ` 2>/dev/null`
 	dump := `{ __snapexec_status=$? __snapexec_u=$_; ` + end
 	// zshexit runs in subshells too, which must not dump.
-	hook := zshSessionHook + `() { __snapexec_status=$?; if (( ! ZSH_SUBSHELL )) && [[ -z ${__snapexec_done-} ]]; then { __snapexec_hooked=1 __snapexec_u=; ` + end + `; fi; }`
+	hook := zshSessionHook + `() { __snapexec_status=$?; if (( ! ZSH_SUBSHELL )) && [[ -z ${__snapexec_done-} ]]; then { __snapexec_u=; ` + end + `; fi; }`
 	zshenv, zlogin, debug := zshPrelude, zshBareLogin, ""
 	if l.State != nil {
 		debug = l.State.zshDebugTrap()
@@ -166,42 +166,29 @@ func (c *SessionCommand) zshFinish(maxBytes int) (*SessionState, error) {
 	final := exportsOf(out)
 	// allexport exports the dump's own variables.
 	maps.DeleteFunc(final, func(name, _ string) bool { return strings.HasPrefix(name, "__snapexec_") })
-	s := &SessionState{shell: "zsh", final: final, base: c.base, size: len(out), exitTrap: c.exitTrap}
-	if c.prev != nil {
-		s.exitTrap = c.prev.exitTrap
-	}
-	unknown := false
-	for _, r := range recs {
-		if r.kind == "exitunknown" {
-			unknown = true
-		}
-	}
+	s := &SessionState{shell: "zsh", final: final, base: c.base, size: len(out)}
 	for _, r := range recs {
 		switch r.kind {
 		case "cwd":
 			// The next command starts there (its directory and PWD).
 			s.cwd = r.payload
 			continue
-		case "file", "exitunknown":
+		case "file":
 			continue
 		case "fn":
 			if strings.HasPrefix(r.name, "__snapexec_") {
 				continue
 			}
 			if r.name == "TRAPEXIT" {
-				// The user's EXIT trap, as a function: carried beside the
-				// state, as the other form is.
-				s.exitTrap = r.payload
+				// The user's EXIT trap, as a function: not installed
+				// again, as the other form is not (zshSplitTraps).
 				continue
 			}
 		case "limits0":
 			s.limits = r.payload
 		case "traps":
-			var user, debug string
-			r.payload, user, debug = zshSplitTraps(r.payload, c.pre, s.exitTrap)
-			if !unknown {
-				s.exitTrap = user
-			}
+			var debug string
+			r.payload, debug = zshSplitTraps(r.payload, c.pre)
 			if debug != "" {
 				s.recs = append(s.recs, record{kind: "zshdebug", payload: debug})
 			}
@@ -212,13 +199,14 @@ func (c *SessionCommand) zshFinish(maxBytes int) (*SessionState, error) {
 }
 
 // zshSplitTraps takes the EXIT trap and the DEBUG trap out of a zsh
-// dump's trap listing, as splitExitTrap does for bash (was is the user's
-// EXIT trap before): the DEBUG trap is the one listed in the file pre
-// before the dump removed it (a TRAPDEBUG function included: removing the
-// trap removed it), as the code that sets it last in the next command
-// (zshCommand). Only the trap lines are read (zsh quotes a newline in
-// one); the TRAPxxx functions the listing shows too are the functions'.
-func zshSplitTraps(traps, pre, was string) (rest, user, debug string) {
+// dump's trap listing, as withoutExitTrap does for bash: the EXIT trap,
+// the session's or the user's, is not installed again; the DEBUG trap is
+// the one listed in the file pre before the dump removed it (a TRAPDEBUG
+// function included: removing the trap removed it), as the code that sets
+// it last in the next command (zshCommand). Only the trap lines are read
+// (zsh quotes a newline in one); the TRAPxxx functions the listing shows
+// too are the functions'.
+func zshSplitTraps(traps, pre string) (rest, debug string) {
 	lines := func(text string) []string {
 		var out []string
 		for line := range strings.SplitSeq(text, "\n") {
@@ -230,12 +218,7 @@ func zshSplitTraps(traps, pre, was string) (rest, user, debug string) {
 	}
 	var kept []string
 	for _, stmt := range lines(traps) {
-		switch {
-		case strings.HasSuffix(stmt, " EXIT") && strings.Contains(stmt, "__snapexec_"):
-			user = was // the session's: the user's is as it was
-		case strings.HasSuffix(stmt, " EXIT"):
-			user = stmt
-		case !strings.HasSuffix(stmt, " DEBUG"):
+		if !strings.HasSuffix(stmt, " EXIT") && !strings.HasSuffix(stmt, " DEBUG") {
 			kept = append(kept, stmt)
 		}
 	}
@@ -251,17 +234,7 @@ func zshSplitTraps(traps, pre, was string) (rest, user, debug string) {
 			}
 		}
 	}
-	return strings.Join(kept, "\n"), user, debug
-}
-
-// zshSnapshotExitTrap is the EXIT trap of a zsh snapshot of this server's
-// format, or "".
-func zshSnapshotExitTrap(snap *Snapshot) string {
-	if traps, ok := snapshotTraps(snap); ok {
-		_, user, _ := zshSplitTraps(traps, "", "")
-		return user
-	}
-	return ""
+	return strings.Join(kept, "\n"), debug
 }
 
 // zshDebugTrap is the code that sets the state's DEBUG trap (trap's or a
