@@ -6,27 +6,33 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // decodeJSONBody is the contract validator's decoder of application/json
-// bodies. It adds the two checks a JSON decoder does not make to the one
-// decode the validator needs anyway, so that they run once, on the routes that
-// take a body, and cost no pass of their own over it: the body is UTF-8
-// (decoders turn invalid UTF-8 into U+FFFD silently, so that a name or an argv
-// would not be what the client sent), and it is one JSON value (a decoder stops
-// after the first, so that "{...} junk" would pass as "{...}").
+// bodies. Before the one decode the validator needs anyway, so that they run
+// once, on the routes that take a body, it makes the checks a JSON decoder
+// does not: the body is one I-JSON value (RFC 7493), in one pass that
+// allocates nothing (jsontext.Value.IsValid). So it is UTF-8, and no string
+// escapes half a surrogate pair (decoders turn either into U+FFFD silently,
+// so that a name or an argv would not be what the client sent); it is one
+// value (a decoder stops after the first, so that "{...} junk" would pass as
+// "{...}"); and no object names a member twice (a decoder keeps the last,
+// another reader may keep the first: a proxy that checked one argv would
+// pass another to run). bodyProblem says which.
 func decodeJSONBody(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
 	var buf bytes.Buffer
 	if _, err := io.Copy(&buf, body); err != nil {
 		return nil, err
 	}
 	data := buf.Bytes()
-	if !utf8.Valid(data) {
-		return nil, invalid("body", "the request body is not valid UTF-8")
+	if !jsontext.Value(data).IsValid() {
+		return nil, bodyProblem(data)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber() // as the validator's own decoder: integers stay exact
@@ -34,10 +40,39 @@ func decodeJSONBody(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ open
 	if err := dec.Decode(&value); err != nil {
 		return nil, jsonSyntaxProblem(err)
 	}
-	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
-		return nil, invalidf("body", "the request body is not one JSON value: more follows at byte %d", len(data)-len(rest))
-	}
 	return value, nil
+}
+
+// bodyProblem says why data, which is not one I-JSON value, is refused. It
+// quotes a member's name at most, never a value: a value may be a secret.
+func bodyProblem(data []byte) error {
+	if !utf8.Valid(data) {
+		return invalid("body", "the request body is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var value any
+	if err := dec.Decode(&value); err != nil {
+		return jsonSyntaxProblem(err)
+	}
+	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return invalidf("body", "the request body is not one JSON value: more follows at byte %d", len(data)-len(rest))
+	}
+	_, err := jsontext.NewDecoder(bytes.NewReader(data)).ReadValue()
+	if se, ok := errors.AsType[*jsontext.SyntacticError](err); ok {
+		if se.Err == jsontext.ErrDuplicateName {
+			return invalidf("body", "the request body names a member twice in one object: %s (a JSON pointer)", short(string(se.JSONPointer)))
+		}
+		return invalidf("body", "the request body has a string that is not Unicode text, such as an escaped half of a surrogate pair, at byte %d", se.ByteOffset)
+	}
+	return invalid("body", "the request body is not valid JSON")
+}
+
+// short is s cut to 100 bytes, for a problem's detail.
+func short(s string) string {
+	if len(s) <= 100 {
+		return s
+	}
+	return strings.ToValidUTF8(s[:100], "") + "..."
 }
 
 // jsonSyntaxProblem says where the body stops being JSON, and never quotes it:

@@ -31,6 +31,14 @@ func TestMalformedRequests(t *testing.T) {
 		{"string", "", `"echo hi"`, 400, "invalid_request"},
 		{"number", "", `123`, 400, "invalid_request"},
 		{"trailing garbage", "", `{"argv":["true"]} x`, 400, "invalid_request"},
+		// A name twice is two readings of one request: a proxy that checks
+		// the first and a server that runs the last disagree.
+		{"duplicate name", "", `{"argv":["true"],"argv":["false"]}`, 400, "invalid_request"},
+		{"duplicate name, escaped", "", `{"argv":["true"],"\u0061rgv":["false"]}`, 400, "invalid_request"},
+		{"duplicate env name", "", `{"argv":["true"],"env":{"A":"1","A":"2"}}`, 400, "invalid_request"},
+		{"duplicate name in a nested object", "", `{"argv":["true"],"sandbox":{"writableRoots":["/tmp"],"writableRoots":["/"]}}`, 400, "invalid_request"},
+		{"half a surrogate pair", "", `{"argv":["echo","\ud800"]}`, 400, "invalid_request"},
+		{"nested past the depth bound", "", `{"argv":["true"],"env":` + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + `}`, 400, "invalid_request"},
 		{"argv null", "", `{"argv":null}`, 400, "invalid_request"},
 		{"argv element null", "", `{"argv":[null]}`, 400, "invalid_request"},
 		{"empty argv", "", `{"argv":[]}`, 400, "invalid_request"},
