@@ -289,13 +289,12 @@ func start(id string, spec Spec, cfg procConfig) (*Process, heldEnds, error) {
 	var releaseR, readyW *os.File
 	var held heldEnds
 	if cfg.hold {
-		if releaseR, held.release, err = childPipe(true); err == nil {
-			if held.ready, readyW, err = childPipe(false); err != nil {
-				closeAll(releaseR, held.release)
-			}
+		releaseR, held.release, err = childPipe(true)
+		if err == nil {
+			held.ready, readyW, err = childPipe(false)
 		}
 		if err != nil {
-			closeAll(outR, outW, errR, errW, stdinR, stdinW)
+			closeAll(outR, outW, errR, errW, stdinR, stdinW, releaseR, held.release)
 			return nil, heldEnds{}, fmt.Errorf("%w: %w", ErrSpawn, err)
 		}
 	}
