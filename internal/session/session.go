@@ -527,8 +527,7 @@ func info(s *session) Info {
 			in.Cwd = s.state.Cwd()
 		}
 		in.StateBytes = s.state.Size()
-		all := s.state.Changes(nil)
-		in.Variables, in.Functions, in.Aliases = all.Variables.Added, all.Functions.Added, all.Aliases.Added
+		in.Variables, in.Functions, in.Aliases = s.state.Names()
 	}
 	return in
 }

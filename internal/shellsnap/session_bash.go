@@ -82,6 +82,9 @@ type SessionState struct {
 	namesOnce sync.Once
 	named     sessionNames
 
+	listOnce sync.Once
+	listed   SessionChanges // Changes(nil), what Names lists
+
 	guardOnce sync.Once
 	guard     fnGuard // what keepsFunctions reads of the state
 }
@@ -1019,6 +1022,16 @@ func (s *SessionState) Changes(prev *SessionState) SessionChanges {
 		Functions: diffNames(before.fns, after.fns),
 		Aliases:   diffNames(before.aliases, after.aliases),
 	}
+}
+
+// Names returns the names of s's variables, functions and aliases as a
+// session lists them: Changes(nil)'s added, sorted and displayed, the
+// shell's own variables left out. A state does not change, so they are
+// worked out once, not on every look at its session; the slices are the
+// caller's own.
+func (s *SessionState) Names() (variables, functions, aliases []string) {
+	s.listOnce.Do(func() { s.listed = s.Changes(nil) })
+	return slices.Clone(s.listed.Variables.Added), slices.Clone(s.listed.Functions.Added), slices.Clone(s.listed.Aliases.Added)
 }
 
 // sessionNames are a state's names, each with what identifies its value.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -309,5 +310,25 @@ func TestSessionCarriesOddAliases(t *testing.T) {
 	}
 	if got := st.Changes(nil).Aliases.Added; strings.Join(got, " ") != "-x a e nl q" {
 		t.Errorf("aliases added = %q, want -x a e nl q", got)
+	}
+}
+
+// TestSessionNames: a state lists its names as Changes(nil) adds them, and a
+// caller that changes the lists it got does not change the next caller's.
+func TestSessionNames(t *testing.T) {
+	home := t.TempDir()
+	f := &SessionFiles{}
+	defer f.Close()
+	st := firstState(t, f, home, `greet() { echo hi; }; alias ll='ls -l'; export FOO=bar; declare -a ARR=(1 2)`)
+	all := st.Changes(nil)
+	for range 2 {
+		vars, fns, aliases := st.Names()
+		if !slices.Equal(vars, all.Variables.Added) || !slices.Equal(fns, all.Functions.Added) || !slices.Equal(aliases, all.Aliases.Added) {
+			t.Fatalf("Names() = %q, %q, %q; want Changes(nil)'s added %q, %q, %q", vars, fns, aliases, all.Variables.Added, all.Functions.Added, all.Aliases.Added)
+		}
+		if !slices.Contains(vars, "FOO") || !slices.Contains(vars, "ARR") || !slices.Equal(fns, []string{"greet"}) || !slices.Equal(aliases, []string{"ll"}) {
+			t.Fatalf("Names() = %q, %q, %q; want FOO and ARR, greet, ll among them", vars, fns, aliases)
+		}
+		vars[0], fns[0], aliases[0] = "changed", "changed", "changed"
 	}
 }
