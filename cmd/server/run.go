@@ -85,6 +85,9 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 	sb := sandbox.New(sandbox.Options{})
 	defer sb.Close()
 	logSandbox(logger, sb.Support())
+	if warning := defaultSandboxWarning(cfg.defaultSandbox, cfg.token != ""); warning != "" {
+		logger.Warn().Msg(warning)
+	}
 
 	opts := cfg.options()
 	opts.exec.Reaper, opts.exec.Sandbox = reaper, sb
@@ -223,6 +226,17 @@ func logSandbox(logger zerolog.Logger, sup sandbox.Support) {
 		ev = ev.Str("capabilities", sup.CapsErr.Error())
 	}
 	ev.Msg("sandbox support")
+}
+
+// defaultSandboxWarning is what the server says at start of a default
+// sandbox that leaves its own API in reach: with the network full and no
+// token, a confined command can ask this server for a command without the
+// sandbox (docs/SANDBOX.md, what is not guaranteed). "" for none.
+func defaultSandboxWarning(p sandbox.Policy, token bool) string {
+	if p.IsZero() || token || (p.Network != "" && p.Network != sandbox.NetworkFull) {
+		return ""
+	}
+	return "the default sandbox leaves the network full and the server has no token: a sandboxed command can reach this server's API and run a command without the sandbox; give it network none or loopback, or set SNAPEXEC_TOKEN"
 }
 
 func newLogger(cfg config, stderr io.Writer, getenv func(string) string) (zerolog.Logger, error) {

@@ -167,3 +167,26 @@ func TestDefaultSandboxFlag(t *testing.T) {
 		t.Errorf("a command under the default sandbox could not write inside: %v", err)
 	}
 }
+
+// TestDefaultSandboxWarning: the server warns at start of a default sandbox
+// that leaves the network full without a token, and only then.
+func TestDefaultSandboxWarning(t *testing.T) {
+	roots := []string{"/work"}
+	for _, c := range []struct {
+		name   string
+		policy sandbox.Policy
+		token  bool
+		warns  bool
+	}{
+		{"none at all", sandbox.Policy{}, false, false},
+		{"roots, network full by default", sandbox.Policy{WritableRoots: roots}, false, true},
+		{"read only, network full", sandbox.Policy{ReadOnly: true, Network: sandbox.NetworkFull}, false, true},
+		{"roots and a token", sandbox.Policy{WritableRoots: roots}, true, false},
+		{"network none", sandbox.Policy{WritableRoots: roots, Network: sandbox.NetworkNone}, false, false},
+		{"network loopback", sandbox.Policy{Network: sandbox.NetworkLoopback}, false, false},
+	} {
+		if got := defaultSandboxWarning(c.policy, c.token); (got != "") != c.warns {
+			t.Errorf("%s: defaultSandboxWarning = %q, want a warning: %t", c.name, got, c.warns)
+		}
+	}
+}
