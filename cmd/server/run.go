@@ -80,9 +80,18 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 		}
 	}()
 
+	// The shell state that commands run (restore files, sessions' files)
+	// lives in directories of the server's own, which no sandboxed command
+	// may write: removed once the snapshots and sessions are closed.
+	private, err := shellsnap.NewPrivateDirs()
+	if err != nil {
+		return fmt.Errorf("the server's private directories: %w", err)
+	}
+	defer private.Remove()
+
 	// The namespaces the sandbox keeps ready are released last, once every
 	// process has ended.
-	sb := sandbox.New(sandbox.Options{})
+	sb := sandbox.New(sandbox.Options{Private: private.List()})
 	defer sb.Close()
 	logSandbox(logger, sb.Support())
 	if warning := defaultSandboxWarning(cfg.defaultSandbox, cfg.token != ""); warning != "" {
@@ -91,6 +100,7 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 
 	opts := cfg.options()
 	opts.exec.Reaper, opts.exec.Sandbox = reaper, sb
+	opts.snapshots.Private, opts.service.Sessions.Private = private, private
 	if len(opts.filesRoots) > 0 {
 		fsys, err := files.New(opts.filesRoots, opts.files)
 		if err != nil {

@@ -190,3 +190,44 @@ func TestDefaultSandboxWarning(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxRootsKeepOffShellState: a sandboxed command must not be able to
+// change the shell state that other commands run (a snapshot's restore file,
+// in the server's private directories): a writable root that reaches the
+// directory of a restore file, or any directory above it, is refused with
+// 400 and nothing runs; a root elsewhere runs.
+func TestSandboxRootsKeepOffShellState(t *testing.T) {
+	skipWithoutSandbox(t)
+	s := startServer(t, nil)
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, ".bash_profile"), []byte("greet() { echo hi; }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"}
+	snap := map[string]any{"scopeId": "state", "shell": map[string]string{"name": "bash", "path": "/bin/bash"}}
+	// The replayed command's own first environment names its restore file.
+	code, got, _ := s.post(t, "/exec", map[string]any{"argv": []string{"/bin/bash", "-lc", `tr '\0' '\n' < /proc/$$/environ | sed -n 's/^BASH_ENV=//p'; greet`}, "cwd": home, "env": env, "shellSnapshot": snap})
+	restore := strings.TrimSuffix(strings.TrimSuffix(fmt.Sprint(got["stdout"]), "hi\n"), "\n")
+	if code != http.StatusOK || !filepath.IsAbs(restore) {
+		t.Fatalf("POST /exec = %d %v, want the restore file's path and hi", code, got)
+	}
+	ran := filepath.Join(home, "ran")
+	var refused []string
+	for dir := filepath.Dir(restore); dir != "/"; dir = filepath.Dir(dir) {
+		refused = append(refused, dir)
+	}
+	for _, root := range refused {
+		body := map[string]any{"argv": []string{"touch", ran}, "env": env, "sandbox": map[string]any{"writableRoots": []string{home, root}}}
+		code, got, _ := s.post(t, "/exec", body)
+		if code != http.StatusBadRequest || got["field"] != "sandbox.writableRoots[1]" {
+			t.Errorf("POST /exec with the writable root %s = %d %v, want 400 for sandbox.writableRoots[1]", root, code, got)
+		}
+	}
+	if _, err := os.Stat(ran); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s exists (%v): a refused sandbox ran its command", ran, err)
+	}
+	body := map[string]any{"argv": []string{"touch", ran}, "env": env, "sandbox": map[string]any{"writableRoots": []string{home}}}
+	if code, got, _ := s.post(t, "/exec", body); code != http.StatusOK || got["exitCode"] != 0.0 {
+		t.Errorf("POST /exec with the writable root %s = %d %v, want it run", home, code, got)
+	}
+}

@@ -16,9 +16,15 @@ const errNoSandbox = "a sandbox: this process manager was built without one"
 // a malformed policy or a writable root that is not a directory, a
 // *sandbox.UnavailableError for one the kernel or the manager cannot
 // enforce. For a caller that must refuse a policy before it runs anything
-// else for the command (a snapshot capture).
+// else for the command (a snapshot capture). A request's policy it also
+// refuses when a writable root reaches the server's private directories
+// (sandbox.Sandbox.Admit); a spawn's own check does not, since a session's
+// command gets its own directory there as a root.
 func (m *Manager) CheckSandbox(p sandbox.Policy) error {
-	return checkSandbox(m.opts.Sandbox, p)
+	if m.opts.Sandbox == nil {
+		return checkSandbox(nil, p)
+	}
+	return m.opts.Sandbox.Admit(p)
 }
 
 // checkSandbox refuses a policy that sb cannot enforce, as Sandbox.Check

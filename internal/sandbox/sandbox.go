@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -54,6 +55,11 @@ type Options struct {
 	// LoopbackPool is how many fresh loopback namespaces are kept ready for
 	// network "loopback"; 0 means 2.
 	LoopbackPool int
+	// Private lists the server's own directories that no writable root of a
+	// request may be, contain or lie beneath (Admit): the shell state other
+	// commands run is kept there, so that a command that could write there
+	// could run code outside its sandbox.
+	Private []string
 }
 
 // Sandbox starts commands confined by a Policy. It is safe for concurrent use.
@@ -65,6 +71,7 @@ type Sandbox struct {
 	// them no channel (Landlock scopes abstract Unix sockets to a sandbox).
 	none     *os.File
 	loopback *netnsPool
+	private  []string // Options.Private, symbolic links resolved
 }
 
 // New probes the kernel and prepares the shared network namespace.
@@ -77,7 +84,7 @@ func New(opts Options) *Sandbox {
 	if size <= 0 {
 		size = 2
 	}
-	s := &Sandbox{support: probe(), loopback: newNetnsPool(size)}
+	s := &Sandbox{support: probe(), loopback: newNetnsPool(size), private: resolved(opts.Private)}
 	if s.support.NetnsErr == nil {
 		var err error
 		if s.none, err = newNetns(false); err != nil {
@@ -114,6 +121,51 @@ func (s *Sandbox) Check(p Policy) error {
 		return &UnavailableError{Missing: missing}
 	}
 	return checkRoots(p)
+}
+
+// Admit is Check for a policy a request asked for: it also refuses a
+// writable root that is, contains or lies beneath one of the server's
+// private directories (Options.Private), as a *FieldError. The roots the
+// server adds itself for a command (Policy.WithWritable) pass only Check.
+func (s *Sandbox) Admit(p Policy) error {
+	if err := s.Check(p); err != nil {
+		return err
+	}
+	for i, root := range p.WritableRoots {
+		r, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			r = filepath.Clean(root)
+		}
+		for _, dir := range s.private {
+			if within(dir, r) || within(r, dir) {
+				return &FieldError{
+					Field:  fmt.Sprintf("sandbox.writableRoots[%d]", i),
+					Reason: fmt.Sprintf("reaches %s, where the server keeps the shell state that other commands run: a command that could write there could run code outside its sandbox; list a narrower root", dir),
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// within reports whether path is dir or beneath it; both are clean and
+// absolute.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// resolved returns dirs with their symbolic links resolved, as Landlock
+// resolves a root; a directory that cannot be resolved stays as given.
+func resolved(dirs []string) []string {
+	out := make([]string, len(dirs))
+	for i, dir := range dirs {
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = r
+		}
+		out[i] = filepath.Clean(dir)
+	}
+	return out
 }
 
 // Start starts cmd confined by p and reports how. A zero policy starts cmd

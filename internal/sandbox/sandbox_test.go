@@ -449,3 +449,50 @@ func TestReports(t *testing.T) {
 		cmd.Wait()
 	}
 }
+
+// TestAdmitKeepsRootsOffPrivateDirs: a request's writable root that is, holds
+// or lies beneath one of the server's private directories, also through a
+// symbolic link, is refused with a *FieldError naming it; other roots pass,
+// and Check alone (a spawn's, whose session directory the server put there)
+// passes a root beneath one.
+func TestAdmitKeepsRootsOffPrivateDirs(t *testing.T) {
+	base := t.TempDir()
+	private := filepath.Join(base, "private")
+	beneath := filepath.Join(private, "cmd-1")
+	other := filepath.Join(base, "other")
+	link := filepath.Join(base, "link")
+	for _, dir := range []string{beneath, other} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(private, link); err != nil {
+		t.Fatal(err)
+	}
+	s := newSandbox(t, Options{Private: []string{private}})
+	requireSupport(t, s, Policy{ReadOnly: true})
+	for _, c := range []struct {
+		name  string
+		roots []string
+		field string // "" for admitted
+	}{
+		{"the directory", []string{private}, "sandbox.writableRoots[0]"},
+		{"a parent", []string{other, base}, "sandbox.writableRoots[1]"},
+		{"beneath", []string{beneath}, "sandbox.writableRoots[0]"},
+		{"through a link", []string{link}, "sandbox.writableRoots[0]"},
+		{"spelt with dots", []string{other + "/../private/."}, "sandbox.writableRoots[0]"},
+		{"elsewhere", []string{other}, ""},
+	} {
+		err := s.Admit(Policy{WritableRoots: c.roots})
+		var fe *FieldError
+		switch {
+		case c.field == "" && err != nil:
+			t.Errorf("%s: Admit(%q) = %v, want nil", c.name, c.roots, err)
+		case c.field != "" && (!errors.As(err, &fe) || fe.Field != c.field || !strings.Contains(fe.Reason, private)):
+			t.Errorf("%s: Admit(%q) = %v, want a *FieldError of %s naming %s", c.name, c.roots, err, c.field, private)
+		}
+	}
+	if err := s.Check(Policy{WritableRoots: []string{beneath}}); err != nil {
+		t.Errorf("Check(a root beneath a private directory) = %v, want nil: a session's own directory is one", err)
+	}
+}

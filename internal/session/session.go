@@ -61,6 +61,9 @@ type Options struct {
 	// holds no shell.
 	Standbys    int
 	StandbyIdle time.Duration
+	// Private holds the states' files (shellsnap.NewPrivateDirs); zero
+	// makes them in the temporary directory.
+	Private shellsnap.PrivateDirs
 }
 
 // Config is what a session is created with and keeps.
@@ -156,7 +159,7 @@ func New(opts Options, m metric.Meter) (*Table, error) {
 	if opts.StandbyIdle <= 0 {
 		opts.StandbyIdle = time.Minute
 	}
-	t := &Table{opts: opts, files: &shellsnap.SessionFiles{}, sessions: map[string]*session{}, stop: make(chan struct{}), done: make(chan struct{})}
+	t := &Table{opts: opts, files: shellsnap.NewSessionFiles(opts.Private), sessions: map[string]*session{}, stop: make(chan struct{}), done: make(chan struct{})}
 	var err error
 	if t.m, err = newMetrics(m, t); err != nil {
 		return nil, err

@@ -63,6 +63,9 @@ type Options struct {
 	// capture stays queued for later commands. A prewarm, asked for
 	// explicitly, waits as long as its capture may.
 	SlotWait time.Duration
+	// Private holds the restore files (NewPrivateDirs); zero makes them a
+	// directory of their own in the temporary directory.
+	Private PrivateDirs
 }
 
 // errNoCapturer refuses a Cache without Options.Capture.
@@ -98,6 +101,7 @@ func New(opts Options) (*Cache, error) {
 		return nil, errNoCapturer
 	}
 	c := &Cache{capture: opts.Capture, now: opts.Now, timeout: opts.Timeout, slotWait: opts.SlotWait, entries: list.New(), history: newCaptureHistory(), slots: newSlots(opts.MaxConcurrentCaptures), idSecret: keyIDSecret()}
+	c.files.in = opts.Private
 	c.life, c.close = context.WithCancel(context.Background())
 	if c.timeout <= 0 {
 		c.timeout = SnapshotTimeout

@@ -8,8 +8,6 @@ import (
 	"runtime"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // restoreGrace is how long a restore file outlives its snapshot: a command
@@ -24,6 +22,10 @@ const restoreGrace = time.Minute
 // at Close. Only the server's own user can read them, as it can read its
 // processes' environments, where the reference carries the state.
 type restoreFiles struct {
+	// in holds the directories below, made beneath the server's private
+	// directories; zero makes them in the temporary directory.
+	in PrivateDirs
+
 	once sync.Once
 	dir  string
 	err  error
@@ -43,7 +45,7 @@ type restoreFiles struct {
 // directory creates the directory on first use.
 func (f *restoreFiles) directory() (string, error) {
 	f.once.Do(func() {
-		f.dir, f.err = os.MkdirTemp("", "snapexec-restore-")
+		f.dir, f.err = os.MkdirTemp(f.in.Files, "snapexec-restore-")
 	})
 	return f.dir, f.err
 }
@@ -127,19 +129,22 @@ func (f *restoreFiles) scratchRoot() string {
 	f.scratchOnce.Do(func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		if parent := memoryParent(); parent != "" && !f.closed {
+		if parent := f.memoryParent(); parent != "" && !f.closed {
 			f.scratch, _ = os.MkdirTemp(parent, "snapexec-scratch-")
 		}
 	})
 	return f.scratch
 }
 
-// memoryParent is the temporary directory when it is in memory (tmpfs),
-// or else /dev/shm when that is; "" when neither is.
-func memoryParent() string {
+// memoryParent is the private scratch directory, when f is made in the
+// server's private directories; without them, the temporary directory when
+// it is in memory (tmpfs), or else /dev/shm when that is. "" when none is.
+func (f *restoreFiles) memoryParent() string {
+	if f.in != (PrivateDirs{}) {
+		return f.in.Scratch
+	}
 	for _, dir := range []string{os.TempDir(), "/dev/shm"} {
-		var st unix.Statfs_t
-		if unix.Statfs(dir, &st) == nil && st.Type == unix.TMPFS_MAGIC {
+		if inMemory(dir) {
 			return dir
 		}
 	}

@@ -48,6 +48,12 @@ type SessionFiles struct {
 	files restoreFiles
 }
 
+// NewSessionFiles returns the files of sessions' states, made beneath in
+// (NewPrivateDirs); &SessionFiles{} makes them in the temporary directory.
+func NewSessionFiles(in PrivateDirs) *SessionFiles {
+	return &SessionFiles{files: restoreFiles{in: in}}
+}
+
 // Close removes every file.
 func (f *SessionFiles) Close() { f.files.close() }
 
