@@ -340,3 +340,24 @@ func withoutReservedSignals(status string) string {
 		return fmt.Sprintf("%s\t%016x", name, v&^(0b111<<31))
 	})
 }
+
+// TestInheritedDescriptorsStayWithTheServer: a descriptor the server
+// inherited from whoever started it (here fd 7, open on a file) reaches
+// none of its commands, sandboxed or not: a command that writes to it gets
+// "Bad file descriptor", and the file stays empty.
+func TestInheritedDescriptorsStayWithTheServer(t *testing.T) {
+	leak := filepath.Join(t.TempDir(), "leak")
+	s := startServerProcess(t, []string{"/bin/bash", "-c", `exec 7>>"$0"; exec "$@"`, leak})
+	for _, body := range []map[string]any{
+		{"argv": []string{"/bin/sh", "-c", "echo leaked >&7"}},
+		{"argv": []string{"/bin/sh", "-c", "echo leaked >&7"}, "sandbox": map[string]any{"readOnly": true}},
+	} {
+		code, got, _ := s.post(t, "/exec", body)
+		if code != http.StatusOK || got["exitCode"] == 0.0 || !strings.Contains(fmt.Sprint(got["stderr"]), "Bad file descriptor") {
+			t.Errorf("POST /exec %v = %d %v, want fd 7 closed in the command", body, code, got)
+		}
+	}
+	if data, err := os.ReadFile(leak); err != nil || len(data) != 0 {
+		t.Errorf("the server's inherited file holds %q (%v), want it empty", data, err)
+	}
+}

@@ -3,6 +3,7 @@ package exec
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -53,10 +54,14 @@ type Keeper struct {
 
 // StartKeeper starts the keeper: this binary (os.Executable) with KeeperEnv
 // set in an otherwise empty environment, its stdin the read end of the pipe,
-// no other file, in / and in a session of its own, so that a signal to the
-// server's process group or terminal does not reach it. onLost, when set, is
-// called once if the keeper goes away before Close.
+// no other file (not one the server inherited: descriptors.go), in / and in
+// a session of its own, so that a signal to the server's process group or
+// terminal does not reach it. onLost, when set, is called once if the keeper
+// goes away before Close.
 func StartKeeper(onLost func(error)) (*Keeper, error) {
+	if err := takeInheritedDescriptors(); err != nil {
+		return nil, fmt.Errorf("inherited descriptors: %w", err)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package exec
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -98,11 +99,14 @@ type Escape struct {
 }
 
 // NewReaper makes this process a child subreaper, takes the signals it
-// inherited ignored or blocked (signals.go), and looks at its children until
-// ctx ends.
+// inherited ignored or blocked (signals.go) and the descriptors it inherited
+// open (descriptors.go), and looks at its children until ctx ends.
 func NewReaper(ctx context.Context, opts ReaperOptions) (*Reaper, error) {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return nil, err
+	}
+	if err := takeInheritedDescriptors(); err != nil {
+		return nil, fmt.Errorf("inherited descriptors: %w", err)
 	}
 	r := &Reaper{
 		kick:     make(chan struct{}, 1),
