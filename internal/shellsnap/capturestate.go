@@ -128,7 +128,7 @@ func (c snapshotCapture) keep(snap *Snapshot, plan *restorePlan, recs []record) 
 	}
 	c.files.own(snap, snap.terminal)
 	snap.definitions = bashDefinitions(recs)
-	file, goAhead, ok := bashStandbyRender(plan)
+	file, goAhead, ok := bashStandbyRender(plan, recs)
 	if !ok {
 		return nil
 	}

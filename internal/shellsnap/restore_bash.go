@@ -693,13 +693,38 @@ func bashRender(p *restorePlan) string {
 // steps, $_ and a function named builtin, which goAhead, one line that the
 // go-ahead runs before the command, restores instead. ok is false when the
 // plan sets options that act on every command (xtrace, verbose, noexec,
-// onecmd): they would act on the wait, and only a fresh replay is exact.
-func bashStandbyRender(p *restorePlan) (file, goAhead string, ok bool) {
-	if p.last != "" {
+// onecmd): they would act on the wait, and only a fresh replay is exact; and
+// when the state of recs stands for what the wait runs (standsForTheWait).
+func bashStandbyRender(p *restorePlan, recs []record) (file, goAhead string, ok bool) {
+	if p.last != "" || standsForTheWait(recs) {
 		return "", "", false
 	}
 	file, goAhead = bashRenderFor(p, true)
 	return file, goAhead, true
+}
+
+// standsForTheWait reports whether the bash state of recs defines what a
+// standby's wait line (StandbyWaitLine) or go-ahead would run in place of
+// the shell's own: a function named exec, which the line's \exec calls (a
+// backslash keeps an alias from a word, not a function), or the go-ahead's
+// variable (standbyScriptVar), whose attributes (-l, -u, -i, read-only, a
+// name reference) would change or refuse the script assigned to it.
+func standsForTheWait(recs []record) bool {
+	for _, r := range recs {
+		switch r.kind {
+		case "fn", "fntype":
+			if r.name == "exec" {
+				return true
+			}
+		case "vars":
+			if strings.Contains(r.payload, standbyScriptVar) {
+				if _, ok := bashVars(records{"vars": {r}})[standbyScriptVar]; ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // bashRenderFor renders the restore file of p, for a replay or for a

@@ -772,7 +772,7 @@ func (s *SessionState) restoreFile(f *SessionFiles) (string, error) {
 			return
 		}
 		runtime.AddCleanup(s, f.files.release, s.restore)
-		file, goAhead, ok := bashStandbyRender(plan)
+		file, goAhead, ok := bashStandbyRender(plan, s.recs)
 		if file = strings.Replace(file, bashSourceEnv, "", 1); !ok || s.hasTrap("DEBUG", "RETURN") {
 			// A DEBUG or RETURN trap acts on the rest of a fresh command's
 			// restore, which a standby's go-ahead does not run.

@@ -332,3 +332,45 @@ func TestSessionNames(t *testing.T) {
 		vars[0], fns[0], aliases[0] = "changed", "changed", "changed"
 	}
 }
+
+// TestSessionNoStandbyForWhatStandsForTheWait: a state that defines what the
+// standby's wait line or go-ahead would run in place of the shell's own (a
+// function named exec; the go-ahead's variable, with attributes that change
+// what is assigned to it, or read-only, or a name reference) gets no standby
+// shell, where a plain state does: its commands run fresh, as they must.
+func TestSessionNoStandbyForWhatStandsForTheWait(t *testing.T) {
+	f := &SessionFiles{}
+	defer f.Close()
+	for _, c := range []struct {
+		script  string
+		standby bool
+	}{
+		{`greet() { echo hi; }`, true},
+		{`exec() { echo "myexec $*"; }`, false},
+		{`declare -l ` + standbyScriptVar, false},
+		{`declare -u ` + standbyScriptVar, false},
+		{`declare -i ` + standbyScriptVar, false},
+		{`readonly ` + standbyScriptVar + `=1`, false},
+		{`Q=keep; declare -n ` + standbyScriptVar + `=Q`, false},
+	} {
+		// As a session's second command, whose state a narrow dump may make.
+		home := t.TempDir()
+		_, errOut, _, st, err := sessionRun(t, f, home, firstState(t, f, home, "true"), c.script)
+		if err != nil {
+			t.Fatalf("%s: %v (stderr %q)", c.script, err, errOut)
+		}
+		// And after a later command that changes nothing of it.
+		_, errOut, _, later, err := sessionRun(t, f, home, st, "X=1")
+		if err != nil {
+			t.Fatalf("%s; X=1: %v (stderr %q)", c.script, err, errOut)
+		}
+		for _, st := range []*SessionState{st, later} {
+			if _, err := st.restoreFile(f); err != nil {
+				t.Fatalf("%s: restore file: %v", c.script, err)
+			}
+			if got := st.standby != ""; got != c.standby {
+				t.Errorf("after %q the state has a standby: %t, want %t", c.script, got, c.standby)
+			}
+		}
+	}
+}
