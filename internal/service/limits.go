@@ -99,8 +99,14 @@ func (in StdinInput) Validate(l Limits) error {
 	return l.checkStdin("data", len(in.Data))
 }
 
-// checkArgv refuses an argv that names no program, is beyond the limits, or
-// holds a NUL byte.
+// maxArgLen is the longest argument or environment string ("NAME=value")
+// Linux passes to a program: MAX_ARG_STRLEN, 32 pages of 4 KiB, its NUL
+// included. execve refuses a longer one (E2BIG), which would read as a
+// program that cannot start.
+const maxArgLen = 128<<10 - 1
+
+// checkArgv refuses an argv that names no program, is beyond the limits,
+// has an argument longer than Linux passes, or holds a NUL byte.
 func (l Limits) checkArgv(argv []string) error {
 	switch {
 	case len(argv) == 0:
@@ -118,6 +124,9 @@ func (l Limits) checkArgv(argv []string) error {
 		return fieldErrorf("argv", "argv is %d bytes; the limit is %d", n, l.MaxArgBytes)
 	}
 	for i, a := range argv {
+		if len(a) > maxArgLen {
+			return fieldErrorf(fmt.Sprintf("argv[%d]", i), "argv[%d] is %d bytes; Linux passes at most %d in one argument", i, len(a), maxArgLen)
+		}
 		if strings.IndexByte(a, 0) >= 0 {
 			return fieldErrorf(fmt.Sprintf("argv[%d]", i), "argv[%d] contains a NUL byte, which no program can receive", i)
 		}
@@ -164,6 +173,9 @@ func (l Limits) checkEnv(field string, env map[string]string) error {
 	}
 	n := 0
 	for k, v := range env {
+		if len(k)+1+len(v) > maxArgLen {
+			return fieldErrorf(field, "%s has a variable of %d bytes (NAME=value); Linux passes at most %d in one", field, len(k)+1+len(v), maxArgLen)
+		}
 		n += len(k) + len(v) + 2
 	}
 	if l.MaxEnvBytes > 0 && n > l.MaxEnvBytes {

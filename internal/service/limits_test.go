@@ -8,6 +8,7 @@ import (
 
 	"github.com/snapexec/snapexec/internal/envpolicy"
 	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/shellsnap"
 )
 
 // limits are small enough for a row to cross each of them.
@@ -144,5 +145,31 @@ func TestStdinInputValidate(t *testing.T) {
 	}
 	if err := (StdinInput{Data: []byte("123456789")}).Validate(limits); fieldOf(err) != "data" {
 		t.Errorf("a write beyond the limit: Validate() = %v, want a field error on data", err)
+	}
+}
+
+// TestArgumentsFitOneExec: Linux refuses an argument or an environment
+// string of 128 KiB or more (E2BIG), which would read as a program that
+// cannot start; such a request is a field error before anything runs, on
+// a server whose byte limits would allow it. A session's script must leave
+// room for the line its command adds.
+func TestArgumentsFitOneExec(t *testing.T) {
+	long := strings.Repeat("x", maxArgLen)
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"the longest argument", ExecInput{Argv: []string{"echo", long}}.Validate(Limits{}), ""},
+		{"one byte more", ExecInput{Argv: []string{"echo", long + "x"}}.Validate(Limits{}), "argv[1]"},
+		{"the longest variable", ExecInput{Argv: []string{"true"}, Env: map[string]string{"V": long[:maxArgLen-2]}}.Validate(Limits{}), ""},
+		{"a variable one byte more", ExecInput{Argv: []string{"true"}, Env: map[string]string{"V": long[:maxArgLen-1]}}.Validate(Limits{}), "env"},
+		{"a session's longest script", SessionExecInput{Script: long[:shellsnap.MaxSessionScript]}.Validate(Limits{}), ""},
+		{"a session's script one byte more", SessionExecInput{Script: long[:shellsnap.MaxSessionScript+1]}.Validate(Limits{}), "script"},
+	}
+	for _, tt := range tests {
+		if got := fieldOf(tt.err); got != tt.want {
+			t.Errorf("%s: Validate = %v (field %q), want field %q", tt.name, tt.err, got, tt.want)
+		}
 	}
 }

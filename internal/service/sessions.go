@@ -81,6 +81,9 @@ func (in SessionExecInput) Validate(l Limits) error {
 	if l.MaxArgBytes > 0 && len(in.Script) > l.MaxArgBytes {
 		return fieldErrorf("script", "script is %d bytes; the limit is %d", len(in.Script), l.MaxArgBytes)
 	}
+	if len(in.Script) > shellsnap.MaxSessionScript {
+		return fieldErrorf("script", "script is %d bytes; a session's is at most %d (Linux's limit on one argument, less the line its command adds)", len(in.Script), shellsnap.MaxSessionScript)
+	}
 	if err := l.checkStdin("stdin", len(in.Stdin)); err != nil {
 		return err
 	}

@@ -290,13 +290,13 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 // shell); that turns neither xtrace nor verbose on, which would trace the
 // eval's nesting; and that fits one argument, as the fresh command needs.
 func SessionStandbyServes(script string) bool {
-	return len(script) <= maxSessionScript && !StandbyTraced(script) && takesEndLine(script)
+	return len(script) <= MaxSessionScript && !StandbyTraced(script) && takesEndLine(script)
 }
 
-// maxSessionScript is the longest script a standby serves: the fresh
-// command's argument (the script and the dump line) must fit Linux's limit
-// on one argument, 128 KiB.
-const maxSessionScript = 128<<10 - 1<<10
+// MaxSessionScript is the longest script of a session command (a longer one
+// is refused before anything runs): the fresh command's argument, the script
+// and the dump line, must fit Linux's limit on one argument, 128 KiB.
+const MaxSessionScript = 128<<10 - 1<<10
 
 // GoAhead is the go-ahead of a standby's command (SessionLaunch.Standby)
 // that runs script, which SessionStandbyServes: SECONDS restarts as it
