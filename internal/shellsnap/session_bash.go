@@ -259,7 +259,11 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 			quote(l.State.cwd) + ` "$PWD" >&2; fi` + "\n")
 	}
 	if restore == "" {
-		start.WriteString(bashPrelude)
+		// A session's first command without a snapshot: the user's
+		// BASH_ENV runs now, once, as a persistent bash runs it as it
+		// starts (a snapshot's restore runs it; a state's never again).
+		// What it prints goes nowhere, as from a snapshot's restore.
+		start.WriteString(bashPrelude + "{\n" + bashSourceEnv + "} >/dev/null 2>&1\n")
 	} else {
 		start.WriteString(`\builtin . ` + quote(restore) + " >/dev/null 2>&1\n")
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -22,7 +23,14 @@ func sessionRun(t *testing.T, f *SessionFiles, home string, state *SessionState,
 // shellSessionRun runs one session command of shell from state.
 func shellSessionRun(t *testing.T, f *SessionFiles, shell Shell, home string, state *SessionState, script string) (stdout, stderr string, code int, next *SessionState, err error) {
 	t.Helper()
-	c, err := f.Command(SessionLaunch{Shell: shell, Env: loginEnv(home), Script: script, State: state})
+	return envSessionRun(t, f, shell, loginEnv(home), home, state, script)
+}
+
+// envSessionRun runs one session command of shell from state, in a session
+// whose environment is env.
+func envSessionRun(t *testing.T, f *SessionFiles, shell Shell, env map[string]string, home string, state *SessionState, script string) (stdout, stderr string, code int, next *SessionState, err error) {
+	t.Helper()
+	c, err := f.Command(SessionLaunch{Shell: shell, Env: env, Script: script, State: state})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,5 +380,33 @@ func TestSessionNoStandbyForWhatStandsForTheWait(t *testing.T) {
 				t.Errorf("after %q the state has a standby: %t, want %t", c.script, got, c.standby)
 			}
 		}
+	}
+}
+
+// TestSessionRunsBashEnvOnce: a session started without a snapshot runs its
+// environment's BASH_ENV once, before its first command, as a persistent
+// bash runs it when it starts; its definitions carry, and it never runs
+// again.
+func TestSessionRunsBashEnvOnce(t *testing.T) {
+	f := &SessionFiles{}
+	defer f.Close()
+	home := t.TempDir()
+	benv := filepath.Join(home, "benv.sh")
+	if err := os.WriteFile(benv, []byte("BENV_VAR=set; echo ran >> "+quote(filepath.Join(home, "runs"))+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := loginEnv(home)
+	env["BASH_ENV"] = benv
+	bash := Shell{Name: "bash", Path: "/bin/bash"}
+	var st *SessionState
+	for i, want := range []string{"[set]\n", "[set]\n"} {
+		out, errOut, _, next, err := envSessionRun(t, f, bash, env, home, st, `echo "[$BENV_VAR]"`)
+		if err != nil || out != want {
+			t.Fatalf("command %d = %q, %v (stderr %q); want %q", i+1, out, err, errOut, want)
+		}
+		st = next
+	}
+	if runs, err := os.ReadFile(filepath.Join(home, "runs")); err != nil || string(runs) != "ran\n" {
+		t.Errorf("BASH_ENV ran %q (%v), want once", runs, err)
 	}
 }
