@@ -85,8 +85,9 @@ func sessionGroups(sid int) []int {
 
 // reap runs after the group's leader has exited. Descendants may still run and
 // hold the pipes: it gives them drain (or the rest of the grace, once a kill has
-// started) to finish, then ends whatever is left of the group, so that no
-// request ever leaves a process behind. It returns once the group is empty and
+// started) to finish, then ends whatever is left of the group (for a process
+// on a terminal, of its session: alive), so that no request ever leaves a
+// process behind. It returns once the group is empty and
 // the pipes are closed (pipesClosed: the readers have read them to the end),
 // once the group is empty after the drain and a write end is still open
 // (whatever holds it then left the group), or once a process has outlived
@@ -102,7 +103,7 @@ func (k *killer) reap(pipesClosed <-chan struct{}, writersGone func() bool, drai
 		if !closed && isClosed(pipesClosed) {
 			closed, pipesClosed = true, nil
 		}
-		alive := groupAlive(k.pgid)
+		alive := k.alive()
 		if !alive && !closed && writersGone() {
 			// Empty group and no writer left: the readers are only behind
 			// (a burst, a busy machine) and end once they have read what
@@ -128,6 +129,15 @@ func (k *killer) reap(pipesClosed <-chan struct{}, writersGone func() bool, drai
 			k.escalate()
 		}
 	}
+}
+
+// alive reports whether a process of the group is left, or, for a process
+// on a terminal, of its session: a job-control shell's jobs run in groups of
+// their own, which the kill's steps reach (signal), and which must be waited
+// for as the group is. The session is read from /proc only once the group
+// is empty.
+func (k *killer) alive() bool {
+	return groupAlive(k.pgid) || k.tty != nil && len(sessionGroups(k.pgid)) > 0
 }
 
 // pipeWritersGone reports whether every write end of the pipe r reads is

@@ -230,16 +230,23 @@ func TestTTYWritesAreBackPressured(t *testing.T) {
 // ignore a SIGHUP that comes while it sets up its prompt, and runs its jobs
 // in groups of their own; however the shell ends (terminated, or its user
 // types exit), what it leaves in its session is hung up and ended, as no
-// process of a request outlives it.
+// process of a request outlives it: a job that ignores SIGHUP and SIGTERM
+// too, killed after the grace.
 func TestTTYEndingLeavesNoJob(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
 	}
 	m := testManager()
-	for _, end := range []string{"terminate", "exit"} {
-		t.Run(end, func(t *testing.T) {
+	for _, c := range []struct{ end, job string }{
+		{"terminate", "sleep 1000 &"},
+		{"exit", "sleep 1000 &"},
+		{"terminate", "(trap '' HUP TERM; exec sleep 1000) &"},
+		{"exit", "(trap '' HUP TERM; exec sleep 1000) &"},
+	} {
+		end := c.end
+		t.Run(end+" "+c.job, func(t *testing.T) {
 			p := startProcess(t, m, ttySpec(Spec{Argv: []string{"bash", "--norc", "--noprofile", "-i"}, Env: []string{"PATH=" + os.Getenv("PATH"), "PS1=$ "}}, 80, 24))
-			if _, err := p.WriteStdin(context.Background(), []byte("sleep 1000 & echo JOB=$!\n"), "", false); err != nil {
+			if _, err := p.WriteStdin(context.Background(), []byte(c.job+" echo JOB=$!\n"), "", false); err != nil {
 				t.Fatal(err)
 			}
 			pid, _ := strconv.Atoi(readMatch(t, p, regexp.MustCompile(`JOB=(\d+)\r`)))
