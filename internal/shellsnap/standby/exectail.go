@@ -49,6 +49,13 @@ func tailScript(in shellsnap.ReplayInput, dir string, env []string, builtins map
 	if err != nil {
 		return "", false
 	}
+	if n := len(f.Stmts); strings.ContainsRune(script, '\r') || n > 0 && strings.ContainsRune(script[f.Stmts[n-1].End().Offset():], '\\') {
+		// A CR, which bash takes into a word where this parse ends one,
+		// or after the last command a backslash (a line continuation):
+		// whether bash runs the command in its own place is then its own
+		// business.
+		return "", false
+	}
 	names := in.Snapshot.Definitions()
 	if !aliasFree(f, names) {
 		return "", false // bash's parse may not be this one

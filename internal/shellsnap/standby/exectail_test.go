@@ -103,6 +103,14 @@ func TestStandbyScriptExecsAsBashDoes(t *testing.T) {
 		{script: "no-such-program-here", refuse: true},
 		{script: `cat <(sh -c 'echo probe=$$')`},
 		{script: "if then", refuse: true},
+		// After the last command, what a parse cannot say how bash reads (a
+		// CR, which bash takes into the word; a line continuation).
+		{script: `sh -c 'kill -SEGV $$'` + "\r", refuse: true},
+		{script: `sh -c 'kill -SEGV $$' \` + "\n", refuse: true},
+		{script: `sh -c 'kill -SEGV $$'\` + "\n", refuse: true},
+		{script: `sh -c 'kill -SEGV $$' \` + "\n# comment", refuse: true},
+		{script: "true\n" + probe + " \\\n", refuse: true},
+		{script: "true\r" + probe, refuse: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.script, func(t *testing.T) {
