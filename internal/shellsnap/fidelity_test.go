@@ -2,6 +2,7 @@ package shellsnap
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -76,4 +77,42 @@ func lineDiff(a, b string) (onlyA, onlyB []string) {
 	sort.Strings(onlyA)
 	sort.Strings(onlyB)
 	return onlyA, onlyB
+}
+
+// TestReplayKeepsValuesAttributesWouldChange: a profile that gives a
+// variable an attribute that changes what is assigned to it (-i evaluates,
+// -l, -u and -c change case) after its value keeps the value as it was;
+// the replay must too, exported, in arrays and read-only alike, and never
+// evaluate it: an array index in a value can run a command substitution.
+func TestReplayKeepsValuesAttributesWouldChange(t *testing.T) {
+	home := t.TempDir()
+	marker := filepath.Join(home, "evaluated")
+	profile := `X=abc; declare -i X
+Y="1+2"; declare -i Y
+L=AbC; declare -l L
+U=AbC; declare -u U
+C=abc; declare -c C
+a=(x y); declare -i a
+E=abc; export E; declare -i E
+R=xyz; declare -i R; readonly R
+P='a[$(echo ran >>` + marker + `)]'; declare -i P
+`
+	writeFile(t, filepath.Join(home, ".bash_profile"), profile)
+	env := map[string]string{"HOME": home, "PATH": "/usr/bin:/bin", "LANG": "C"}
+	const probe = `declare -p X Y L U C a E R P; printenv E`
+	plain := runProbe(t, []string{"/bin/bash", "-lc", probe}, home, env)
+
+	c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
+	l := Launch{Argv: []string{"/bin/bash", "-lc", probe}, Cwd: home, Env: cloneMap(env)}
+	p, err := c.Prepare(context.Background(), bashRequest("attributes"), l)
+	if err != nil || p.Receipt.Outcome != OutcomeUsed {
+		t.Fatalf("Prepare() = %+v, %v; want used", p.Receipt, err)
+	}
+	argv, replayEnv := replayOf(bashRequest("attributes"), l, p)
+	if replayed := runProbe(t, argv, home, replayEnv); replayed != plain {
+		t.Errorf("replay differs from bash -lc:\nbash -lc:\n%s\nreplay:\n%s", plain, replayed)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("a value's command substitution ran (%s exists); the login shell never runs it", marker)
+	}
 }

@@ -91,7 +91,7 @@ func bashPlan(recs []record, captureEnv, final, kept map[string]string) *restore
 		// declare itself, not \builtin declare: only the word declare makes
 		// bash read name=(...) as an array assignment. No function or alias
 		// can stand for it yet.
-		p.add(step{kind: "variable", name: name, code: v.text})
+		p.add(step{kind: "variable", name: name, code: bashVarCode(v.text, v.flags)})
 	}
 
 	for _, r := range rs["alias"] {
@@ -379,7 +379,7 @@ func exportSteps(p *restorePlan, captureEnv, final, kept map[string]string, vars
 			value = quote(ch.prefix) + `"${` + ch.name + `-}"` + quote(ch.suffix)
 		}
 		if flags := extraFlags(vars[ch.name].flags); flags != "" {
-			p.steps = append(p.steps, step{check: true, code: `\builtin declare -x` + flags[1:] + " " + ch.name + "=" + value})
+			p.steps = append(p.steps, step{check: true, code: bashVarCode(`\builtin declare -x`+flags[1:]+" "+ch.name+"="+value, "-x"+flags[1:])})
 			continue
 		}
 		exports = append(exports, ch.name+"="+value)
@@ -397,6 +397,45 @@ func exportSteps(p *restorePlan, captureEnv, final, kept map[string]string, vars
 			p.steps = append(p.steps, step{check: true, code: `\builtin declare ` + flags + " " + name})
 		}
 	}
+}
+
+// bashVarCode is the statement that restores a variable that stmt, a
+// declare statement with the attributes flags, restores as bash printed it:
+// stmt itself, but for a variable with an attribute that changes what is
+// assigned to it (-i evaluates the value, -l, -u and -c change its case).
+// A profile may have given it after the value, which the variable then
+// keeps as it was; assigned with the attribute, the value would change, or
+// be evaluated (an array index in it runs a command substitution). So the
+// value is assigned without them, they come after it, and read-only after
+// them. A name reference is left as it is.
+func bashVarCode(stmt, flags string) string {
+	if !strings.ContainsAny(flags, "iluc") || strings.Contains(flags, "n") {
+		return stmt
+	}
+	head, rest, ok := strings.Cut(stmt, " -")
+	if !ok {
+		return stmt
+	}
+	_, rest, _ = strings.Cut(rest, " ") // the flags, which come again below
+	var base, later []byte
+	for _, f := range []byte(flags[1:]) {
+		switch f {
+		case 'i', 'l', 'u', 'c':
+			later = append(later, f)
+		case 'r', '-':
+		default:
+			base = append(base, f)
+		}
+	}
+	if len(base) == 0 {
+		base = []byte("-")
+	}
+	_, name, _, _ := declareHead("declare -" + string(base) + " " + rest)
+	code := head + " -" + string(base) + " " + rest + `; \builtin declare -` + string(later) + " " + name
+	if strings.Contains(flags, "r") {
+		code += `; \builtin declare -r ` + name
+	}
+	return code
 }
 
 // extraFlags returns a variable's attributes other than export, as a
