@@ -206,6 +206,29 @@ func TestPrepareChecksInOrder(t *testing.T) {
 	}
 }
 
+// TestPrepareBashInPosixMode: with POSIXLY_CORRECT in its environment bash
+// starts in posix mode, where a login shell reads no profile and a
+// non-interactive one no BASH_ENV: a replay would restore nothing and leave
+// BASH_ENV to the script's children. The command runs as asked, without a
+// snapshot and without a capture; zsh and sh take no notice of it.
+func TestPrepareBashInPosixMode(t *testing.T) {
+	f := &fakeCapturer{}
+	c := newTestCache(t, Options{Capture: f.capture})
+	l := bashCommand("/posix")
+	l.Env["POSIXLY_CORRECT"] = ""
+	p, err := c.Prepare(context.Background(), bashRequest("s"), l)
+	if err != nil || p.Receipt.Outcome != OutcomeIneligible || !strings.Contains(p.Receipt.Reason, "POSIXLY_CORRECT") || p.Snapshot != nil {
+		t.Errorf("Prepare(bash, POSIXLY_CORRECT set) = %+v, %v; want ineligible, naming POSIXLY_CORRECT", p.Receipt, err)
+	}
+	if len(f.calls) != 0 {
+		t.Errorf("captures = %v, want none", f.calls)
+	}
+	zsh := Launch{Argv: []string{"/usr/bin/zsh", "-lc", "true"}, Cwd: "/posix", Env: map[string]string{"HOME": "/h", "POSIXLY_CORRECT": ""}}
+	if p, err := c.Prepare(context.Background(), &Request{ScopeID: "s", Shell: Shell{Name: "zsh", Path: "/usr/bin/zsh"}}, zsh); err != nil || p.Receipt.Outcome != OutcomeUsed {
+		t.Errorf("Prepare(zsh, POSIXLY_CORRECT set) = %+v, %v; want used", p.Receipt, err)
+	}
+}
+
 func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	f := &fakeCapturer{}
 	c := newTestCache(t, Options{Capture: f.capture})

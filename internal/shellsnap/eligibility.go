@@ -53,6 +53,11 @@ func check(req *Request, l Launch) (Receipt, error) {
 	if ok, why := eligible(*req, l.Argv); !ok {
 		return Receipt{Outcome: OutcomeIneligible, Reason: why}, nil
 	}
+	if _, posix := l.Env["POSIXLY_CORRECT"]; posix && req.Shell.Name == "bash" {
+		// bash starts in posix mode: its login shell reads no profile and
+		// runs no BASH_ENV, which would then reach the script's children.
+		return Receipt{Outcome: OutcomeIneligible, Reason: "POSIXLY_CORRECT is in the environment: bash starts in posix mode, whose login shell reads no profile"}, nil
+	}
 	return Receipt{}, nil
 }
 
