@@ -118,6 +118,9 @@ func (s *Service) CreateSession(ctx context.Context, in SessionInput) (session.I
 		in.SessionID = "s-" + rand.Text()
 	}
 	env := s.childEnv(in.Env, in.EnvPolicy)
+	if _, posix := env["POSIXLY_CORRECT"]; posix && in.Shell.Name == "bash" {
+		return session.Info{}, fieldErrorf("env", "POSIXLY_CORRECT would start each command's bash in posix mode, which runs no BASH_ENV, where the session's state comes in; turn posix mode on in a command (set -o posix), which the session keeps")
+	}
 	var snap *shellsnap.Snapshot
 	if in.ScopeID != "" {
 		req := shellsnap.Request{ScopeID: in.ScopeID, Shell: in.Shell}

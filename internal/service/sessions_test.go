@@ -286,6 +286,26 @@ func TestSessionInputsAreValidated(t *testing.T) {
 	}
 }
 
+// TestBashSessionRefusesPosixModeFromTheStart: a bash session whose
+// environment has POSIXLY_CORRECT is refused: each command's bash would
+// start in posix mode, which runs no BASH_ENV, where the session's state
+// comes in. A zsh session takes no notice of it.
+func TestBashSessionRefusesPosixModeFromTheStart(t *testing.T) {
+	s := newSessionService(t, session.Options{})
+	home := t.TempDir()
+	env := map[string]string{"HOME": home, "PATH": "/usr/bin:/bin", "POSIXLY_CORRECT": "y"}
+	_, err := s.CreateSession(context.Background(), SessionInput{Shell: shellsnap.Shell{Name: "bash", Path: "/bin/bash"}, Cwd: &home, Env: env})
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "env" || !strings.Contains(fe.Reason, "POSIXLY_CORRECT") {
+		t.Errorf("CreateSession(bash, POSIXLY_CORRECT) = %v, want a field error on env naming it", err)
+	}
+	if _, err := os.Stat("/usr/bin/zsh"); err == nil {
+		if _, err := s.CreateSession(context.Background(), SessionInput{Shell: shellsnap.Shell{Name: "zsh", Path: "/usr/bin/zsh"}, Cwd: &home, Env: env}); err != nil {
+			t.Errorf("CreateSession(zsh, POSIXLY_CORRECT) = %v, want it created", err)
+		}
+	}
+}
+
 // TestSessionDeletedWhileRunning: a command whose session is deleted while
 // it runs goes on to its end, as the contract says, and its answer says its
 // end state was dropped (stateKept false, and why), not kept.
