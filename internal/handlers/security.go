@@ -79,7 +79,7 @@ func (sec Security) requireToken(next http.Handler) http.Handler {
 			return
 		}
 		if len(token) > 0 {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			got, ok := bearer(r.Header.Get("Authorization"))
 			if !ok {
 				got, ok = protocolToken(r)
 			}
@@ -93,6 +93,16 @@ func (sec Security) requireToken(next http.Handler) http.Handler {
 		vouchForConn(r.Context())
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bearer returns the token of an Authorization value "Bearer TOKEN": the
+// scheme in any case and one or more spaces after it (RFC 9110, 11.1).
+func bearer(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimLeft(token, " "), true
 }
 
 // protocolToken returns the token a WebSocket upgrade offers as the

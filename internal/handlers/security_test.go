@@ -208,3 +208,29 @@ func TestUnroutedRequestsShareOneRouteLabel(t *testing.T) {
 		}
 	}
 }
+
+// TestBearerScheme: the scheme of Authorization is case-insensitive (RFC
+// 9110, section 11.1) and one or more spaces follow it; another scheme, or
+// none, is refused.
+func TestBearerScheme(t *testing.T) {
+	h := newRouterWith(t, okExecutor(), RouterOptions{Security: Security{Token: testToken, MaxBodyBytes: 1 << 20}})
+	for header, want := range map[string]int{
+		"Bearer " + testToken:       200,
+		"bearer " + testToken:       200,
+		"BEARER " + testToken:       200,
+		"Bearer  " + testToken:      200,
+		"Basic " + testToken:        401,
+		"Bearer" + testToken:        401,
+		testToken:                   401,
+		"Bearer " + testToken + "x": 401,
+	} {
+		req := localRequest(http.MethodPost, "/exec", strings.NewReader(`{"argv":["true"]}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", header)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Errorf("Authorization %q = %d, want %d", header, rec.Code, want)
+		}
+	}
+}
