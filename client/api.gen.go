@@ -1749,7 +1749,7 @@ type ClientInterface interface {
 	// Streams the regular file at path. Range (one or several byte ranges) answers 206;
 	// If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
 	// is the version stat gives. A directory is 409 is_a_directory; a FIFO, socket or device
-	// 409 not_a_regular_file.
+	// 409 not_a_regular_file, and is never opened.
 	//
 	// Corresponds with GET /files/content (the `ReadFile` operationId).
 	ReadFile(ctx context.Context, params *ReadFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1758,10 +1758,14 @@ type ClientInterface interface {
 	//
 	// The body goes to a temporary file in the same directory, is synced, and is then renamed
 	// over path: a reader sees the old file or the new one, never a part, and a failed,
-	// cut-short or oversized upload leaves the old file as it was. The parent directory must
-	// exist. If-Match with an ETag from stat or read refuses (412 precondition_failed) to
-	// replace a file changed or removed since; If-None-Match "*" refuses (412) to replace any.
-	// A replaced file keeps its mode. The body may be up to --files-max-bytes (413
+	// cut-short or oversized upload leaves the old file as it was. A body that ends before its
+	// Content-Length, or before a chunked body's last chunk, is 400 invalid_request (field
+	// body). The parent directory must exist. A symlink at path is followed within its root,
+	// as a read follows it: the file it names is written (made, when there is none) and the
+	// link stays; one that leads outside is 403 outside_root. If-Match with an ETag from stat
+	// or read refuses (412 precondition_failed) to replace a file changed or removed since;
+	// If-None-Match "*" refuses (412) to replace any. A replaced file keeps its permission
+	// bits (not setuid, setgid or sticky). The body may be up to --files-max-bytes (413
 	// body_too_large beyond), and arrives at its own pace: --body-timeout bounds each pause,
 	// not the whole upload.
 	//
@@ -1772,7 +1776,9 @@ type ClientInterface interface {
 
 	// CopyFileWithBody Copy a regular file, atomically as a write.
 	//
-	// An existing destination is replaced only with overwrite (else 409 exists).
+	// An existing destination is replaced only with overwrite (else 409 exists), and keeps its
+	// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
+	// does. A symlink at to is followed as by a write.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1781,7 +1787,9 @@ type ClientInterface interface {
 
 	// CopyFile Copy a regular file, atomically as a write.
 	//
-	// An existing destination is replaced only with overwrite (else 409 exists).
+	// An existing destination is replaced only with overwrite (else 409 exists), and keeps its
+	// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
+	// does. A symlink at to is followed as by a write.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1792,6 +1800,8 @@ type ClientInterface interface {
 	//
 	// Entries in byte order of their names, at most limit (and at most --files-max-list) a
 	// page; pass next as cursor for the following page. Symlinks are described, not followed.
+	// A path that is not a directory (a FIFO, socket or device included) is 409
+	// not_a_directory, and is never opened.
 	//
 	// Corresponds with GET /files/list (the `ListDirectory` operationId).
 	ListDirectory(ctx context.Context, params *ListDirectoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1813,7 +1823,9 @@ type ClientInterface interface {
 	// MoveFileWithBody Rename a file or directory, within one filesystem.
 	//
 	// An existing destination is replaced only with overwrite (else 409 exists; a directory
-	// only by a directory, and only an empty one). Across filesystems 409 cross_device.
+	// only by a directory, and only an empty one). Across filesystems 409 cross_device. A root,
+	// or a directory that holds one, is never moved or replaced (409 is_root). A directory
+	// moved into itself is 400 invalid_request (field to).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1823,7 +1835,9 @@ type ClientInterface interface {
 	// MoveFile Rename a file or directory, within one filesystem.
 	//
 	// An existing destination is replaced only with overwrite (else 409 exists; a directory
-	// only by a directory, and only an empty one). Across filesystems 409 cross_device.
+	// only by a directory, and only an empty one). Across filesystems 409 cross_device. A root,
+	// or a directory that holds one, is never moved or replaced (409 is_root). A directory
+	// moved into itself is 400 invalid_request (field to).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1833,7 +1847,7 @@ type ClientInterface interface {
 	// RemoveFileWithBody Remove a file, an empty directory, or a tree with recursive.
 	//
 	// A directory with entries is 409 not_empty unless recursive. A symlink is removed, not
-	// followed. A root itself is never removed (409 is_root).
+	// followed. A root itself is never removed (409 is_root), nor a directory that holds one.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1843,7 +1857,7 @@ type ClientInterface interface {
 	// RemoveFile Remove a file, an empty directory, or a tree with recursive.
 	//
 	// A directory with entries is 409 not_empty unless recursive. A symlink is removed, not
-	// followed. A root itself is never removed (409 is_root).
+	// followed. A root itself is never removed (409 is_root), nor a directory that holds one.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1860,6 +1874,8 @@ type ClientInterface interface {
 	// Each directory before its entries, names in byte order, the same order on every call,
 	// so that next resumes where a page ended. At most maxDepth levels (1 is the directory's
 	// own entries; at most 32) and limit entries a page. Symlinks are entries, never followed.
+	// A path that is not a directory (a FIFO, socket or device included) is 409
+	// not_a_directory, and is never opened.
 	//
 	// Corresponds with GET /files/walk (the `WalkDirectory` operationId).
 	WalkDirectory(ctx context.Context, params *WalkDirectoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2260,7 +2276,7 @@ func (c *APIClient) Exec(ctx context.Context, body ExecJSONRequestBody, reqEdito
 // Streams the regular file at path. Range (one or several byte ranges) answers 206;
 // If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
 // is the version stat gives. A directory is 409 is_a_directory; a FIFO, socket or device
-// 409 not_a_regular_file.
+// 409 not_a_regular_file, and is never opened.
 //
 // Corresponds with GET /files/content (the `ReadFile` operationId).
 func (c *APIClient) ReadFile(ctx context.Context, params *ReadFileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2279,10 +2295,14 @@ func (c *APIClient) ReadFile(ctx context.Context, params *ReadFileParams, reqEdi
 //
 // The body goes to a temporary file in the same directory, is synced, and is then renamed
 // over path: a reader sees the old file or the new one, never a part, and a failed,
-// cut-short or oversized upload leaves the old file as it was. The parent directory must
-// exist. If-Match with an ETag from stat or read refuses (412 precondition_failed) to
-// replace a file changed or removed since; If-None-Match "*" refuses (412) to replace any.
-// A replaced file keeps its mode. The body may be up to --files-max-bytes (413
+// cut-short or oversized upload leaves the old file as it was. A body that ends before its
+// Content-Length, or before a chunked body's last chunk, is 400 invalid_request (field
+// body). The parent directory must exist. A symlink at path is followed within its root,
+// as a read follows it: the file it names is written (made, when there is none) and the
+// link stays; one that leads outside is 403 outside_root. If-Match with an ETag from stat
+// or read refuses (412 precondition_failed) to replace a file changed or removed since;
+// If-None-Match "*" refuses (412) to replace any. A replaced file keeps its permission
+// bits (not setuid, setgid or sticky). The body may be up to --files-max-bytes (413
 // body_too_large beyond), and arrives at its own pace: --body-timeout bounds each pause,
 // not the whole upload.
 //
@@ -2303,7 +2323,9 @@ func (c *APIClient) WriteFileWithBody(ctx context.Context, params *WriteFilePara
 
 // CopyFileWithBody Copy a regular file, atomically as a write.
 //
-// An existing destination is replaced only with overwrite (else 409 exists).
+// An existing destination is replaced only with overwrite (else 409 exists), and keeps its
+// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
+// does. A symlink at to is followed as by a write.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2322,7 +2344,9 @@ func (c *APIClient) CopyFileWithBody(ctx context.Context, contentType string, bo
 
 // CopyFile Copy a regular file, atomically as a write.
 //
-// An existing destination is replaced only with overwrite (else 409 exists).
+// An existing destination is replaced only with overwrite (else 409 exists), and keeps its
+// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
+// does. A symlink at to is followed as by a write.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2343,6 +2367,8 @@ func (c *APIClient) CopyFile(ctx context.Context, body CopyFileJSONRequestBody, 
 //
 // Entries in byte order of their names, at most limit (and at most --files-max-list) a
 // page; pass next as cursor for the following page. Symlinks are described, not followed.
+// A path that is not a directory (a FIFO, socket or device included) is 409
+// not_a_directory, and is never opened.
 //
 // Corresponds with GET /files/list (the `ListDirectory` operationId).
 func (c *APIClient) ListDirectory(ctx context.Context, params *ListDirectoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2394,7 +2420,9 @@ func (c *APIClient) MakeDirectory(ctx context.Context, body MakeDirectoryJSONReq
 // MoveFileWithBody Rename a file or directory, within one filesystem.
 //
 // An existing destination is replaced only with overwrite (else 409 exists; a directory
-// only by a directory, and only an empty one). Across filesystems 409 cross_device.
+// only by a directory, and only an empty one). Across filesystems 409 cross_device. A root,
+// or a directory that holds one, is never moved or replaced (409 is_root). A directory
+// moved into itself is 400 invalid_request (field to).
 //
 // Takes any type of body and a specified content type.
 //
@@ -2414,7 +2442,9 @@ func (c *APIClient) MoveFileWithBody(ctx context.Context, contentType string, bo
 // MoveFile Rename a file or directory, within one filesystem.
 //
 // An existing destination is replaced only with overwrite (else 409 exists; a directory
-// only by a directory, and only an empty one). Across filesystems 409 cross_device.
+// only by a directory, and only an empty one). Across filesystems 409 cross_device. A root,
+// or a directory that holds one, is never moved or replaced (409 is_root). A directory
+// moved into itself is 400 invalid_request (field to).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2434,7 +2464,7 @@ func (c *APIClient) MoveFile(ctx context.Context, body MoveFileJSONRequestBody, 
 // RemoveFileWithBody Remove a file, an empty directory, or a tree with recursive.
 //
 // A directory with entries is 409 not_empty unless recursive. A symlink is removed, not
-// followed. A root itself is never removed (409 is_root).
+// followed. A root itself is never removed (409 is_root), nor a directory that holds one.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2454,7 +2484,7 @@ func (c *APIClient) RemoveFileWithBody(ctx context.Context, contentType string, 
 // RemoveFile Remove a file, an empty directory, or a tree with recursive.
 //
 // A directory with entries is 409 not_empty unless recursive. A symlink is removed, not
-// followed. A root itself is never removed (409 is_root).
+// followed. A root itself is never removed (409 is_root), nor a directory that holds one.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2491,6 +2521,8 @@ func (c *APIClient) StatFile(ctx context.Context, params *StatFileParams, reqEdi
 // Each directory before its entries, names in byte order, the same order on every call,
 // so that next resumes where a page ended. At most maxDepth levels (1 is the directory's
 // own entries; at most 32) and limit entries a page. Symlinks are entries, never followed.
+// A path that is not a directory (a FIFO, socket or device included) is 409
+// not_a_directory, and is never opened.
 //
 // Corresponds with GET /files/walk (the `WalkDirectory` operationId).
 func (c *APIClient) WalkDirectory(ctx context.Context, params *WalkDirectoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4823,7 +4855,7 @@ type ClientWithResponsesInterface interface {
 	// Streams the regular file at path. Range (one or several byte ranges) answers 206;
 	// If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
 	// is the version stat gives. A directory is 409 is_a_directory; a FIFO, socket or device
-	// 409 not_a_regular_file.
+	// 409 not_a_regular_file, and is never opened.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4834,10 +4866,14 @@ type ClientWithResponsesInterface interface {
 	//
 	// The body goes to a temporary file in the same directory, is synced, and is then renamed
 	// over path: a reader sees the old file or the new one, never a part, and a failed,
-	// cut-short or oversized upload leaves the old file as it was. The parent directory must
-	// exist. If-Match with an ETag from stat or read refuses (412 precondition_failed) to
-	// replace a file changed or removed since; If-None-Match "*" refuses (412) to replace any.
-	// A replaced file keeps its mode. The body may be up to --files-max-bytes (413
+	// cut-short or oversized upload leaves the old file as it was. A body that ends before its
+	// Content-Length, or before a chunked body's last chunk, is 400 invalid_request (field
+	// body). The parent directory must exist. A symlink at path is followed within its root,
+	// as a read follows it: the file it names is written (made, when there is none) and the
+	// link stays; one that leads outside is 403 outside_root. If-Match with an ETag from stat
+	// or read refuses (412 precondition_failed) to replace a file changed or removed since;
+	// If-None-Match "*" refuses (412) to replace any. A replaced file keeps its permission
+	// bits (not setuid, setgid or sticky). The body may be up to --files-max-bytes (413
 	// body_too_large beyond), and arrives at its own pace: --body-timeout bounds each pause,
 	// not the whole upload.
 	//
@@ -4848,7 +4884,9 @@ type ClientWithResponsesInterface interface {
 
 	// CopyFileWithBodyWithResponse Copy a regular file, atomically as a write.
 	//
-	// An existing destination is replaced only with overwrite (else 409 exists).
+	// An existing destination is replaced only with overwrite (else 409 exists), and keeps its
+	// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
+	// does. A symlink at to is followed as by a write.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4857,7 +4895,9 @@ type ClientWithResponsesInterface interface {
 
 	// CopyFileWithResponse Copy a regular file, atomically as a write.
 	//
-	// An existing destination is replaced only with overwrite (else 409 exists).
+	// An existing destination is replaced only with overwrite (else 409 exists), and keeps its
+	// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
+	// does. A symlink at to is followed as by a write.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4868,6 +4908,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Entries in byte order of their names, at most limit (and at most --files-max-list) a
 	// page; pass next as cursor for the following page. Symlinks are described, not followed.
+	// A path that is not a directory (a FIFO, socket or device included) is 409
+	// not_a_directory, and is never opened.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4891,7 +4933,9 @@ type ClientWithResponsesInterface interface {
 	// MoveFileWithBodyWithResponse Rename a file or directory, within one filesystem.
 	//
 	// An existing destination is replaced only with overwrite (else 409 exists; a directory
-	// only by a directory, and only an empty one). Across filesystems 409 cross_device.
+	// only by a directory, and only an empty one). Across filesystems 409 cross_device. A root,
+	// or a directory that holds one, is never moved or replaced (409 is_root). A directory
+	// moved into itself is 400 invalid_request (field to).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4901,7 +4945,9 @@ type ClientWithResponsesInterface interface {
 	// MoveFileWithResponse Rename a file or directory, within one filesystem.
 	//
 	// An existing destination is replaced only with overwrite (else 409 exists; a directory
-	// only by a directory, and only an empty one). Across filesystems 409 cross_device.
+	// only by a directory, and only an empty one). Across filesystems 409 cross_device. A root,
+	// or a directory that holds one, is never moved or replaced (409 is_root). A directory
+	// moved into itself is 400 invalid_request (field to).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4911,7 +4957,7 @@ type ClientWithResponsesInterface interface {
 	// RemoveFileWithBodyWithResponse Remove a file, an empty directory, or a tree with recursive.
 	//
 	// A directory with entries is 409 not_empty unless recursive. A symlink is removed, not
-	// followed. A root itself is never removed (409 is_root).
+	// followed. A root itself is never removed (409 is_root), nor a directory that holds one.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4921,7 +4967,7 @@ type ClientWithResponsesInterface interface {
 	// RemoveFileWithResponse Remove a file, an empty directory, or a tree with recursive.
 	//
 	// A directory with entries is 409 not_empty unless recursive. A symlink is removed, not
-	// followed. A root itself is never removed (409 is_root).
+	// followed. A root itself is never removed (409 is_root), nor a directory that holds one.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4940,6 +4986,8 @@ type ClientWithResponsesInterface interface {
 	// Each directory before its entries, names in byte order, the same order on every call,
 	// so that next resumes where a page ended. At most maxDepth levels (1 is the directory's
 	// own entries; at most 32) and limit entries a page. Symlinks are entries, never followed.
+	// A path that is not a directory (a FIFO, socket or device included) is 409
+	// not_a_directory, and is never opened.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7930,7 +7978,7 @@ func (c *ClientWithResponses) ExecWithResponse(ctx context.Context, body ExecJSO
 // Streams the regular file at path. Range (one or several byte ranges) answers 206;
 // If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
 // is the version stat gives. A directory is 409 is_a_directory; a FIFO, socket or device
-// 409 not_a_regular_file.
+// 409 not_a_regular_file, and is never opened.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7947,10 +7995,14 @@ func (c *ClientWithResponses) ReadFileWithResponse(ctx context.Context, params *
 //
 // The body goes to a temporary file in the same directory, is synced, and is then renamed
 // over path: a reader sees the old file or the new one, never a part, and a failed,
-// cut-short or oversized upload leaves the old file as it was. The parent directory must
-// exist. If-Match with an ETag from stat or read refuses (412 precondition_failed) to
-// replace a file changed or removed since; If-None-Match "*" refuses (412) to replace any.
-// A replaced file keeps its mode. The body may be up to --files-max-bytes (413
+// cut-short or oversized upload leaves the old file as it was. A body that ends before its
+// Content-Length, or before a chunked body's last chunk, is 400 invalid_request (field
+// body). The parent directory must exist. A symlink at path is followed within its root,
+// as a read follows it: the file it names is written (made, when there is none) and the
+// link stays; one that leads outside is 403 outside_root. If-Match with an ETag from stat
+// or read refuses (412 precondition_failed) to replace a file changed or removed since;
+// If-None-Match "*" refuses (412) to replace any. A replaced file keeps its permission
+// bits (not setuid, setgid or sticky). The body may be up to --files-max-bytes (413
 // body_too_large beyond), and arrives at its own pace: --body-timeout bounds each pause,
 // not the whole upload.
 //
@@ -7967,7 +8019,9 @@ func (c *ClientWithResponses) WriteFileWithBodyWithResponse(ctx context.Context,
 
 // CopyFileWithBodyWithResponse Copy a regular file, atomically as a write.
 //
-// An existing destination is replaced only with overwrite (else 409 exists).
+// An existing destination is replaced only with overwrite (else 409 exists), and keeps its
+// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
+// does. A symlink at to is followed as by a write.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7982,7 +8036,9 @@ func (c *ClientWithResponses) CopyFileWithBodyWithResponse(ctx context.Context, 
 
 // CopyFileWithResponse Copy a regular file, atomically as a write.
 //
-// An existing destination is replaced only with overwrite (else 409 exists).
+// An existing destination is replaced only with overwrite (else 409 exists), and keeps its
+// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
+// does. A symlink at to is followed as by a write.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7999,6 +8055,8 @@ func (c *ClientWithResponses) CopyFileWithResponse(ctx context.Context, body Cop
 //
 // Entries in byte order of their names, at most limit (and at most --files-max-list) a
 // page; pass next as cursor for the following page. Symlinks are described, not followed.
+// A path that is not a directory (a FIFO, socket or device included) is 409
+// not_a_directory, and is never opened.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8040,7 +8098,9 @@ func (c *ClientWithResponses) MakeDirectoryWithResponse(ctx context.Context, bod
 // MoveFileWithBodyWithResponse Rename a file or directory, within one filesystem.
 //
 // An existing destination is replaced only with overwrite (else 409 exists; a directory
-// only by a directory, and only an empty one). Across filesystems 409 cross_device.
+// only by a directory, and only an empty one). Across filesystems 409 cross_device. A root,
+// or a directory that holds one, is never moved or replaced (409 is_root). A directory
+// moved into itself is 400 invalid_request (field to).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8056,7 +8116,9 @@ func (c *ClientWithResponses) MoveFileWithBodyWithResponse(ctx context.Context, 
 // MoveFileWithResponse Rename a file or directory, within one filesystem.
 //
 // An existing destination is replaced only with overwrite (else 409 exists; a directory
-// only by a directory, and only an empty one). Across filesystems 409 cross_device.
+// only by a directory, and only an empty one). Across filesystems 409 cross_device. A root,
+// or a directory that holds one, is never moved or replaced (409 is_root). A directory
+// moved into itself is 400 invalid_request (field to).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8072,7 +8134,7 @@ func (c *ClientWithResponses) MoveFileWithResponse(ctx context.Context, body Mov
 // RemoveFileWithBodyWithResponse Remove a file, an empty directory, or a tree with recursive.
 //
 // A directory with entries is 409 not_empty unless recursive. A symlink is removed, not
-// followed. A root itself is never removed (409 is_root).
+// followed. A root itself is never removed (409 is_root), nor a directory that holds one.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8088,7 +8150,7 @@ func (c *ClientWithResponses) RemoveFileWithBodyWithResponse(ctx context.Context
 // RemoveFileWithResponse Remove a file, an empty directory, or a tree with recursive.
 //
 // A directory with entries is 409 not_empty unless recursive. A symlink is removed, not
-// followed. A root itself is never removed (409 is_root).
+// followed. A root itself is never removed (409 is_root), nor a directory that holds one.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8119,6 +8181,8 @@ func (c *ClientWithResponses) StatFileWithResponse(ctx context.Context, params *
 // Each directory before its entries, names in byte order, the same order on every call,
 // so that next resumes where a page ended. At most maxDepth levels (1 is the directory's
 // own entries; at most 32) and limit entries a page. Symlinks are entries, never followed.
+// A path that is not a directory (a FIFO, socket or device included) is 409
+// not_a_directory, and is never opened.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -65,6 +65,16 @@ func TestCopyOverlapped(t *testing.T) {
 		t.Errorf("copyOverlapped(a read error after 1000 bytes) = %d, %v; want 1000 written and the read error", n, err)
 	}
 
+	// A source that ends before its own declared end (an upload whose
+	// client went away) says so with io.ErrUnexpectedEOF: not an end.
+	for _, size := range []int{5, copyBufferBytes + 5} {
+		dst.Reset()
+		n, err = copyOverlapped(&dst, io.MultiReader(bytes.NewReader(make([]byte, size)), iotest.ErrReader(io.ErrUnexpectedEOF)))
+		if !errors.Is(err, io.ErrUnexpectedEOF) || n != int64(size) {
+			t.Errorf("copyOverlapped(%d bytes, then io.ErrUnexpectedEOF) = %d, %v; want %d written and the error", size, n, err, size)
+		}
+	}
+
 	src := &countingReader{r: bytes.NewReader(make([]byte, 20*copyBufferBytes))}
 	n, err = copyOverlapped(&failAfter{n: 100}, src)
 	if err == nil || n != 100 {

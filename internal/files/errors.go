@@ -2,6 +2,7 @@ package files
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"syscall"
 )
@@ -9,7 +10,8 @@ import (
 // Errors a caller can tell apart with errors.Is. Each wraps the underlying
 // cause, which is for logs only.
 var (
-	// ErrInvalidPath means a path is empty, relative, too long or contains NUL.
+	// ErrInvalidPath means a path is empty, relative, too long (or one of its
+	// names is) or contains NUL.
 	ErrInvalidPath = errors.New("invalid path")
 	// ErrOutsideRoot means a path, or a symlink on its way, leads outside
 	// every root.
@@ -41,6 +43,11 @@ var (
 	// ErrCrossDevice means a move between two filesystems, which a rename
 	// cannot do.
 	ErrCrossDevice = errors.New("move across filesystems")
+	// ErrCutShort means the content ended before its own declared end (an
+	// upload whose client went away); nothing was changed.
+	ErrCutShort = errors.New("content cut short")
+	// ErrMoveIntoItself means a move would put a directory beneath itself.
+	ErrMoveIntoItself = errors.New("directory moved into itself")
 )
 
 // errPathEscapes is os.Root's message for a path that leads outside it; the
@@ -57,6 +64,8 @@ func classify(err error) error {
 	switch {
 	case isEscape(err):
 		sentinel = ErrOutsideRoot
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		sentinel = ErrCutShort
 	case errors.As(err, &errno):
 		switch errno {
 		case syscall.ENOENT:
@@ -73,6 +82,12 @@ func classify(err error) error {
 			sentinel = ErrCrossDevice
 		case syscall.EFBIG:
 			sentinel = ErrTooLarge
+		case syscall.ENAMETOOLONG:
+			sentinel = ErrInvalidPath
+		case syscall.ENXIO:
+			// The answer of an open of a socket, or of a device without
+			// its hardware.
+			sentinel = ErrNotRegular
 		case syscall.ELOOP:
 			// A symlink loop inside the root, or a final symlink opened
 			// with O_NOFOLLOW: neither leads anywhere.

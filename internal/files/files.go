@@ -47,7 +47,8 @@ type FS struct {
 	opts  Options
 	// publish serializes, per destination, a write's last precondition
 	// check and its rename, so that of two writes conditioned on one ETag
-	// only one lands. Striped: a lock per hash bucket of the path.
+	// only one lands. Striped: a lock per hash bucket of the entry written
+	// (entryKey).
 	publish [64]sync.Mutex
 	seed    maphash.Seed
 	// Test seams: noTmpfile makes writes use a named temporary file from
@@ -236,6 +237,12 @@ func (f *FS) Stat(path string) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
+	return t.stat()
+}
+
+// stat describes t's entry, following symlinks that stay inside its root,
+// without opening it.
+func (t target) stat() (Info, error) {
 	fi, err := t.root.r.Stat(t.rel)
 	if err != nil {
 		return Info{}, classify(err)
@@ -252,7 +259,19 @@ func (f *FS) Open(path string) (*os.File, Info, error) {
 	if err != nil {
 		return nil, Info{}, err
 	}
-	// O_NONBLOCK: opening a FIFO would wait for a writer; it is refused below.
+	// Described first, so that a FIFO, a socket or a device is never
+	// opened: its open could block (a FIFO without a writer) or act (a
+	// device's driver).
+	in, err := t.stat()
+	if err == nil {
+		err = mustBeFile(in)
+	}
+	if err != nil {
+		return nil, Info{}, err
+	}
+	// O_NONBLOCK and O_NOCTTY: should the entry be swapped for a FIFO or a
+	// terminal since, its open neither waits for a writer nor takes a
+	// terminal; what was opened is checked again below.
 	file, err := t.root.r.OpenFile(t.rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return nil, Info{}, classify(err)
@@ -262,16 +281,24 @@ func (f *FS) Open(path string) (*os.File, Info, error) {
 		file.Close()
 		return nil, Info{}, classify(err)
 	}
-	in := infoOf(t.abs, st)
+	in = infoOf(t.abs, st)
+	if err := mustBeFile(in); err != nil {
+		file.Close()
+		return nil, Info{}, err
+	}
+	return file, in, nil
+}
+
+// mustBeFile is nil when in is a regular file, ErrIsDirectory when it is a
+// directory, and ErrNotRegular for anything else.
+func mustBeFile(in Info) error {
 	switch in.Type {
 	case TypeFile:
-		return file, in, nil
+		return nil
 	case TypeDirectory:
-		file.Close()
-		return nil, Info{}, fail(ErrIsDirectory, t.abs)
+		return fail(ErrIsDirectory, in.Path)
 	default:
-		file.Close()
-		return nil, Info{}, fail(ErrNotRegular, t.abs)
+		return fail(ErrNotRegular, in.Path)
 	}
 }
 
@@ -281,20 +308,24 @@ func (t target) openParent() (*os.File, string, error) {
 	if t.rel == "." {
 		return nil, "", fail(ErrIsRoot, t.abs)
 	}
-	dir, err := t.root.r.Open(filepath.Dir(t.rel))
+	return t.root.openParentOf(t.rel)
+}
+
+// openParentOf opens the directory that holds the entry rel beneath r, and
+// returns it with the entry's name. rel is split at its last slash and not
+// cleaned: os.Root resolves what comes before as the kernel would, a ".."
+// after a symlink included. The directory is opened with O_DIRECTORY, so
+// that anything else (a FIFO, a device) is refused before it is opened.
+func (r *root) openParentOf(rel string) (*os.File, string, error) {
+	dirRel, name := ".", rel
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		dirRel, name = rel[:i], rel[i+1:]
+	}
+	dir, err := r.r.OpenFile(dirRel, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, "", classify(err)
 	}
-	st, err := fstat(dir)
-	if err != nil {
-		dir.Close()
-		return nil, "", classify(err)
-	}
-	if st.mode&unix.S_IFMT != unix.S_IFDIR {
-		dir.Close()
-		return nil, "", fail(ErrNotADirectory, filepath.Dir(t.abs))
-	}
-	return dir, filepath.Base(t.rel), nil
+	return dir, name, nil
 }
 
 // lstatAt describes the entry name in dir without following it; ok is false

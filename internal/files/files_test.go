@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/iotest"
 )
 
 func TestNew(t *testing.T) {
@@ -125,6 +126,7 @@ func TestWrite(t *testing.T) {
 				{"must not exist", strings.NewReader("x"), WriteOptions{MustNotExist: true}, ErrExists},
 				{"too large", strings.NewReader(strings.Repeat("x", 101)), WriteOptions{}, ErrTooLarge},
 				{"cut short", io.MultiReader(strings.NewReader("partial"), errReader{}), WriteOptions{}, errCut},
+				{"ended before its declared end", io.MultiReader(strings.NewReader("partial"), iotest.ErrReader(io.ErrUnexpectedEOF)), WriteOptions{}, ErrCutShort},
 			}
 			for _, tt := range failing {
 				_, err := fx.fs.Write(path, tt.r, tt.o)
@@ -328,7 +330,226 @@ func TestWriteFromSplicer(t *testing.T) {
 	if _, err := fx.fs.Write(fx.in("f"), &splicer{r: bytes.NewReader(data[:1000]), max: 1 << 20, fail: cut}, WriteOptions{}); !errors.Is(err, cut) {
 		t.Errorf("Write from a failing Splicer = %v, want its error", err)
 	}
+	short := &splicer{r: bytes.NewReader(data[:2<<20]), max: 1 << 20, fail: io.ErrUnexpectedEOF}
+	if _, err := fx.fs.Write(fx.in("f"), short, WriteOptions{}); !errors.Is(err, ErrCutShort) {
+		t.Errorf("Write from a Splicer that ends before its declared end = %v, want ErrCutShort", err)
+	}
 	if got, _ := os.ReadFile(fx.in("f")); !bytes.Equal(got, data) {
 		t.Errorf("a refused write changed the file (%d bytes)", len(got))
+	}
+}
+
+// TestWriteThroughSymlink: a write to a symlink writes the file it names,
+// resolved beneath the root as a read resolves it (".." after a symlinked
+// directory included): the link stays, the file keeps its mode, and If-Match
+// takes the ETag that Stat gives for the link's path. A copy onto a symlink
+// does the same. A link that leads outside, or is absolute, is refused as
+// Open refuses it.
+func TestWriteThroughSymlink(t *testing.T) {
+	fx := newFixture(t, Options{})
+	writeFile(t, fx.in("deep/er/g"), "source")
+	writeFile(t, fx.in("deep/f"), "old")
+	if err := os.Chmod(fx.in("deep/f"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, fx.in("f"), "not this one")
+	links := map[string]string{
+		"s":          "deep/er",
+		"deep/er/up": "../f", // read through s, s/up is deep/f
+		"chain":      "s/up",
+		"dangling":   "deep/new",
+		"dir":        "deep",
+		"loop":       "loop",
+		"out":        "../outside/f",
+		"abs":        fx.in("deep/f"),
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, fx.in(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	isLink := func(name string) {
+		t.Helper()
+		if fi, err := os.Lstat(fx.in(name)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("%s is no longer a symlink (%v)", name, err)
+		}
+	}
+	for _, name := range []string{"s/up", "chain"} {
+		st, err := fx.fs.Stat(fx.in(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := fx.fs.Write(fx.in(name), strings.NewReader("via "+name), WriteOptions{IfMatch: st.ETag})
+		if err != nil || in.Mode != 0o640 {
+			t.Fatalf("Write(%s, If-Match its Stat) = %+v, %v; want the linked file's mode 0640", name, in, err)
+		}
+		if got := readFile(t, fx.in("deep/f")); got != "via "+name {
+			t.Errorf("after Write(%s) deep/f = %q", name, got)
+		}
+		if after, _ := fx.fs.Stat(fx.in(name)); after.ETag != in.ETag {
+			t.Errorf("Stat(%s) after the write has ETag %s, Write gave %s", name, after.ETag, in.ETag)
+		}
+		_, err = fx.fs.Write(fx.in(name), strings.NewReader("stale"), WriteOptions{IfMatch: st.ETag})
+		wantErr(t, "Write("+name+", a stale If-Match)", err, ErrPreconditionFailed)
+	}
+	isLink("s/up")
+	isLink("chain")
+	if got := readFile(t, fx.in("f")); got != "not this one" {
+		t.Errorf("f = %q: the link's .. was taken lexically", got)
+	}
+
+	if _, err := fx.fs.Copy(fx.in("deep/er/g"), fx.in("chain"), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	isLink("chain")
+	if got := readFile(t, fx.in("deep/f")); got != "source" {
+		t.Errorf("after a copy onto chain deep/f = %q, want source", got)
+	}
+	_, err := fx.fs.Copy(fx.in("deep/er/g"), fx.in("chain"), WriteOptions{MustNotExist: true})
+	wantErr(t, "Copy(onto a link to a file, must not exist)", err, ErrExists)
+
+	if _, err := fx.fs.Write(fx.in("dangling"), strings.NewReader("made"), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	isLink("dangling")
+	if got := readFile(t, fx.in("deep/new")); got != "made" {
+		t.Errorf("a write through a dangling link made deep/new = %q", got)
+	}
+
+	refused := []struct {
+		name string
+		want error
+	}{
+		{"dir", ErrIsDirectory},
+		{"loop", ErrNotFound},
+		{"out", ErrOutsideRoot},
+		{"abs", ErrOutsideRoot},
+	}
+	for _, tt := range refused {
+		_, err := fx.fs.Write(fx.in(tt.name), strings.NewReader("x"), WriteOptions{})
+		wantErr(t, "Write("+tt.name+")", err, tt.want)
+		isLink(tt.name)
+	}
+	if got := names(t, fx.outside); len(got) != 0 {
+		t.Errorf("outside holds %q, want nothing", got)
+	}
+}
+
+// TestModes: a write keeps the permission bits of the file it replaces, and
+// a copy gives a new file the source's, as cp does; neither ever sets
+// setuid, setgid or sticky.
+func TestModes(t *testing.T) {
+	fx := newFixture(t, Options{})
+	for name, mode := range map[string]os.FileMode{"private": 0o600, "script": 0o700, "setuid": 0o755 | os.ModeSetuid | os.ModeSetgid | os.ModeSticky} {
+		writeFile(t, fx.in(name), name)
+		if err := os.Chmod(fx.in(name), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name string
+		do   func() (Info, error)
+		want os.FileMode
+	}{
+		{"copy of a 0600 file", func() (Info, error) { return fx.fs.Copy(fx.in("private"), fx.in("c1"), WriteOptions{}) }, 0o600},
+		{"copy of a 0700 script", func() (Info, error) { return fx.fs.Copy(fx.in("script"), fx.in("c2"), WriteOptions{}) }, 0o700},
+		{"copy of a setuid file", func() (Info, error) { return fx.fs.Copy(fx.in("setuid"), fx.in("c3"), WriteOptions{}) }, 0o755},
+		{"copy over a 0600 file", func() (Info, error) { return fx.fs.Copy(fx.in("script"), fx.in("private"), WriteOptions{}) }, 0o600},
+		{"write over a setuid file", func() (Info, error) {
+			return fx.fs.Write(fx.in("setuid"), strings.NewReader("x"), WriteOptions{})
+		}, 0o755},
+	}
+	for _, tt := range tests {
+		in, err := tt.do()
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		fi, err := os.Stat(in.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode() &^ os.ModeType; got != tt.want || in.Mode != tt.want {
+			t.Errorf("%s: mode %v (Info %v), want %v", tt.name, got, in.Mode, tt.want)
+		}
+	}
+}
+
+// TestNestedRootKept: a root is never removed or moved, nor replaced, not
+// even as part of a directory of an outer root that holds it, however the
+// path reaches it.
+func TestNestedRootKept(t *testing.T) {
+	base := t.TempDir()
+	outer := filepath.Join(base, "outer")
+	inner := filepath.Join(outer, "b", "inner")
+	for _, dir := range []string{inner, filepath.Join(outer, "empty"), filepath.Join(outer, "x")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Through self, the inner root is a path of the outer one.
+	if err := os.Symlink(".", filepath.Join(outer, "self")); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := New([]string{outer, inner}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	via := filepath.Join(outer, "self", "b", "inner")
+	refused := []struct {
+		name string
+		err  error
+	}{
+		{"Remove(the parent of a root, recursive)", fs.Remove(filepath.Join(outer, "b"), true)},
+		{"Remove(a root through a symlink)", fs.Remove(via, false)},
+		{"Remove(a root through a symlink, recursive)", fs.Remove(via, true)},
+		{"Move(the parent of a root)", fs.Move(filepath.Join(outer, "b"), filepath.Join(outer, "c"), false)},
+		{"Move(a root through a symlink)", fs.Move(via, filepath.Join(outer, "c"), false)},
+		{"Move(over a root through a symlink)", fs.Move(filepath.Join(outer, "empty"), via, true)},
+	}
+	for _, tt := range refused {
+		wantErr(t, tt.name, tt.err, ErrIsRoot)
+	}
+	if st, err := fs.Stat(inner); err != nil || st.Type != TypeDirectory {
+		t.Errorf("the inner root after the refusals: %+v, %v", st, err)
+	}
+	wantErr(t, "Move(a directory beside the root)", fs.Move(filepath.Join(outer, "x"), filepath.Join(outer, "y"), false), nil)
+	wantErr(t, "Remove(a directory beside the root)", fs.Remove(filepath.Join(outer, "y"), true), nil)
+}
+
+// TestBadNamesAndMoves: a name longer than the filesystem takes is
+// ErrInvalidPath on every operation, and a directory moved beneath itself
+// ErrMoveIntoItself.
+func TestBadNamesAndMoves(t *testing.T) {
+	fx := newFixture(t, Options{})
+	writeFile(t, fx.in("f"), "x")
+	writeFile(t, fx.in("a/b/c"), "x")
+	for _, long := range []string{fx.in(strings.Repeat("n", 256)), fx.in(strings.Repeat("n", 256) + "/x")} {
+		ops := map[string]func() error{
+			"Open": func() error {
+				file, _, err := fx.fs.Open(long)
+				if err == nil {
+					file.Close()
+				}
+				return err
+			},
+			"Stat":      func() error { _, err := fx.fs.Stat(long); return err },
+			"List":      func() error { _, err := fx.fs.List(long, "", 0); return err },
+			"Walk":      func() error { _, err := fx.fs.Walk(long, WalkOptions{}); return err },
+			"Write":     func() error { _, err := fx.fs.Write(long, strings.NewReader("x"), WriteOptions{}); return err },
+			"Mkdir":     func() error { return fx.fs.Mkdir(long) },
+			"Remove":    func() error { return fx.fs.Remove(long, true) },
+			"Copy from": func() error { _, err := fx.fs.Copy(long, fx.in("g"), WriteOptions{}); return err },
+			"Copy to":   func() error { _, err := fx.fs.Copy(fx.in("f"), long, WriteOptions{}); return err },
+			"Move from": func() error { return fx.fs.Move(long, fx.in("g"), false) },
+			"Move to":   func() error { return fx.fs.Move(fx.in("f"), long, false) },
+		}
+		for name, op := range ops {
+			wantErr(t, name+"(a name of 256 bytes)", op(), ErrInvalidPath)
+		}
+	}
+	wantErr(t, "Move(a directory into itself)", fx.fs.Move(fx.in("a"), fx.in("a/b/a"), false), ErrMoveIntoItself)
+	if got := readFile(t, fx.in("a/b/c")); got != "x" {
+		t.Errorf("a/b/c = %q after the refused move", got)
 	}
 }

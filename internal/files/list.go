@@ -190,24 +190,16 @@ func compareTo(p, cursor []string) order {
 	return after // a descendant of the cursor
 }
 
-// openDir opens the directory at path beneath its root.
+// openDir opens the directory at path beneath its root, with O_DIRECTORY, so
+// that anything else (a FIFO, a device) is refused before it is opened.
 func (f *FS) openDir(p string) (*os.File, string, error) {
 	t, err := f.resolve(p)
 	if err != nil {
 		return nil, "", err
 	}
-	dir, err := t.root.r.Open(t.rel)
+	dir, err := t.root.r.OpenFile(t.rel, os.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, "", classify(err)
-	}
-	st, err := fstat(dir)
-	if err != nil {
-		dir.Close()
-		return nil, "", classify(err)
-	}
-	if st.mode&unix.S_IFMT != unix.S_IFDIR {
-		dir.Close()
-		return nil, "", fail(ErrNotADirectory, t.abs)
 	}
 	return dir, t.abs, nil
 }

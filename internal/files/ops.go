@@ -2,6 +2,7 @@ package files
 
 import (
 	"errors"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,7 +24,8 @@ func (f *FS) Mkdir(path string) error {
 
 // Remove removes the file or empty directory at path; a directory with
 // entries only with recursive, which removes them too. A symlink is removed,
-// not followed. A root itself is never removed.
+// not followed. A root itself is never removed, nor a directory that holds
+// one.
 func (f *FS) Remove(path string, recursive bool) error {
 	t, err := f.resolve(path)
 	if err != nil {
@@ -35,14 +37,17 @@ func (f *FS) Remove(path string, recursive bool) error {
 	if _, err := t.root.r.Lstat(t.rel); err != nil {
 		return classify(err)
 	}
-	if recursive {
-		return classify(t.root.r.RemoveAll(t.rel))
-	}
 	dir, name, err := t.openParent()
 	if err != nil {
 		return err
 	}
 	defer dir.Close()
+	if err := f.refuseRoots(dir, name, t.root); err != nil {
+		return err
+	}
+	if recursive {
+		return classify(t.root.r.RemoveAll(t.rel))
+	}
 	defer f.holdDropped(dir, name)()
 	err = t.root.r.Remove(t.rel)
 	if errors.Is(err, unix.EEXIST) {
@@ -53,7 +58,9 @@ func (f *FS) Remove(path string, recursive bool) error {
 
 // Move renames src to dst, which may be in another root of the same
 // filesystem; an existing dst is replaced only with overwrite (a directory
-// only by a directory, and only when empty). A root itself is never moved.
+// only by a directory, and only when empty). A root itself is never moved
+// nor replaced, nor a directory that holds one; a directory is never moved
+// beneath itself (ErrMoveIntoItself).
 func (f *FS) Move(src, dst string, overwrite bool) error {
 	from, err := f.resolve(src)
 	if err != nil {
@@ -76,8 +83,14 @@ func (f *FS) Move(src, dst string, overwrite bool) error {
 		return err
 	}
 	defer toDir.Close()
+	if err := f.refuseRoots(fromDir, fromName, from.root); err != nil {
+		return err
+	}
 	flags := uint(0)
 	if overwrite {
+		if err := f.refuseRoots(toDir, toName, to.root); err != nil {
+			return err
+		}
 		defer f.holdDropped(toDir, toName)()
 	} else {
 		flags = unix.RENAME_NOREPLACE
@@ -85,8 +98,73 @@ func (f *FS) Move(src, dst string, overwrite bool) error {
 	// Both directories were opened beneath their roots and both names are
 	// single components, so the rename cannot reach outside either root.
 	err = unix.Renameat2(int(fromDir.Fd()), fromName, int(toDir.Fd()), toName, flags)
-	if errors.Is(err, unix.ENOTEMPTY) {
+	switch {
+	case errors.Is(err, unix.ENOTEMPTY):
 		return fail(ErrExists, to.abs)
+	case errors.Is(err, unix.EINVAL):
+		// rename(2)'s answer for a directory moved beneath itself.
+		return fail(ErrMoveIntoItself, from.abs+" into "+to.abs)
 	}
 	return classify(err)
+}
+
+// refuseRoots fails with ErrIsRoot when the entry name in dir is a directory
+// that is a root other than own, or holds one at any depth: a root is never
+// removed, moved or replaced, not even with a directory of an outer root
+// that holds it, however a path reaches it. An entry that is not a
+// directory, or none, holds no root.
+func (f *FS) refuseRoots(dir *os.File, name string, own *root) error {
+	var st unix.Stat_t
+	err := unix.Fstatat(int(dir.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return nil // the operation itself answers for what it finds
+	}
+	for _, r := range f.roots {
+		if r == own {
+			continue // what is beneath a root cannot hold it
+		}
+		in, err := r.within(uint64(st.Dev), st.Ino)
+		if err != nil {
+			return classify(err)
+		}
+		if in {
+			return fail(ErrIsRoot, r.name)
+		}
+	}
+	return nil
+}
+
+// within reports whether r's directory is the directory of device dev and
+// inode ino, or lies beneath it. Directories are compared by what they are,
+// not by their names: from r's own up through "..", to the top.
+func (r *root) within(dev, ino uint64) (bool, error) {
+	top, err := r.r.OpenFile(".", os.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return false, err
+	}
+	fd, err := unix.Openat(int(top.Fd()), ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	top.Close()
+	if err != nil {
+		return false, err
+	}
+	defer func() { unix.Close(fd) }()
+	var below unix.Stat_t
+	for first := true; ; first = false {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return false, err
+		}
+		switch {
+		case uint64(st.Dev) == dev && st.Ino == ino:
+			return true, nil
+		case !first && st.Dev == below.Dev && st.Ino == below.Ino:
+			return false, nil // the top: its ".." is itself
+		}
+		up, err := unix.Openat(fd, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return false, err
+		}
+		unix.Close(fd)
+		fd, below = up, st
+	}
 }

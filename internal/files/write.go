@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,7 +27,7 @@ type WriteOptions struct {
 	// atomically: of two such writes of one path, one wins.
 	MustNotExist bool
 	// Mode is the permission of a new file; 0 means 0o644. A replaced file
-	// keeps its own.
+	// keeps its own permission bits (never setuid, setgid or sticky).
 	Mode fs.FileMode
 }
 
@@ -34,36 +35,31 @@ type WriteOptions struct {
 // goes to an unnamed temporary file in the same directory (O_TMPFILE), is
 // synced, and is then given its name by a rename, so that a reader sees the
 // old file or the new one, never a part. When r fails or yields more than
-// MaxFileBytes, the old file is left as it was and no temporary file remains.
-// The parent directory must exist. A symlink at path is replaced, not
-// followed. Write returns the new file's Info.
+// MaxFileBytes, or ends before its own declared end (ErrCutShort), the old
+// file is left as it was and no temporary file remains. The parent directory
+// must exist. A symlink at path is followed beneath the root, as a read
+// follows it: the file it names is written (made, when there is none), and
+// the link stays. Write returns the new file's Info.
 func (f *FS) Write(path string, r io.Reader, o WriteOptions) (Info, error) {
 	t, err := f.resolve(path)
 	if err != nil {
 		return Info{}, err
 	}
-	dir, name, err := t.openParent()
+	// Checked before the upload too, so that a doomed one is not received.
+	dir, name, old, exists, err := t.openWritten()
 	if err != nil {
-		if errors.Is(err, ErrIsRoot) {
-			return Info{}, fail(ErrIsDirectory, t.abs)
-		}
 		return Info{}, err
 	}
 	defer dir.Close()
+	if err := o.check(t.abs, old, exists); err != nil {
+		return Info{}, err
+	}
 	mode := o.Mode.Perm()
 	if mode == 0 {
 		mode = 0o644
 	}
-	// Checked before the upload too, so that a doomed one is not received.
-	old, exists, err := lstatAt(dir, name)
-	if err != nil {
-		return Info{}, err
-	}
-	if err := o.check(t.abs, old, exists); err != nil {
-		return Info{}, err
-	}
 	if exists {
-		mode = fs.FileMode(old.mode & 0o7777)
+		mode = fs.FileMode(old.mode & 0o777)
 	}
 
 	tmp, tmpName, err := f.createTemp(dir, name, mode)
@@ -91,7 +87,7 @@ func (f *FS) Write(path string, r io.Reader, o WriteOptions) (Info, error) {
 		n, err = copyOverlapped(&writeBehind{f: tmp}, limited)
 	}
 	if err != nil {
-		return Info{}, err
+		return Info{}, classify(err)
 	}
 	if n > f.opts.MaxFileBytes {
 		return Info{}, fail(ErrTooLarge, strconv.FormatInt(f.opts.MaxFileBytes, 10)+" bytes at most")
@@ -100,7 +96,13 @@ func (f *FS) Write(path string, r io.Reader, o WriteOptions) (Info, error) {
 		return Info{}, err
 	}
 
-	mu := &f.publish[maphash.String(f.seed, t.root.real+"\x00"+t.rel)%uint64(len(f.publish))]
+	// The lock is the written entry's, by its directory's identity, so that
+	// writers through a symlink and through the file's own name share it.
+	dirSt, err := fstat(dir)
+	if err != nil {
+		return Info{}, classify(err)
+	}
+	mu := &f.publish[maphash.Comparable(f.seed, entryKey{dirSt.dev, dirSt.ino, name})%uint64(len(f.publish))]
 	mu.Lock()
 	defer mu.Unlock()
 	// The last check, under the lock every writer of this path takes; the
@@ -143,6 +145,67 @@ func (f *FS) Write(path string, r io.Reader, o WriteOptions) (Info, error) {
 	return infoOf(t.abs, st), nil
 }
 
+// entryKey names a directory entry by its directory's device and inode.
+type entryKey struct {
+	dev, ino uint64
+	name     string
+}
+
+// maxWriteLinks bounds the symlinks a write follows from its path to the file
+// it writes, as os.Root bounds those on a path's way.
+const maxWriteLinks = 8
+
+// openWritten opens the directory of the file a write to t writes, and
+// returns it with the file's name there and the entry as it is (exists is
+// false when there is none). That file is t's entry, or, while the entry is
+// a symlink, the one it names, resolved beneath t's root as a read of t
+// resolves it, so that the link stays and the file written keeps its mode
+// and the ETag that Stat gives for t. A link that leads outside the root, or
+// is absolute, is ErrOutsideRoot, as for a read.
+func (t target) openWritten() (dir *os.File, name string, old rawStat, exists bool, err error) {
+	if t.rel == "." {
+		return nil, "", rawStat{}, false, fail(ErrIsDirectory, t.abs)
+	}
+	rel := t.rel
+	for range maxWriteLinks + 1 {
+		if dir, name, err = t.root.openParentOf(rel); err != nil {
+			return nil, "", rawStat{}, false, err
+		}
+		old, exists, err = lstatAt(dir, name)
+		if err == nil && exists && old.mode&unix.S_IFMT == unix.S_IFLNK {
+			var link string
+			link, err = readlinkAt(dir, name)
+			dir.Close()
+			switch {
+			case err != nil:
+				return nil, "", rawStat{}, false, classify(err)
+			case strings.HasPrefix(link, "/"):
+				return nil, "", rawStat{}, false, fail(ErrOutsideRoot, t.abs+" is an absolute symlink")
+			case strings.HasSuffix(link, "/"):
+				return nil, "", rawStat{}, false, fail(ErrIsDirectory, t.abs+" links to a directory")
+			}
+			rel = rel[:strings.LastIndexByte(rel, '/')+1] + link
+			continue
+		}
+		if err != nil {
+			dir.Close()
+			return nil, "", rawStat{}, false, err
+		}
+		return dir, name, old, exists, nil
+	}
+	return nil, "", rawStat{}, false, classify(unix.ELOOP)
+}
+
+// readlinkAt is the target of the symlink name in dir.
+func readlinkAt(dir *os.File, name string) (string, error) {
+	buf := make([]byte, MaxPathBytes)
+	n, err := unix.Readlinkat(int(dir.Fd()), name, buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
 // copyOverlapped copies r to w through two buffers, bigger than ReadFrom's
 // 32 KiB (which costs a third of the throughput in syscalls,
 // BenchmarkWrite): one is filled from r while the other is written to w, so
@@ -171,7 +234,7 @@ func copyOverlapped(w io.Writer, r io.Reader) (n int64, err error) {
 			case <-stop:
 				return
 			}
-			k, err := io.ReadFull(r, buf)
+			k, err := fill(r, buf)
 			if k > 0 {
 				select {
 				case full <- buf[:k]:
@@ -180,7 +243,7 @@ func copyOverlapped(w io.Writer, r io.Reader) (n int64, err error) {
 				}
 			}
 			if err != nil {
-				if err != io.EOF && err != io.ErrUnexpectedEOF {
+				if err != io.EOF {
 					readErr = err
 				}
 				return
@@ -199,6 +262,19 @@ func copyOverlapped(w io.Writer, r io.Reader) (n int64, err error) {
 		free <- buf[:cap(buf)]
 	}
 	return n, readErr
+}
+
+// fill reads r into buf until buf is full or r fails, and returns r's error
+// as it is. Unlike io.ReadFull, which reports an end before buf is full as
+// io.ErrUnexpectedEOF: a source's own io.ErrUnexpectedEOF (an upload whose
+// client went away before its declared end) would look like its plain end.
+func fill(r io.Reader, buf []byte) (n int, err error) {
+	for n < len(buf) && err == nil {
+		var k int
+		k, err = r.Read(buf[n:])
+		n += k
+	}
+	return n, err
 }
 
 // A Splicer is a source that moves its bytes into a file itself, inside the
@@ -335,12 +411,15 @@ func tempName(name string) string {
 	return "." + prefix + "." + hex.EncodeToString(b[:]) + ".tmp"
 }
 
-// Copy writes a copy of the regular file src to dst, as Write does with o.
+// Copy writes a copy of the regular file src to dst, as Write does with o,
+// but that a new file takes src's permission bits (never setuid, setgid or
+// sticky), as cp gives them, whatever o.Mode says.
 func (f *FS) Copy(src, dst string, o WriteOptions) (Info, error) {
-	in, _, err := f.Open(src)
+	in, info, err := f.Open(src)
 	if err != nil {
 		return Info{}, err
 	}
 	defer in.Close()
+	o.Mode = info.Mode.Perm()
 	return f.Write(dst, in, o)
 }

@@ -1,12 +1,16 @@
 package handlers
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -170,6 +174,8 @@ func TestFilesProblems(t *testing.T) {
 		{"stale ETag", failing(wrap(files.ErrPreconditionFailed)), "PUT", "/files/content?path=/r/f", "x", map[string]string{"If-Match": `"e"`}, 412, PreconditionFailed},
 		{"exists under If-None-Match", failing(wrap(files.ErrExists)), "PUT", "/files/content?path=/r/f", "x", map[string]string{"If-None-Match": "*"}, 412, PreconditionFailed},
 		{"too large", failing(wrap(files.ErrTooLarge)), "PUT", "/files/content?path=/r/f", "x", nil, 413, BodyTooLarge},
+		{"cut short", failing(wrap(files.ErrCutShort)), "PUT", "/files/content?path=/r/f", "x", nil, 400, InvalidRequest},
+		{"into itself", failing(wrap(files.ErrMoveIntoItself)), "POST", "/files/move", `{"from":"/r/a","to":"/r/a/b"}`, nil, 400, InvalidRequest},
 		{"If-Match *", failing(nil), "PUT", "/files/content?path=/r/f", "x", map[string]string{"If-Match": "*"}, 400, InvalidRequest},
 		{"If-None-Match an ETag", failing(nil), "PUT", "/files/content?path=/r/f", "x", map[string]string{"If-None-Match": `"e"`}, 400, InvalidRequest},
 		{"unknown error", failing(errors.New("boom /secret/server/path")), "GET", "/files/stat?path=/r", "", nil, 500, Internal},
@@ -192,6 +198,51 @@ func TestFilesProblems(t *testing.T) {
 			}
 			if strings.Contains(rec.Body.String(), "/secret/server/path") {
 				t.Errorf("the answer quotes the cause: %s", rec.Body)
+			}
+		})
+	}
+}
+
+// TestFilesUploadCutShort: an upload whose client half-closes before the
+// body's declared end (a Content-Length not reached, a chunked body without
+// its last chunk) is refused with 400 and leaves the old file as it was,
+// whether it is read through net/http or, from 1 MiB, spliced from the
+// socket.
+func TestFilesUploadCutShort(t *testing.T) {
+	root := t.TempDir()
+	fsys, err := files.New([]string{root}, files.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsys.Close()
+	limit, _ := newConnLimit(t, 16) // which gives the handler its connection, to splice from
+	srv := serveRouter(t, filesRouter(t, fsys), limit)
+	dst := filepath.Join(root, "up.txt")
+	if err := os.WriteFile(dst, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, header, body string }{
+		{"chunked, no last chunk", "Transfer-Encoding: chunked", "5\r\nhello\r\n"},
+		{"500 bytes of 1000", "Content-Length: 1000", strings.Repeat("x", 500)},
+		{"1 MiB of 2, spliced", "Content-Length: 2097152", strings.Repeat("x", 1<<20)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, br := rawRequest(t, srv, "PUT /files/content?path="+url.QueryEscape(dst)+" HTTP/1.1\nHost: 127.0.0.1\n"+tt.header+"\n", tt.body)
+			if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			resp, body := readAnswer(t, c, br)
+			var p Problem
+			_ = json.Unmarshal([]byte(body), &p)
+			if resp.StatusCode != http.StatusBadRequest || p.Code != InvalidRequest || deref(p.Field) != "body" {
+				t.Errorf("answer %d %s, want 400 invalid_request for the field body", resp.StatusCode, body)
+			}
+			if got, err := os.ReadFile(dst); err != nil || string(got) != "old" {
+				t.Errorf("the file holds %q (%v), want the old content", got, err)
+			}
+			if entries, _ := os.ReadDir(root); len(entries) != 1 {
+				t.Errorf("the root holds %d entries, want the file alone (no temporary file left)", len(entries))
 			}
 		})
 	}

@@ -120,7 +120,7 @@ func problemFor(err error) *problem {
 	case errors.Is(err, files.ErrOutsideRoot):
 		return &problem{status: http.StatusForbidden, code: OutsideRoot, detail: "the path leads outside the server's --files-root directories", cause: err}
 	case errors.Is(err, files.ErrInvalidPath):
-		return &problem{status: http.StatusBadRequest, code: InvalidRequest, field: "path", detail: "a path must be absolute, without NUL, at most 4096 bytes", cause: err}
+		return &problem{status: http.StatusBadRequest, code: InvalidRequest, field: "path", detail: "a path must be absolute, without NUL, at most 4096 bytes, and each of its names at most 255", cause: err}
 	case errors.Is(err, files.ErrNotFound):
 		return &problem{status: http.StatusNotFound, code: NotFound, detail: "no such file or directory", cause: err}
 	case errors.Is(err, files.ErrIsDirectory):
@@ -141,6 +141,10 @@ func problemFor(err error) *problem {
 		return &problem{status: http.StatusConflict, code: IsRoot, detail: "a files root itself cannot be removed, moved or replaced", cause: err}
 	case errors.Is(err, files.ErrCrossDevice):
 		return &problem{status: http.StatusConflict, code: CrossDevice, detail: "a move cannot cross filesystems; copy, then remove", cause: err}
+	case errors.Is(err, files.ErrMoveIntoItself):
+		return &problem{status: http.StatusBadRequest, code: InvalidRequest, field: "to", detail: "a directory cannot be moved into itself or beneath itself", cause: err}
+	case errors.Is(err, files.ErrCutShort):
+		return &problem{status: http.StatusBadRequest, code: InvalidRequest, field: "body", detail: "the body ended before its declared end (Content-Length, or a chunked body's last chunk); the file was left as it was", cause: err}
 	case errors.Is(err, service.ErrTimedOutWaiting):
 		return &problem{status: http.StatusGatewayTimeout, code: DeadlineExceeded, field: "timeoutMs", detail: "timeoutMs ran out while the command waited for its shell snapshot capture; it was not started, and the capture goes on", cause: err}
 	}
