@@ -115,4 +115,12 @@ func TestMalformedRequests(t *testing.T) {
 	if h.ServeHTTP(rec, req); rec.Code != http.StatusOK {
 		t.Errorf("after the malformed requests, /exec with whitespace around its body = %d %s", rec.Code, rec.Body)
 	}
+	// A number beyond float64 is said to be out of range, not in the
+	// validator's own words about its types.
+	req = localRequest("POST", "/exec", strings.NewReader(`{"argv":["true"],"timeoutMs":1e400}`))
+	req.Header.Set("Content-Type", "application/json")
+	rec = httptest.NewRecorder()
+	if h.ServeHTTP(rec, req); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"detail":"the number is out of range"`) || !strings.Contains(rec.Body.String(), `"field":"timeoutMs"`) {
+		t.Errorf("timeoutMs 1e400 = %d %s, want 400 for timeoutMs saying the number is out of range", rec.Code, rec.Body)
+	}
 }

@@ -238,6 +238,9 @@ func validationError(w http.ResponseWriter, r *http.Request, err error) {
 		p.detail = "send the body as JSON, with the header Content-Type: application/json (curl: -H 'Content-Type: application/json')"
 	case errors.As(re.Err, &se):
 		p.detail = se.Reason
+		if strings.HasPrefix(se.Reason, "cannot convert json.Number") {
+			p.detail = "the number is out of range" // beyond float64: the validator's words name its types
+		}
 		switch ptr := se.JSONPointer(); {
 		case re.Parameter != nil:
 			// A parameter's value: the field is the parameter's name.
