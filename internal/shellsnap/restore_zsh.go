@@ -392,7 +392,8 @@ func zshDefinitions(recs []record) *Definitions {
 // string ends in an error such as $((1/0)) or nounset's, but not when an
 // eval does), no disabled builtin, no function
 // named builtin or exec (the wait line's words) or command_not_found_handler
-// (a function the script may call without naming it). The line sets
+// (a function the script may call without naming it), and no parameter of
+// the go-ahead's name (standsForTheWait, as for bash). The line sets
 // evallineno back on when the state has it (the wait line turns it off) and
 // $_ as the profile left it; under allexport it unexports SECONDS and
 // ZSH_EXECUTION_STRING, which the go-ahead assigns. Every word is quoted,
@@ -415,6 +416,12 @@ func zshStandby(recs []record) (goAhead string, ok bool) {
 			}
 		case "fn":
 			if strings.HasPrefix(r.name, "TRAP") || r.name == "builtin" || r.name == "exec" || r.name == "command_not_found_handler" {
+				return "", false
+			}
+		case "var", "xvar":
+			// The go-ahead's variable: an attribute (-l, -u, -i) would
+			// change the script assigned to it.
+			if r.name == standbyScriptVar {
 				return "", false
 			}
 		case "disabled":

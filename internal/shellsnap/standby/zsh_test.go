@@ -197,6 +197,10 @@ func TestZshStandbyRefusesWhatActsOnTheWait(t *testing.T) {
 		"a function builtin": "builtin() { echo fn; }\n",
 		"a function exec":    "exec() { echo fn; }\n",
 		"not found handler":  "command_not_found_handler() { echo missing; }\n",
+		// The go-ahead's variable, with attributes that change what is
+		// assigned to it.
+		"the go-ahead's variable, lower case": "typeset -l __CODEX_SHELL_SNAPSHOT_SCRIPT\n",
+		"the go-ahead's variable, an integer": "typeset -i __CODEX_SHELL_SNAPSHOT_SCRIPT\n",
 	}
 	for name, profile := range profiles {
 		home := t.TempDir()
