@@ -609,7 +609,7 @@ type ExecRequest struct {
 	// shape runs unchanged (outcome ineligible).
 	ShellSnapshot *ShellSnapshotRequest `json:"shellSnapshot,omitempty"`
 
-	// Stdin Written to the child, then closed; without it stdin is /dev/null.
+	// Stdin Written to the child, then closed; without it stdin is /dev/null. On a terminal (tty) stdin stays open, as a terminal's does; end the input as a keyboard does, with the byte 0x04 (Ctrl-D) at the start of a line.
 	Stdin *string `json:"stdin,omitempty"`
 
 	// TimeoutMs Wall-clock limit of the whole request; then SIGTERM to the group, SIGKILL after the
