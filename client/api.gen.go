@@ -198,6 +198,7 @@ const (
 	ProblemCodeUnauthorized         ProblemCode = "unauthorized"
 	ProblemCodeUnsupportedMediaType ProblemCode = "unsupported_media_type"
 	ProblemCodeUnsupportedShell     ProblemCode = "unsupported_shell"
+	ProblemCodeWriteIdReused        ProblemCode = "write_id_reused"
 )
 
 // Valid indicates whether the value is a known member of the ProblemCode enum.
@@ -280,6 +281,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeUnsupportedMediaType:
 		return true
 	case ProblemCodeUnsupportedShell:
+		return true
+	case ProblemCodeWriteIdReused:
 		return true
 	default:
 		return false
@@ -1448,7 +1451,7 @@ type StdinWrite struct {
 
 	// WriteId Makes the write idempotent over retries (the last 4096 writeIds are remembered): a
 	// retry with the same writeId must carry the same data, of which only the bytes that
-	// earlier calls did not write are written.
+	// earlier calls did not write are written; other data is a 409 write_id_reused.
 	WriteId *string `json:"writeId,omitempty"`
 }
 
@@ -2032,7 +2035,9 @@ type ClientInterface interface {
 	// call wrote (written) and how many earlier calls had (alreadyWritten); a retry of a
 	// write that was applied whole is a duplicate that writes nothing. A write to a
 	// process that has exited is a 409 process_exited; to a running process whose stdin is
-	// closed or was never piped (pipeStdin), a 409 stdin_closed.
+	// closed or was never piped (pipeStdin), a 409 stdin_closed. A writeId that an earlier
+	// write used for other data is a 409 write_id_reused, and nothing is written (a retry
+	// may add close).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2049,7 +2054,9 @@ type ClientInterface interface {
 	// call wrote (written) and how many earlier calls had (alreadyWritten); a retry of a
 	// write that was applied whole is a duplicate that writes nothing. A write to a
 	// process that has exited is a 409 process_exited; to a running process whose stdin is
-	// closed or was never piped (pipeStdin), a 409 stdin_closed.
+	// closed or was never piped (pipeStdin), a 409 stdin_closed. A writeId that an earlier
+	// write used for other data is a 409 write_id_reused, and nothing is written (a retry
+	// may add close).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2839,7 +2846,9 @@ func (c *APIClient) SignalProcess(ctx context.Context, processId ProcessId, body
 // call wrote (written) and how many earlier calls had (alreadyWritten); a retry of a
 // write that was applied whole is a duplicate that writes nothing. A write to a
 // process that has exited is a 409 process_exited; to a running process whose stdin is
-// closed or was never piped (pipeStdin), a 409 stdin_closed.
+// closed or was never piped (pipeStdin), a 409 stdin_closed. A writeId that an earlier
+// write used for other data is a 409 write_id_reused, and nothing is written (a retry
+// may add close).
 //
 // Takes any type of body and a specified content type.
 //
@@ -2866,7 +2875,9 @@ func (c *APIClient) WriteProcessStdinWithBody(ctx context.Context, processId Pro
 // call wrote (written) and how many earlier calls had (alreadyWritten); a retry of a
 // write that was applied whole is a duplicate that writes nothing. A write to a
 // process that has exited is a 409 process_exited; to a running process whose stdin is
-// closed or was never piped (pipeStdin), a 409 stdin_closed.
+// closed or was never piped (pipeStdin), a 409 stdin_closed. A writeId that an earlier
+// write used for other data is a 409 write_id_reused, and nothing is written (a retry
+// may add close).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5164,7 +5175,9 @@ type ClientWithResponsesInterface interface {
 	// call wrote (written) and how many earlier calls had (alreadyWritten); a retry of a
 	// write that was applied whole is a duplicate that writes nothing. A write to a
 	// process that has exited is a 409 process_exited; to a running process whose stdin is
-	// closed or was never piped (pipeStdin), a 409 stdin_closed.
+	// closed or was never piped (pipeStdin), a 409 stdin_closed. A writeId that an earlier
+	// write used for other data is a 409 write_id_reused, and nothing is written (a retry
+	// may add close).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5181,7 +5194,9 @@ type ClientWithResponsesInterface interface {
 	// call wrote (written) and how many earlier calls had (alreadyWritten); a retry of a
 	// write that was applied whole is a duplicate that writes nothing. A write to a
 	// process that has exited is a 409 process_exited; to a running process whose stdin is
-	// closed or was never piped (pipeStdin), a 409 stdin_closed.
+	// closed or was never piped (pipeStdin), a 409 stdin_closed. A writeId that an earlier
+	// write used for other data is a 409 write_id_reused, and nothing is written (a retry
+	// may add close).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8455,7 +8470,9 @@ func (c *ClientWithResponses) SignalProcessWithResponse(ctx context.Context, pro
 // call wrote (written) and how many earlier calls had (alreadyWritten); a retry of a
 // write that was applied whole is a duplicate that writes nothing. A write to a
 // process that has exited is a 409 process_exited; to a running process whose stdin is
-// closed or was never piped (pipeStdin), a 409 stdin_closed.
+// closed or was never piped (pipeStdin), a 409 stdin_closed. A writeId that an earlier
+// write used for other data is a 409 write_id_reused, and nothing is written (a retry
+// may add close).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8478,7 +8495,9 @@ func (c *ClientWithResponses) WriteProcessStdinWithBodyWithResponse(ctx context.
 // call wrote (written) and how many earlier calls had (alreadyWritten); a retry of a
 // write that was applied whole is a duplicate that writes nothing. A write to a
 // process that has exited is a 409 process_exited; to a running process whose stdin is
-// closed or was never piped (pipeStdin), a 409 stdin_closed.
+// closed or was never piped (pipeStdin), a 409 stdin_closed. A writeId that an earlier
+// write used for other data is a 409 write_id_reused, and nothing is written (a retry
+// may add close).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -28,6 +28,9 @@ var (
 	// it was not started with PipeStdin, a write closed it, or the child closed
 	// its end.
 	ErrStdinClosed = errors.New("stdin is closed")
+	// ErrWriteIDReused means a stdin write's id was used before for other
+	// data (or another close): a retry must carry the same.
+	ErrWriteIDReused = errors.New("writeId was used for other data")
 	// ErrProcessExited means the process has exited: its stdin is gone.
 	ErrProcessExited = errors.New("process has exited")
 	// ErrNotATTY means the process does not run on a terminal.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"os"
 	"sync"
 	"syscall"
@@ -25,10 +26,12 @@ type stdinPipe struct {
 	// ids outlive the process, so that a retried write that closed stdin is
 	// still acknowledged as a duplicate; they are counted in its footprint.
 	ids *writeIDs
+	// seed keys the hash of each write's data that its id remembers.
+	seed maphash.Seed
 }
 
 func newStdinPipe(w *os.File) *stdinPipe {
-	return &stdinPipe{turn: make(chan struct{}, 1), w: w, ids: newWriteIDs(maxWriteIDs)}
+	return &stdinPipe{turn: make(chan struct{}, 1), w: w, ids: newWriteIDs(maxWriteIDs), seed: maphash.MakeSeed()}
 }
 
 // file returns the open write end, or nil.
@@ -102,7 +105,9 @@ type StdinWrite struct {
 // call records how many bytes of data went into the pipe under its id, a
 // write cut short included, and a retry with the same id and data writes only
 // the bytes that are missing; one whose earlier call wrote everything is a
-// Duplicate that writes nothing.
+// Duplicate that writes nothing. A call whose id was used for other data is
+// ErrWriteIDReused and writes nothing: which data the client meant cannot be
+// known. (A retry may add close.)
 //
 // It returns ErrProcessExited when the process has exited, and
 // ErrStdinClosed when it runs but its stdin is not open: it was not started
@@ -119,8 +124,12 @@ func (p *Process) WriteStdin(ctx context.Context, data []byte, writeID string, c
 	}
 	defer func() { <-s.turn }()
 	var w StdinWrite
+	sum := s.sum(data)
 	if writeID != "" {
 		rec := s.record(writeID)
+		if (rec.done || rec.written > 0) && rec.sum != sum {
+			return StdinWrite{}, ErrWriteIDReused
+		}
 		if rec.done {
 			return StdinWrite{AlreadyWritten: rec.written, Duplicate: true}, nil
 		}
@@ -140,7 +149,7 @@ func (p *Process) WriteStdin(ctx context.Context, data []byte, writeID string, c
 	if writeID != "" && (err == nil || w.Written > 0) {
 		// A write cut short is remembered too: its retry must not write again
 		// what went into the pipe.
-		s.remember(writeID, stdinRecord{written: w.AlreadyWritten + w.Written, done: err == nil})
+		s.remember(writeID, stdinRecord{written: w.AlreadyWritten + w.Written, done: err == nil, sum: sum})
 	}
 	if errors.Is(err, ErrStdinClosed) {
 		err = p.stdinGone(err)
@@ -193,8 +202,16 @@ func writeContext(ctx context.Context, w *os.File, data []byte) (int, error) {
 
 // stdinRecord is what was written under one write id.
 type stdinRecord struct {
-	written int  // bytes of the write's data in the pipe
-	done    bool // all of it, and stdin closed when the write asked
+	written int    // bytes of the write's data in the pipe
+	done    bool   // all of it, and stdin closed when the write asked
+	sum     uint64 // the write's data (stdinPipe.sum)
+}
+
+// sum identifies a write's data among the writes of one process, so that a
+// retry of another is told apart: a hash, not the data, so that 4096
+// remembered ids cost their ids and no more.
+func (s *stdinPipe) sum(data []byte) uint64 {
+	return maphash.Bytes(s.seed, data)
 }
 
 // writeIDs remembers what was written under the last max ids: a FIFO ring

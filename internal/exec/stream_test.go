@@ -283,6 +283,8 @@ func TestWriteStdin(t *testing.T) {
 	}{
 		{"write", "a\n", "w1", false, StdinWrite{Written: 2}, nil},
 		{"same id again", "a\n", "w1", false, StdinWrite{AlreadyWritten: 2, Duplicate: true}, nil},
+		{"same id, other data", "x\n", "w1", false, StdinWrite{}, ErrWriteIDReused},
+		{"same id, more data", "a\nmore\n", "w1", false, StdinWrite{}, ErrWriteIDReused},
 		{"no id", "b\n", "", false, StdinWrite{Written: 2}, nil},
 		{"no id again", "b\n", "", false, StdinWrite{Written: 2}, nil},
 		{"write and close", "c\n", "w2", true, StdinWrite{Written: 2}, nil},
@@ -409,15 +411,15 @@ func TestWriteStdinDedupeWindow(t *testing.T) {
 		}
 	}
 	tests := []struct {
-		id      string
-		wantDup bool
+		id, data string
+		wantDup  bool
 	}{
-		{"id-1", true}, // checked first: writing id-0 again forgets id-1
-		{"id-4096", true},
-		{"id-0", false},
+		{"id-1", "x", true}, // checked first: writing id-0 again forgets id-1
+		{"id-4096", "x", true},
+		{"id-0", "y", false}, // forgotten: a new write
 	}
 	for _, tt := range tests {
-		if w, err := p.WriteStdin(ctx, []byte("y"), tt.id, false); w.Duplicate != tt.wantDup || err != nil {
+		if w, err := p.WriteStdin(ctx, []byte(tt.data), tt.id, false); w.Duplicate != tt.wantDup || err != nil {
 			t.Errorf("WriteStdin(%q) after %d ids = %+v, %v, want duplicate %v", tt.id, maxWriteIDs+1, w, err, tt.wantDup)
 		}
 	}

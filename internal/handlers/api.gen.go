@@ -196,6 +196,7 @@ const (
 	Unauthorized         ProblemCode = "unauthorized"
 	UnsupportedMediaType ProblemCode = "unsupported_media_type"
 	UnsupportedShell     ProblemCode = "unsupported_shell"
+	WriteIdReused        ProblemCode = "write_id_reused"
 )
 
 // Valid indicates whether the value is a known member of the ProblemCode enum.
@@ -278,6 +279,8 @@ func (e ProblemCode) Valid() bool {
 	case UnsupportedMediaType:
 		return true
 	case UnsupportedShell:
+		return true
+	case WriteIdReused:
 		return true
 	default:
 		return false
@@ -1446,7 +1449,7 @@ type StdinWrite struct {
 
 	// WriteId Makes the write idempotent over retries (the last 4096 writeIds are remembered): a
 	// retry with the same writeId must carry the same data, of which only the bytes that
-	// earlier calls did not write are written.
+	// earlier calls did not write are written; other data is a 409 write_id_reused.
 	WriteId *string `json:"writeId,omitempty"`
 }
 

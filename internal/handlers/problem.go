@@ -113,6 +113,8 @@ func problemFor(err error) *problem {
 		return &problem{status: http.StatusConflict, code: ProcessExited, detail: "the process has exited: it has no stdin or terminal any more", cause: err}
 	case errors.Is(err, exec.ErrNotATTY):
 		return &problem{status: http.StatusConflict, code: NotATty, detail: "the process was started without tty: it has no terminal to resize", cause: err}
+	case errors.Is(err, exec.ErrWriteIDReused):
+		return &problem{status: http.StatusConflict, code: WriteIdReused, field: "writeId", detail: "an earlier write used this writeId for other data; nothing was written: a retry must carry the same data, and a new write a new writeId", cause: err}
 	case errors.Is(err, exec.ErrStdinClosed):
 		return &problem{status: http.StatusConflict, code: StdinClosed, detail: "stdin is not open: start the process with pipeStdin, and do not close it before writing", cause: err}
 	case errors.Is(err, exec.ErrShuttingDown):
