@@ -41,14 +41,17 @@ func (a *Attachment) Next(ctx context.Context, wait time.Duration) (exec.ReadRes
 	return a.feed.Next(ctx, wait)
 }
 
-// WriteStdin writes data to the process's stdin, waiting at most
-// stdinWriteBound for the child to read, as Service.WriteStdin does.
+// WriteStdin writes all of data to the process's stdin, waiting for the
+// child to read as long as ctx lasts (the connection): a terminal that does
+// not read holds its keyboard back, and a write cut short by a bound would
+// lose the rest of what was typed (Service.WriteStdin's bound is a
+// request's).
 func (a *Attachment) WriteStdin(ctx context.Context, data []byte) error {
 	in := StdinInput{Data: data}
 	if err := in.Validate(a.limits); err != nil {
 		return err
 	}
-	_, err := writeStdin(ctx, a.p, in)
+	_, err := a.p.WriteStdin(ctx, in.Data, "", false)
 	return err
 }
 

@@ -26,6 +26,11 @@ type Limits struct {
 	MaxStdinBytes int
 	// MaxOutputBytes bounds MaxOutputBytes.
 	MaxOutputBytes int
+	// StdinWriteBound is how long one stdin write of a request may wait for
+	// the child to read, so that a child that never reads does not hold the
+	// request forever; zero means 30 s. An attachment's writes wait as a
+	// keyboard's do, until the connection ends (Attachment.WriteStdin).
+	StdinWriteBound time.Duration
 }
 
 // FieldError is a request field the service refuses: what the API's contract

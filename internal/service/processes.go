@@ -55,8 +55,7 @@ type StdinOutput struct {
 	Closed bool
 }
 
-// stdinWriteBound is how long one write may wait for a child to read: a
-// child that never reads must not hold the request forever.
+// stdinWriteBound is Limits.StdinWriteBound's default.
 const stdinWriteBound = 30 * time.Second
 
 // record is what the service keeps of a process beside exec's table.
@@ -182,7 +181,7 @@ func (s *Service) Result(ctx context.Context, id string) (ExecOutput, error) {
 }
 
 // WriteStdin writes in to a process's stdin (exec.Process.WriteStdin, and
-// its errors), waiting at most stdinWriteBound for the child to read, and
+// its errors), waiting at most Limits.StdinWriteBound for the child to read, and
 // reports whether stdin is closed now. An input that Validate refuses is its
 // error; an unknown process is ErrNotFound.
 func (s *Service) WriteStdin(ctx context.Context, id string, in StdinInput) (StdinOutput, error) {
@@ -193,19 +192,17 @@ func (s *Service) WriteStdin(ctx context.Context, id string, in StdinInput) (Std
 	if err != nil {
 		return StdinOutput{}, err
 	}
-	w, err := writeStdin(ctx, p, in)
+	bound := s.limits.StdinWriteBound
+	if bound <= 0 {
+		bound = stdinWriteBound
+	}
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	w, err := p.WriteStdin(ctx, in.Data, in.WriteID, in.Close)
 	if err != nil {
 		return StdinOutput{}, err
 	}
 	return StdinOutput{StdinWrite: w, Closed: !p.Info().StdinOpen}, nil
-}
-
-// writeStdin writes a validated in to p's stdin, waiting at most
-// stdinWriteBound for the child to read.
-func writeStdin(ctx context.Context, p *exec.Process, in StdinInput) (exec.StdinWrite, error) {
-	ctx, cancel := context.WithTimeout(ctx, stdinWriteBound)
-	defer cancel()
-	return p.WriteStdin(ctx, in.Data, in.WriteID, in.Close)
 }
 
 // Terminate ends a process's group (SIGTERM, grace, SIGKILL) and reports

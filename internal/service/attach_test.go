@@ -1,0 +1,57 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snapexec/snapexec/internal/exec"
+)
+
+// TestAttachmentWritesWaitForTheReader: a request's stdin write waits at
+// most Limits.StdinWriteBound for a child that does not read, and is cut
+// short; an attachment's write, what a client types, waits for the child as
+// long as the connection lasts, and reaches it whole.
+func TestAttachmentWritesWaitForTheReader(t *testing.T) {
+	s := newRealService(t, exec.Options{}, Options{Limits: Limits{StdinWriteBound: 100 * time.Millisecond}})
+	data := []byte(strings.Repeat("0123456789", 20_000)) // beyond a pipe's 64 KiB
+	for _, id := range []string{"request", "attached"} {
+		gate := filepath.Join(t.TempDir(), "go")
+		start(t, s, StartInput{ExecInput: ExecInput{ProcessID: id,
+			Argv: []string{"sh", "-c", `while [ ! -e "$1" ]; do sleep 0.02; done; wc -c`, "sh", gate}}, PipeStdin: true})
+		// The child reads once the bound is long past.
+		time.AfterFunc(500*time.Millisecond, func() { os.WriteFile(gate, nil, 0o644) })
+		var err error
+		if id == "request" {
+			var w StdinOutput
+			w, err = s.WriteStdin(context.Background(), id, StdinInput{Data: data})
+			if !errors.Is(err, context.DeadlineExceeded) || w.Written >= len(data) {
+				t.Errorf("a request's write to a child that does not read = %+v, %v; want it cut short at the bound", w, err)
+			}
+		} else {
+			a, aerr := s.Attach(id, 0)
+			if aerr != nil {
+				t.Fatal(aerr)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			err = a.WriteStdin(ctx, data)
+			cancel()
+			a.Close()
+			if err != nil {
+				t.Errorf("an attachment's write = %v, want all of it written once the child reads", err)
+			}
+		}
+		if _, err := s.WriteStdin(context.Background(), id, StdinInput{Close: true}); err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(t, s, id, exec.StatusExited)
+		text, _ := output(t, s, id)
+		if id == "attached" && text != "200000\n" {
+			t.Errorf("the attached child counted %q, want exactly 200000 bytes", text)
+		}
+	}
+}
