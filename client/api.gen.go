@@ -2037,7 +2037,8 @@ type ClientInterface interface {
 	// process that has exited is a 409 process_exited; to a running process whose stdin is
 	// closed or was never piped (pipeStdin), a 409 stdin_closed. A writeId that an earlier
 	// write used for other data is a 409 write_id_reused, and nothing is written (a retry
-	// may add close).
+	// may add close). close on a terminal's stdin (tty) is a 400 (field close): it stays
+	// open, as a terminal's does; the byte 0x04 at the start of a line ends the input.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2056,7 +2057,8 @@ type ClientInterface interface {
 	// process that has exited is a 409 process_exited; to a running process whose stdin is
 	// closed or was never piped (pipeStdin), a 409 stdin_closed. A writeId that an earlier
 	// write used for other data is a 409 write_id_reused, and nothing is written (a retry
-	// may add close).
+	// may add close). close on a terminal's stdin (tty) is a 400 (field close): it stays
+	// open, as a terminal's does; the byte 0x04 at the start of a line ends the input.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2848,7 +2850,8 @@ func (c *APIClient) SignalProcess(ctx context.Context, processId ProcessId, body
 // process that has exited is a 409 process_exited; to a running process whose stdin is
 // closed or was never piped (pipeStdin), a 409 stdin_closed. A writeId that an earlier
 // write used for other data is a 409 write_id_reused, and nothing is written (a retry
-// may add close).
+// may add close). close on a terminal's stdin (tty) is a 400 (field close): it stays
+// open, as a terminal's does; the byte 0x04 at the start of a line ends the input.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2877,7 +2880,8 @@ func (c *APIClient) WriteProcessStdinWithBody(ctx context.Context, processId Pro
 // process that has exited is a 409 process_exited; to a running process whose stdin is
 // closed or was never piped (pipeStdin), a 409 stdin_closed. A writeId that an earlier
 // write used for other data is a 409 write_id_reused, and nothing is written (a retry
-// may add close).
+// may add close). close on a terminal's stdin (tty) is a 400 (field close): it stays
+// open, as a terminal's does; the byte 0x04 at the start of a line ends the input.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5177,7 +5181,8 @@ type ClientWithResponsesInterface interface {
 	// process that has exited is a 409 process_exited; to a running process whose stdin is
 	// closed or was never piped (pipeStdin), a 409 stdin_closed. A writeId that an earlier
 	// write used for other data is a 409 write_id_reused, and nothing is written (a retry
-	// may add close).
+	// may add close). close on a terminal's stdin (tty) is a 400 (field close): it stays
+	// open, as a terminal's does; the byte 0x04 at the start of a line ends the input.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5196,7 +5201,8 @@ type ClientWithResponsesInterface interface {
 	// process that has exited is a 409 process_exited; to a running process whose stdin is
 	// closed or was never piped (pipeStdin), a 409 stdin_closed. A writeId that an earlier
 	// write used for other data is a 409 write_id_reused, and nothing is written (a retry
-	// may add close).
+	// may add close). close on a terminal's stdin (tty) is a 400 (field close): it stays
+	// open, as a terminal's does; the byte 0x04 at the start of a line ends the input.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8472,7 +8478,8 @@ func (c *ClientWithResponses) SignalProcessWithResponse(ctx context.Context, pro
 // process that has exited is a 409 process_exited; to a running process whose stdin is
 // closed or was never piped (pipeStdin), a 409 stdin_closed. A writeId that an earlier
 // write used for other data is a 409 write_id_reused, and nothing is written (a retry
-// may add close).
+// may add close). close on a terminal's stdin (tty) is a 400 (field close): it stays
+// open, as a terminal's does; the byte 0x04 at the start of a line ends the input.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8497,7 +8504,8 @@ func (c *ClientWithResponses) WriteProcessStdinWithBodyWithResponse(ctx context.
 // process that has exited is a 409 process_exited; to a running process whose stdin is
 // closed or was never piped (pipeStdin), a 409 stdin_closed. A writeId that an earlier
 // write used for other data is a 409 write_id_reused, and nothing is written (a retry
-// may add close).
+// may add close). close on a terminal's stdin (tty) is a 400 (field close): it stays
+// open, as a terminal's does; the byte 0x04 at the start of a line ends the input.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -55,3 +55,29 @@ func TestAttachmentWritesWaitForTheReader(t *testing.T) {
 		}
 	}
 }
+
+// TestTerminalStdinIsNotClosed: close on a terminal's stdin is refused (a
+// field error, nothing written), since a closed terminal input would leave
+// the program waiting for typing nobody can send; 0x04 at a line's start
+// ends the input, as a keyboard's Ctrl-D does, and the terminal takes more.
+func TestTerminalStdinIsNotClosed(t *testing.T) {
+	s := newRealService(t, exec.Options{}, Options{})
+	start(t, s, StartInput{ExecInput: ExecInput{ProcessID: "term", Argv: []string{"sh", "-c", "wc -c; echo again; cat"}, TTY: &exec.TTYSize{Cols: 80, Rows: 24}}})
+	var fe *FieldError
+	if _, err := s.WriteStdin(context.Background(), "term", StdinInput{Data: []byte("abc\n"), Close: true}); !errors.As(err, &fe) || fe.Field != "close" {
+		t.Fatalf("WriteStdin(close) on a terminal = %v, want a field error on close", err)
+	}
+	for _, data := range []string{"abc\n\x04", "more\n"} {
+		if _, err := s.WriteStdin(context.Background(), "term", StdinInput{Data: []byte(data)}); err != nil {
+			t.Fatalf("WriteStdin(%q) = %v", data, err)
+		}
+	}
+	waitFor(t, "the terminal's program to count and read on", func() bool {
+		text, _ := output(t, s, "term")
+		// The terminal echoes "more" as it is written; cat then prints it.
+		return strings.Contains(text, "4\r\nagain\r\nmore\r\n")
+	})
+	if ok, err := s.Terminate("term"); !ok || err != nil {
+		t.Errorf("Terminate = %v, %v", ok, err)
+	}
+}

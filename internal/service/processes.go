@@ -192,6 +192,11 @@ func (s *Service) WriteStdin(ctx context.Context, id string, in StdinInput) (Std
 	if err != nil {
 		return StdinOutput{}, err
 	}
+	if in.Close && p.Info().TTY != nil {
+		// Closing a terminal's input would leave its program waiting on a
+		// terminal nobody can type into, and never at an end of input.
+		return StdinOutput{}, &FieldError{Field: "close", Reason: "a terminal's stdin stays open, as a terminal's does: end the input as a keyboard does, with the byte 0x04 (Ctrl-D) at the start of a line"}
+	}
 	bound := s.limits.StdinWriteBound
 	if bound <= 0 {
 		bound = stdinWriteBound
