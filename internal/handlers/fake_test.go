@@ -36,12 +36,12 @@ type fakeService struct {
 	ListFn            func() []service.ProcessInfo
 	GetFn             func(id string) (service.ProcessInfo, error)
 	ReadFn            func(ctx context.Context, id string, in service.ReadInput) (exec.ReadResult, error)
-	ResultFn          func(ctx context.Context, id string) (service.ExecOutput, error)
 	WriteStdinFn      func(ctx context.Context, id string, in service.StdinInput) (service.StdinOutput, error)
 	SignalFn          func(id string, sig syscall.Signal) (bool, error)
 	TerminateFn       func(id string) (bool, error)
 	ResizeFn          func(id string, size exec.TTYSize) error
 	AttachFn          func(id string, afterSeq int64) (*service.Attachment, error)
+	FollowFn          func(id string, afterSeq int64) (service.Follower, error)
 	PrewarmFn         func(ctx context.Context, in service.PrewarmInput) (shellsnap.EntryInfo, error)
 	SnapshotsFn       func() []shellsnap.EntryInfo
 	ScopeSnapshotsFn  func(scopeID string) ([]shellsnap.EntryInfo, error)
@@ -112,11 +112,6 @@ func (f *fakeService) Read(ctx context.Context, id string, in service.ReadInput)
 	return f.ReadFn(ctx, id, in)
 }
 
-func (f *fakeService) Result(ctx context.Context, id string) (service.ExecOutput, error) {
-	f.record("Result " + id)
-	return f.ResultFn(ctx, id)
-}
-
 func (f *fakeService) WriteStdin(ctx context.Context, id string, in service.StdinInput) (service.StdinOutput, error) {
 	f.record("WriteStdin " + id)
 	return f.WriteStdinFn(ctx, id, in)
@@ -136,6 +131,42 @@ func (f *fakeService) Attach(id string, afterSeq int64) (*service.Attachment, er
 	f.record("Attach " + id)
 	return f.AttachFn(id, afterSeq)
 }
+
+func (f *fakeService) Follow(id string, afterSeq int64) (service.Follower, error) {
+	f.record(fmt.Sprintf("Follow %s %d", id, afterSeq))
+	return f.FollowFn(id, afterSeq)
+}
+
+// fakeFollower is a scripted service.Follower: next answers Next, and every
+// call is recorded on svc by name.
+type fakeFollower struct {
+	svc    *fakeService
+	next   func(ctx context.Context, wait time.Duration) (exec.ReadResult, error)
+	info   service.ProcessInfo
+	result func(ctx context.Context) (service.ExecOutput, error)
+}
+
+func (f *fakeFollower) Next(ctx context.Context, wait time.Duration) (exec.ReadResult, error) {
+	f.svc.record("Next")
+	return f.next(ctx, wait)
+}
+
+func (f *fakeFollower) Info() service.ProcessInfo {
+	f.svc.record("Info")
+	return f.info
+}
+
+func (f *fakeFollower) Result(ctx context.Context) (service.ExecOutput, error) {
+	f.svc.record("Result")
+	return f.result(ctx)
+}
+
+func (f *fakeFollower) Terminate() bool {
+	f.svc.record("Terminate")
+	return true
+}
+
+func (f *fakeFollower) Close() {}
 
 func (f *fakeService) Terminate(id string) (bool, error) {
 	f.record("Terminate " + id)

@@ -23,12 +23,12 @@ type Processes interface {
 	List() []service.ProcessInfo
 	Get(id string) (service.ProcessInfo, error)
 	Read(ctx context.Context, id string, in service.ReadInput) (exec.ReadResult, error)
-	Result(ctx context.Context, id string) (service.ExecOutput, error)
 	WriteStdin(ctx context.Context, id string, in service.StdinInput) (service.StdinOutput, error)
 	Signal(id string, sig syscall.Signal) (bool, error)
 	Terminate(id string) (bool, error)
 	Resize(id string, size exec.TTYSize) error
 	Attach(id string, afterSeq int64) (*service.Attachment, error)
+	Follow(id string, afterSeq int64) (service.Follower, error)
 }
 
 // Snapshots is the shell-snapshot registry.

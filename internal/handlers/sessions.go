@@ -86,7 +86,13 @@ func (s *Server) SessionExec(ctx context.Context, req SessionExecRequestObject) 
 		if err != nil {
 			return nil, err
 		}
-		return sessionStream{ctx: ctx, procs: s.procs, id: p.ID, sessionID: req.SessionId, result: result}, nil
+		f, err := s.procs.Follow(p.ID, 0)
+		if err != nil {
+			// Only just started, the process is still the one its id names.
+			_, _ = s.procs.Terminate(p.ID)
+			return nil, err
+		}
+		return sessionStream{ctx: ctx, f: f, sessionID: req.SessionId, result: result}, nil
 	}
 	out, err := s.sessions.SessionExec(ctx, req.SessionId, in)
 	if err != nil {
@@ -97,17 +103,18 @@ func (s *Server) SessionExec(ctx context.Context, req SessionExecRequestObject) 
 
 // sessionStream is a session command's streamed answer, as /exec's: output
 // events, then the exit event, which carries the session's state after it.
+// It holds the process itself, as execStream does.
 type sessionStream struct {
 	ctx       context.Context
-	procs     Processes
-	id        string
+	f         service.Follower
 	sessionID string
 	result    func(context.Context) (service.SessionExecOutput, error)
 }
 
 // VisitSessionExecResponse writes the stream.
 func (e sessionStream) VisitSessionExecResponse(w http.ResponseWriter) error {
-	err := streamEvents(e.ctx, w, e.procs, e.id, 0, func() (any, error) {
+	defer e.f.Close()
+	err := streamEvents(e.ctx, w, e.f, 0, func() (any, error) {
 		out, err := e.result(e.ctx)
 		res := sessionExecResult(e.sessionID, out)
 		res.Stdout, res.Stderr, res.StdoutBase64, res.StderrBase64 = nil, nil, nil, nil
@@ -116,7 +123,7 @@ func (e sessionStream) VisitSessionExecResponse(w http.ResponseWriter) error {
 	if err != nil {
 		// The client went away: the command is ended, and the session
 		// keeps the state it had.
-		_, _ = e.procs.Terminate(e.id)
+		e.f.Terminate()
 	}
 	return nil
 }

@@ -60,38 +60,51 @@ func (s *Server) execEvents(ctx context.Context, in service.ExecInput) (ExecResp
 	if err != nil {
 		return nil, err
 	}
-	return execStream{ctx: ctx, procs: s.procs, id: p.ID}, nil
+	f, err := s.procs.Follow(p.ID, 0)
+	if err != nil {
+		// Only just started, the process is still the one its id names.
+		_, _ = s.procs.Terminate(p.ID)
+		return nil, err
+	}
+	return execStream{ctx: ctx, f: f}, nil
 }
 
 // execStream is /exec's streamed answer: output events as they come, then
 // one exit event. A client that goes away gets the process group terminated.
+// It holds the process itself (service.Follower), not its id, which a new
+// process may take once the table has forgotten this one.
 type execStream struct {
-	ctx   context.Context
-	procs Processes
-	id    string
+	ctx context.Context
+	f   service.Follower
 }
 
 // VisitExecResponse writes the stream.
 func (e execStream) VisitExecResponse(w http.ResponseWriter) error {
-	err := streamEvents(e.ctx, w, e.procs, e.id, 0, func() (any, error) {
-		out, err := e.procs.Result(e.ctx, e.id)
+	defer e.f.Close()
+	err := streamEvents(e.ctx, w, e.f, 0, func() (any, error) {
+		out, err := e.f.Result(e.ctx)
 		res := execResult(out)
 		res.Stdout, res.Stderr, res.StdoutBase64, res.StderrBase64 = nil, nil, nil, nil
 		return res, err
 	})
 	if err != nil {
-		_, _ = e.procs.Terminate(e.id)
+		e.f.Terminate()
 	}
 	return nil
 }
 
 // processEvents serves GET /processes/{processId}/events. A resume point
 // that was evicted (410) or never sent (400) is refused before the stream
-// starts, and an unknown process (404) before a malformed Last-Event-ID.
+// starts, and an unknown process (404) before a malformed Last-Event-ID. The
+// stream follows the process it started with (service.Follower), whatever
+// its id names later.
 func (s *Server) processEvents(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "processId")
 	after, badID := lastEventID(r)
-	_, err := s.procs.Read(r.Context(), id, service.ReadInput{AfterSeq: after, MaxBytes: 1})
+	f, err := s.procs.Follow(id, after)
+	if f != nil {
+		defer f.Close()
+	}
 	switch {
 	case errors.Is(err, service.ErrNotFound):
 		writeProblem(w, r, err)
@@ -99,12 +112,11 @@ func (s *Server) processEvents(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, badID)
 	case errors.Is(err, exec.ErrSeqAhead):
 		writeProblem(w, r, invalid("Last-Event-ID", "Last-Event-ID is beyond the last event of this process: resume from an id the stream sent"))
-	case errors.Is(err, exec.ErrOutputLost):
+	case err != nil:
 		writeProblem(w, r, err)
 	default:
-		_ = streamEvents(r.Context(), w, s.procs, id, after, func() (any, error) {
-			p, err := s.procs.Get(id)
-			return processView(p), err
+		_ = streamEvents(r.Context(), w, f, after, func() (any, error) {
+			return processView(f.Info()), nil
 		})
 	}
 }
@@ -122,11 +134,11 @@ func lastEventID(r *http.Request) (int64, error) {
 	return after, nil
 }
 
-// streamEvents writes process id's chunks after seq `after` as SSE events
-// (id = seq), then an exit event with final()'s data once the output is
-// complete. It returns ctx's error if the client went away first, and the
-// error of a read or of final() that failed.
-func streamEvents(ctx context.Context, w http.ResponseWriter, procs Processes, id string, after int64, final func() (any, error)) error {
+// streamEvents writes f's chunks (from seq `after` on, where f starts) as
+// SSE events (id = seq), then an exit event with final()'s data once the
+// output is complete. It returns ctx's error if the client went away first,
+// and the error of a read or of final() that failed.
+func streamEvents(ctx context.Context, w http.ResponseWriter, f service.Follower, after int64, final func() (any, error)) error {
 	flusher, _ := w.(http.Flusher)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -140,11 +152,11 @@ func streamEvents(ctx context.Context, w http.ResponseWriter, procs Processes, i
 	}
 	flush()
 	for {
-		r, err := procs.Read(ctx, id, service.ReadInput{AfterSeq: after, Wait: heartbeat})
+		r, err := f.Next(ctx, heartbeat)
 		switch {
 		case errors.Is(err, exec.ErrOutputLost):
 			// A slow reader fell behind the ring: say so, and go on from
-			// what is still there.
+			// what is still there (f does).
 			fmt.Fprintf(w, "event: lost\ndata: {\"nextSeq\":%d}\n\n", r.NextSeq)
 			after = r.NextSeq - 1
 			continue

@@ -70,14 +70,33 @@ type readStep struct {
 	leave bool
 }
 
-// reader is a scripted Read: it answers its steps in order and then the
-// last one again, and records what each read asked for.
+// reader is a scripted Read, or a follower's Next: it answers its steps in
+// order and then the last one again, and records what each read asked for.
+// followErr is what Follow answers, nil for a follower that reads it.
 type reader struct {
-	steps  []readStep
-	cancel context.CancelFunc // the request's, for a step that leaves
+	steps     []readStep
+	cancel    context.CancelFunc // the request's, for a step that leaves
+	followErr error
 
 	mu    sync.Mutex
 	asked []service.ReadInput
+}
+
+// follower is a Follow of the process id p-N whose Next reads rd; any other
+// id is not found.
+func (rd *reader) follower(svc *fakeService, id string, info service.ProcessInfo, result func(context.Context) (service.ExecOutput, error)) func(string, int64) (service.Follower, error) {
+	return func(got string, _ int64) (service.Follower, error) {
+		if got != id {
+			return nil, service.ErrNotFound
+		}
+		if rd.followErr != nil {
+			return nil, rd.followErr
+		}
+		next := func(ctx context.Context, wait time.Duration) (exec.ReadResult, error) {
+			return rd.read(ctx, id, service.ReadInput{Wait: wait})
+		}
+		return &fakeFollower{svc: svc, next: next, info: info, result: result}, nil
+	}
 }
 
 func (rd *reader) read(ctx context.Context, _ string, in service.ReadInput) (exec.ReadResult, error) {
@@ -139,7 +158,9 @@ type streamCase struct {
 	body   string
 	header map[string]string
 	steps  []readStep
-	status int
+	// followErr is what Follow answers; nil: a follower of steps.
+	followErr error
+	status    int
 	// events are the events' names in order, with their ids where given
 	// (name#id); want is a problem's fields when status is not 200.
 	events []string
@@ -155,7 +176,7 @@ func runStreamCases(t *testing.T, newService func(rd *reader) *fakeService, test
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			rd := &reader{steps: tt.steps, cancel: cancel}
+			rd := &reader{steps: tt.steps, cancel: cancel, followErr: tt.followErr}
 			f := newService(rd)
 			req := localRequest(tt.method, tt.target, strings.NewReader(tt.body)).WithContext(ctx)
 			if tt.body != "" {
@@ -212,26 +233,17 @@ func runStreamCases(t *testing.T, newService func(rd *reader) *fakeService, test
 // HTTP half).
 func TestProcessEvents(t *testing.T) {
 	newService := func(rd *reader) *fakeService {
-		return &fakeService{
-			ReadFn: rd.read,
-			GetFn: func(id string) (service.ProcessInfo, error) {
-				if id != "p-1" {
-					return service.ProcessInfo{}, service.ErrNotFound
-				}
-				return ended("p-1"), nil
-			},
-			TerminateFn: func(string) (bool, error) { return true, nil },
-		}
+		f := &fakeService{}
+		f.FollowFn = rd.follower(f, "p-1", ended("p-1"), nil)
+		return f
 	}
-	found := readStep{r: exec.ReadResult{NextSeq: 9}} // the check before the stream
 	closed := readStep{r: exec.ReadResult{NextSeq: 9, Exited: true, Closed: true}}
-	unknown := readStep{err: service.ErrNotFound}
 	runStreamCases(t, newService, []streamCase{
 		{name: "events then exit", method: "GET", target: "/processes/p-1/events",
-			steps:  []readStep{found, {r: exec.ReadResult{Chunks: []exec.Chunk{chunk(1, exec.Stdout, "1\n"), chunk(2, exec.Stderr, "e1\n")}, NextSeq: 3}}, closed},
+			steps:  []readStep{{r: exec.ReadResult{Chunks: []exec.Chunk{chunk(1, exec.Stdout, "1\n"), chunk(2, exec.Stderr, "e1\n")}, NextSeq: 3}}, closed},
 			status: 200, events: []string{"stdout#1", "stderr#2", "exit"},
-			calls: []string{"Read p-1", "Read p-1", "Read p-1", "Get p-1"},
-			asked: []service.ReadInput{{MaxBytes: 1}, {Wait: heartbeat}, {AfterSeq: 2, Wait: heartbeat}},
+			calls: []string{"Follow p-1 0", "Next", "Next", "Info"},
+			asked: []service.ReadInput{{Wait: heartbeat}, {Wait: heartbeat}},
 			check: func(t *testing.T, events []sseEvent) {
 				if err := jsonHas([]byte(events[0].data), `{"seq":1,"stream":"stdout","data":"1\n"}`); err != nil {
 					t.Errorf("stdout event %s: %v", events[0].data, err)
@@ -241,73 +253,71 @@ func TestProcessEvents(t *testing.T) {
 				}
 			}},
 		{name: "resume after Last-Event-ID", method: "GET", target: "/processes/p-1/events", header: map[string]string{"Last-Event-ID": "3"},
-			steps:  []readStep{found, {r: exec.ReadResult{Chunks: []exec.Chunk{chunk(4, exec.Stdout, "4\n")}, NextSeq: 5}}, closed},
-			status: 200, events: []string{"stdout#4", "exit"}, calls: []string{"Read p-1", "Read p-1", "Read p-1", "Get p-1"},
-			asked: []service.ReadInput{{AfterSeq: 3, MaxBytes: 1}, {AfterSeq: 3, Wait: heartbeat}, {AfterSeq: 4, Wait: heartbeat}}},
+			steps:  []readStep{{r: exec.ReadResult{Chunks: []exec.Chunk{chunk(4, exec.Stdout, "4\n")}, NextSeq: 5}}, closed},
+			status: 200, events: []string{"stdout#4", "exit"}, calls: []string{"Follow p-1 3", "Next", "Next", "Info"}},
 		{name: "malformed Last-Event-ID", method: "GET", target: "/processes/p-1/events", header: map[string]string{"Last-Event-ID": "x"},
-			steps: []readStep{found}, status: 400, want: `{"code":"invalid_request","field":"Last-Event-ID"}`, calls: []string{"Read p-1"}},
+			status: 400, want: `{"code":"invalid_request","field":"Last-Event-ID"}`, calls: []string{"Follow p-1 0"}},
 		{name: "negative Last-Event-ID", method: "GET", target: "/processes/p-1/events", header: map[string]string{"Last-Event-ID": "-1"},
-			steps: []readStep{found}, status: 400, want: `{"code":"invalid_request","field":"Last-Event-ID"}`, calls: []string{"Read p-1"}},
+			status: 400, want: `{"code":"invalid_request","field":"Last-Event-ID"}`, calls: []string{"Follow p-1 0"}},
 		{name: "unknown process before a malformed Last-Event-ID", method: "GET", target: "/processes/none/events",
-			header: map[string]string{"Last-Event-ID": "x"}, steps: []readStep{unknown}, status: 404, want: `{"code":"not_found"}`,
-			calls: []string{"Read none"}},
-		{name: "unknown process", method: "GET", target: "/processes/none/events", steps: []readStep{unknown}, status: 404,
-			want: `{"code":"not_found"}`, calls: []string{"Read none"}},
+			header: map[string]string{"Last-Event-ID": "x"}, status: 404, want: `{"code":"not_found"}`, calls: []string{"Follow none 0"}},
+		{name: "unknown process", method: "GET", target: "/processes/none/events", status: 404,
+			want: `{"code":"not_found"}`, calls: []string{"Follow none 0"}},
 		{name: "resume beyond the output", method: "GET", target: "/processes/p-1/events", header: map[string]string{"Last-Event-ID": "99"},
-			steps: []readStep{{r: exec.ReadResult{NextSeq: 9}, err: exec.ErrSeqAhead}}, status: 400,
-			want: `{"code":"invalid_request","field":"Last-Event-ID"}`, calls: []string{"Read p-1"}},
+			followErr: exec.ErrSeqAhead, status: 400, want: `{"code":"invalid_request","field":"Last-Event-ID"}`, calls: []string{"Follow p-1 99"}},
 		{name: "resume from evicted output", method: "GET", target: "/processes/p-1/events", header: map[string]string{"Last-Event-ID": "1"},
-			steps: []readStep{{r: exec.ReadResult{NextSeq: 900}, err: exec.ErrOutputLost}}, status: 410,
-			want: `{"code":"output_lost"}`, calls: []string{"Read p-1"}},
+			followErr: exec.ErrOutputLost, status: 410, want: `{"code":"output_lost"}`, calls: []string{"Follow p-1 1"}},
 		{name: "reader fell behind", method: "GET", target: "/processes/p-1/events",
-			steps:  []readStep{found, {r: exec.ReadResult{NextSeq: 7}, err: exec.ErrOutputLost}, {r: exec.ReadResult{Chunks: []exec.Chunk{chunk(7, exec.Stdout, "7\n")}, NextSeq: 8}}, closed},
-			status: 200, events: []string{"lost", "stdout#7", "exit"}, calls: []string{"Read p-1", "Read p-1", "Read p-1", "Read p-1", "Get p-1"},
-			asked: []service.ReadInput{{MaxBytes: 1}, {Wait: heartbeat}, {AfterSeq: 6, Wait: heartbeat}, {AfterSeq: 7, Wait: heartbeat}},
+			steps:  []readStep{{r: exec.ReadResult{NextSeq: 7}, err: exec.ErrOutputLost}, {r: exec.ReadResult{Chunks: []exec.Chunk{chunk(7, exec.Stdout, "7\n")}, NextSeq: 8}}, closed},
+			status: 200, events: []string{"lost", "stdout#7", "exit"}, calls: []string{"Follow p-1 0", "Next", "Next", "Next", "Info"},
 			check: func(t *testing.T, events []sseEvent) {
 				if events[0].data != `{"nextSeq":7}` {
 					t.Errorf("lost event data %s, want the seq it goes on from", events[0].data)
 				}
 			}},
+		{name: "first chunks evicted before the stream", method: "GET", target: "/processes/p-1/events",
+			steps:  []readStep{{r: exec.ReadResult{Chunks: []exec.Chunk{chunk(5, exec.Stdout, "5\n")}, NextSeq: 6}}, closed},
+			status: 200, events: []string{"lost", "stdout#5", "exit"}, calls: []string{"Follow p-1 0", "Next", "Next", "Info"}},
 		{name: "keepalive while quiet", method: "GET", target: "/processes/p-1/events",
-			steps:  []readStep{found, {r: exec.ReadResult{NextSeq: 1}}, closed},
-			status: 200, events: []string{":", "exit"}, calls: []string{"Read p-1", "Read p-1", "Read p-1", "Get p-1"}},
+			steps:  []readStep{{r: exec.ReadResult{NextSeq: 1}}, closed},
+			status: 200, events: []string{":", "exit"}, calls: []string{"Follow p-1 0", "Next", "Next", "Info"}},
 		{name: "reader leaves", method: "GET", target: "/processes/p-1/events",
-			steps:  []readStep{found, {r: exec.ReadResult{Chunks: []exec.Chunk{chunk(1, exec.Stdout, "1\n")}, NextSeq: 2}}, {leave: true}},
-			status: 200, events: []string{"stdout#1"}, calls: []string{"Read p-1", "Read p-1", "Read p-1"}},
+			steps:  []readStep{{r: exec.ReadResult{Chunks: []exec.Chunk{chunk(1, exec.Stdout, "1\n")}, NextSeq: 2}}, {leave: true}},
+			status: 200, events: []string{"stdout#1"}, calls: []string{"Follow p-1 0", "Next", "Next"}},
 	})
 }
 
 // TestExecEvents: a streamed /exec over a scripted process: its chunks,
 // then one exit event with the ending less the output (which the events
-// carried); a client that leaves takes the process group with it; a command
-// refused is a problem, not a stream (cmd/server's TestExecStreamsEvents and
+// carried); a client that leaves takes the process group with it, the
+// process it started, not whatever its id names then; a command refused is
+// a problem, not a stream (cmd/server's TestExecStreamsEvents and
 // TestExecStreamClientDisconnectTerminates, the HTTP half).
 func TestExecEvents(t *testing.T) {
 	four := 4
 	newService := func(rd *reader) *fakeService {
-		return &fakeService{
+		f := &fakeService{
 			StartExecFn: func(_ context.Context, in service.ExecInput) (service.ProcessInfo, error) {
 				if in.Argv[0] == "nope" {
 					return service.ProcessInfo{}, fmt.Errorf("%w: nope", exec.ErrSpawn)
 				}
 				return proc("p-7"), nil
 			},
-			ReadFn: rd.read,
-			ResultFn: func(context.Context, string) (service.ExecOutput, error) {
-				return service.ExecOutput{ProcessID: "p-7", Pid: 4242, Result: exec.Result{
-					Status: exec.StatusExited, ExitCode: &four, Stdout: exec.Output{Data: []byte("tick 1\n"), Total: 7},
-				}, Snapshot: shellsnap.Receipt{Outcome: shellsnap.OutcomeNotRequested}}, nil
-			},
-			TerminateFn: func(string) (bool, error) { return true, nil },
 		}
+		f.FollowFn = rd.follower(f, "p-7", proc("p-7"), func(context.Context) (service.ExecOutput, error) {
+			return service.ExecOutput{ProcessID: "p-7", Pid: 4242, Result: exec.Result{
+				Status: exec.StatusExited, ExitCode: &four, Stdout: exec.Output{Data: []byte("tick 1\n"), Total: 7},
+			}, Snapshot: shellsnap.Receipt{Outcome: shellsnap.OutcomeNotRequested}}, nil
+		})
+		return f
 	}
 	stream := map[string]string{"Accept": "text/event-stream"}
 	ticks := readStep{r: exec.ReadResult{Chunks: []exec.Chunk{chunk(1, exec.Stdout, "tick 1\n")}, NextSeq: 2}}
 	runStreamCases(t, newService, []streamCase{
 		{name: "events then exit", method: "POST", target: "/exec", body: `{"argv":["sh","-c","echo tick 1; exit 4"]}`, header: stream,
 			steps:  []readStep{ticks, {r: exec.ReadResult{NextSeq: 2, Exited: true, ExitCode: &four, Closed: true}}},
-			status: 200, events: []string{"stdout#1", "exit"}, calls: []string{"StartExec", "Read p-7", "Read p-7", "Result p-7"},
-			asked: []service.ReadInput{{Wait: heartbeat}, {AfterSeq: 1, Wait: heartbeat}},
+			status: 200, events: []string{"stdout#1", "exit"}, calls: []string{"StartExec", "Follow p-7 0", "Next", "Next", "Result"},
+			asked: []service.ReadInput{{Wait: heartbeat}, {Wait: heartbeat}},
 			check: func(t *testing.T, events []sseEvent) {
 				exit := events[len(events)-1].data
 				if err := jsonHas([]byte(exit), `{"processId":"p-7","pid":4242,"status":"exited","exitCode":4,"stdoutBytes":7}`); err != nil {
@@ -319,7 +329,7 @@ func TestExecEvents(t *testing.T) {
 			}},
 		{name: "client leaves", method: "POST", target: "/exec", body: `{"argv":["sleep","30"]}`, header: stream,
 			steps:  []readStep{ticks, {leave: true}},
-			status: 200, events: []string{"stdout#1"}, calls: []string{"StartExec", "Read p-7", "Read p-7", "Terminate p-7"}},
+			status: 200, events: []string{"stdout#1"}, calls: []string{"StartExec", "Follow p-7 0", "Next", "Next", "Terminate"}},
 		{name: "refused", method: "POST", target: "/exec", body: `{"argv":["nope"]}`, header: stream,
 			status: 422, want: `{"code":"spawn_failed","field":"argv"}`, calls: []string{"StartExec"}},
 	})
@@ -335,24 +345,26 @@ func TestExecEventsAreFlushed(t *testing.T) {
 	var reads atomic.Int32
 	f := &fakeService{
 		StartExecFn: func(context.Context, service.ExecInput) (service.ProcessInfo, error) { return proc("p-1"), nil },
-		ReadFn: func(ctx context.Context, _ string, in service.ReadInput) (exec.ReadResult, error) {
-			switch reads.Add(1) {
-			case 1:
-				return exec.ReadResult{Chunks: []exec.Chunk{chunk(1, exec.Stdout, "first\n")}, NextSeq: 2}, nil
-			case 2:
-				select {
-				case <-seen:
-				case <-ctx.Done():
-					return exec.ReadResult{}, ctx.Err()
-				}
-				return exec.ReadResult{Chunks: []exec.Chunk{chunk(2, exec.Stdout, "second\n")}, NextSeq: 3}, nil
+	}
+	next := func(ctx context.Context, _ time.Duration) (exec.ReadResult, error) {
+		switch reads.Add(1) {
+		case 1:
+			return exec.ReadResult{Chunks: []exec.Chunk{chunk(1, exec.Stdout, "first\n")}, NextSeq: 2}, nil
+		case 2:
+			select {
+			case <-seen:
+			case <-ctx.Done():
+				return exec.ReadResult{}, ctx.Err()
 			}
-			return exec.ReadResult{NextSeq: 3, Closed: true}, nil
-		},
-		ResultFn: func(context.Context, string) (service.ExecOutput, error) {
-			return service.ExecOutput{ProcessID: "p-1", Result: exec.Result{Status: exec.StatusExited, ExitCode: &zero}}, nil
-		},
-		TerminateFn: func(string) (bool, error) { return true, nil },
+			return exec.ReadResult{Chunks: []exec.Chunk{chunk(2, exec.Stdout, "second\n")}, NextSeq: 3}, nil
+		}
+		return exec.ReadResult{NextSeq: 3, Closed: true}, nil
+	}
+	result := func(context.Context) (service.ExecOutput, error) {
+		return service.ExecOutput{ProcessID: "p-1", Result: exec.Result{Status: exec.StatusExited, ExitCode: &zero}}, nil
+	}
+	f.FollowFn = func(string, int64) (service.Follower, error) {
+		return &fakeFollower{svc: f, next: next, result: result}, nil
 	}
 	srv := serveRouter(t, newTestRouter(t, f, io.Discard), nil)
 	// The whole exchange is bounded: an event left in a buffer (or headers

@@ -7,10 +7,12 @@ import (
 	"github.com/snapexec/snapexec/internal/exec"
 )
 
-// Attachment is one client attached to a process (the attach WebSocket): its
-// output from a seq on as it is produced, and its stdin and terminal. The
-// process is looked up once, when the client attaches; each keystroke and
-// each chunk of output then goes straight to and from it.
+// Attachment is one client attached to a process (the attach WebSocket, an
+// event stream): its output from a seq on as it is produced, its stdin and
+// terminal, and its ending. The process is looked up once, when the client
+// attaches; each keystroke and each chunk of output then goes straight to
+// and from it, and so does its end: whatever its id names once the table
+// has forgotten it, the attachment stays with the process it attached to.
 type Attachment struct {
 	limits Limits
 	p      *exec.Process
@@ -34,6 +36,40 @@ func (s *Service) Attach(id string, afterSeq int64) (*Attachment, error) {
 	}
 	return &Attachment{limits: s.limits, p: p, rec: rec, feed: feed}, nil
 }
+
+// Follower is what a client that only reads holds of a process (an
+// Attachment, through Follow): its output, its ending and its end.
+type Follower interface {
+	Next(ctx context.Context, wait time.Duration) (exec.ReadResult, error)
+	Info() ProcessInfo
+	Result(ctx context.Context) (ExecOutput, error)
+	Terminate() bool
+	Close()
+}
+
+// Follow is Attach for a client that only reads (an event stream).
+func (s *Service) Follow(id string, afterSeq int64) (Follower, error) {
+	a, err := s.Attach(id, afterSeq)
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Result waits for the process's ending and returns it as Exec answers it,
+// as Service.Result does, or ctx's error; it never ends the process itself.
+func (a *Attachment) Result(ctx context.Context) (ExecOutput, error) {
+	select {
+	case <-a.p.Done():
+	case <-ctx.Done():
+		return ExecOutput{}, ctx.Err()
+	}
+	return ending(a.p, a.rec), nil
+}
+
+// Terminate ends the process's group, as Service.Terminate does, and
+// reports whether it was still running.
+func (a *Attachment) Terminate() bool { return a.p.Terminate(exec.StatusTerminated) }
 
 // Next returns the output after what Next last returned, waiting up to wait
 // for some (exec.Feed.Next, and its errors).

@@ -81,3 +81,45 @@ func TestTerminalStdinIsNotClosed(t *testing.T) {
 		t.Errorf("Terminate = %v, %v", ok, err)
 	}
 }
+
+// TestFollowerStaysWithItsProcess: a follower (an event stream) holds the
+// process it followed, not its id: once the table has forgotten that process
+// and a new one has taken its id, the follower still reads the old output to
+// its end, gives the old ending, and its Terminate never reaches the new one.
+func TestFollowerStaysWithItsProcess(t *testing.T) {
+	s := newRealService(t, exec.Options{Retention: 50 * time.Millisecond}, Options{})
+	start(t, s, StartInput{ExecInput: ExecInput{ProcessID: "X", Argv: []string{"sh", "-c", "echo old; exit 3"}}})
+	f, err := s.Follow("X", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	waitFor(t, "the first X to be forgotten", func() bool {
+		_, err := s.Get("X")
+		return errors.Is(err, ErrNotFound)
+	})
+	start(t, s, StartInput{ExecInput: ExecInput{ProcessID: "X", Argv: []string{"sh", "-c", "echo new; sleep 30"}}})
+	var text string
+	for {
+		r, err := f.Next(context.Background(), time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range r.Chunks {
+			text += string(c.Data)
+		}
+		if r.Closed {
+			break
+		}
+	}
+	out, err := f.Result(context.Background())
+	if text != "old\n" || err != nil || out.Result.ExitCode == nil || *out.Result.ExitCode != 3 {
+		t.Errorf("the follower read %q and ended %+v, %v; want the first X's output and exit 3", text, out.Result, err)
+	}
+	if f.Terminate() {
+		t.Errorf("Terminate() of the ended first X = true, want false: it ended long ago")
+	}
+	if got, _ := s.Get("X"); got.Status != exec.StatusRunning {
+		t.Errorf("the new X is %s after the old one's follower terminated, want running", got.Status)
+	}
+}

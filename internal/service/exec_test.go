@@ -200,7 +200,12 @@ func TestExecDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := s.Result(context.Background(), p.ID); err != nil || out.Result.Status != exec.StatusTimedOut {
+	f, err := s.Follow(p.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if out, err := f.Result(context.Background()); err != nil || out.Result.Status != exec.StatusTimedOut {
 		t.Errorf("StartExec(sleep 30) ended %+v, %v; want timed_out by the default", out.Result, err)
 	}
 	bg := start(t, s, StartInput{ExecInput: ExecInput{Argv: []string{"sleep", "30"}}})

@@ -164,22 +164,6 @@ func (s *Service) Read(ctx context.Context, id string, in ReadInput) (exec.ReadR
 	return p.Read(ctx, in.AfterSeq, in.MaxBytes, in.Wait)
 }
 
-// Result returns a process's ending as Exec answers it, once it has ended:
-// it waits for that until ctx ends (ctx's error), and never ends the process
-// itself. ErrNotFound when there is no such process.
-func (s *Service) Result(ctx context.Context, id string) (ExecOutput, error) {
-	p, rec, err := s.lookup(id)
-	if err != nil {
-		return ExecOutput{}, err
-	}
-	select {
-	case <-p.Done():
-	case <-ctx.Done():
-		return ExecOutput{}, ctx.Err()
-	}
-	return ending(p, rec), nil
-}
-
 // WriteStdin writes in to a process's stdin (exec.Process.WriteStdin, and
 // its errors), waiting at most Limits.StdinWriteBound for the child to read, and
 // reports whether stdin is closed now. An input that Validate refuses is its

@@ -148,7 +148,7 @@ func TestProcessLifecycleByID(t *testing.T) {
 	unknown := map[string]error{}
 	_, unknown["Get"] = s.Get("none-such")
 	_, unknown["Read"] = s.Read(ctx, "none-such", ReadInput{})
-	_, unknown["Result"] = s.Result(ctx, "none-such")
+	_, unknown["Follow"] = s.Follow("none-such", 0)
 	_, unknown["WriteStdin"] = s.WriteStdin(ctx, "none-such", StdinInput{})
 	_, unknown["Signal"] = s.Signal("none-such", syscall.SIGHUP)
 	_, unknown["Terminate"] = s.Terminate("none-such")
@@ -251,14 +251,20 @@ func TestRecordFollowsTheTable(t *testing.T) {
 	}
 }
 
-// TestResultWaitsForTheEnding: Result gives the ending once the process has
-// ended, waits for it until its context ends, and never ends it itself.
+// TestResultWaitsForTheEnding: a follower's Result gives the ending once the
+// process has ended, waits for it until its context ends, and never ends it
+// itself.
 func TestResultWaitsForTheEnding(t *testing.T) {
 	s := newRealService(t, exec.Options{}, Options{})
 	p := start(t, s, StartInput{ExecInput: ExecInput{Argv: []string{"sh", "-c", "read x; echo out; exit 3"}}, PipeStdin: true})
+	f, err := s.Follow(p.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
 	short, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if _, err := s.Result(short, p.ID); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := f.Result(short); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Result() of a running process whose caller gives up = %v, want the caller's deadline", err)
 	}
 	if got, _ := s.Get(p.ID); got.Status != exec.StatusRunning {
@@ -267,7 +273,7 @@ func TestResultWaitsForTheEnding(t *testing.T) {
 	if _, err := s.WriteStdin(context.Background(), p.ID, StdinInput{Data: []byte("\n")}); err != nil {
 		t.Fatal(err)
 	}
-	out, err := s.Result(context.Background(), p.ID)
+	out, err := f.Result(context.Background())
 	if err != nil || out.ProcessID != p.ID || out.Pid != p.Pid || out.Result.ExitCode == nil || *out.Result.ExitCode != 3 ||
 		string(out.Result.Stdout.Data) != "out\n" || out.Snapshot.Outcome != shellsnap.OutcomeNotRequested {
 		t.Errorf("Result() = %+v, %v; want exit 3 with its output and receipt", out, err)
