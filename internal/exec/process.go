@@ -370,7 +370,7 @@ func start(id string, spec Spec, cfg procConfig) (*Process, heldEnds, error) {
 	}
 	switch {
 	case spec.PipeStdin, tty != nil:
-		p.stdin = newStdinPipe(stdinW)
+		p.stdin = newStdinPipe(stdinW, tty == nil)
 		if len(spec.Stdin) > 0 {
 			p.stdin.turn <- struct{}{} // taken before any WriteStdin can be called
 			go p.stdin.writeInitial(spec.Stdin)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // maxWriteIDs is how many write ids a process remembers, as the reference
@@ -23,6 +25,9 @@ type stdinPipe struct {
 
 	mu sync.Mutex // guards w and ids; never held while writing
 	w  *os.File   // nil once closed
+	// pipe is set for a pipe, whose write end reports that no reader is
+	// left (a terminal's input has none to report).
+	pipe bool
 	// ids outlive the process, so that a retried write that closed stdin is
 	// still acknowledged as a duplicate; they are counted in its footprint.
 	ids *writeIDs
@@ -30,15 +35,41 @@ type stdinPipe struct {
 	seed maphash.Seed
 }
 
-func newStdinPipe(w *os.File) *stdinPipe {
-	return &stdinPipe{turn: make(chan struct{}, 1), w: w, ids: newWriteIDs(maxWriteIDs), seed: maphash.MakeSeed()}
+func newStdinPipe(w *os.File, pipe bool) *stdinPipe {
+	return &stdinPipe{turn: make(chan struct{}, 1), w: w, pipe: pipe, ids: newWriteIDs(maxWriteIDs), seed: maphash.MakeSeed()}
 }
 
-// file returns the open write end, or nil.
+// file returns the open write end, or nil. A pipe whose every read end is
+// closed (the child closed its stdin, or ended) is closed here, so that
+// stdin shows closed as soon as nothing can read it, not only once a write
+// fails.
 func (s *stdinPipe) file() *os.File {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.w != nil && s.pipe && pipeReadersGone(s.w) {
+		_ = s.w.Close()
+		s.w = nil
+	}
 	return s.w
+}
+
+// pipeReadersGone reports whether every read end of the pipe w writes is
+// closed: poll reports POLLERR on the write end then.
+func pipeReadersGone(w *os.File) bool {
+	rc, err := w.SyscallConn()
+	if err != nil {
+		return false
+	}
+	gone := false
+	err = rc.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+		n, err := unix.Poll(fds, 0)
+		for errors.Is(err, unix.EINTR) {
+			n, err = unix.Poll(fds, 0)
+		}
+		gone = err == nil && n > 0 && fds[0].Revents&unix.POLLERR != 0
+	})
+	return err == nil && gone
 }
 
 // close closes the write end unless it is closed; a write in progress fails.
@@ -115,7 +146,7 @@ type StdinWrite struct {
 func (p *Process) WriteStdin(ctx context.Context, data []byte, writeID string, close bool) (StdinWrite, error) {
 	s := p.stdin
 	if s == nil {
-		return StdinWrite{}, p.stdinGone(ErrStdinClosed)
+		return StdinWrite{}, p.stdinGone(ErrStdinClosed, false)
 	}
 	select {
 	case s.turn <- struct{}{}:
@@ -137,7 +168,7 @@ func (p *Process) WriteStdin(ctx context.Context, data []byte, writeID string, c
 	}
 	f := s.file()
 	if f == nil {
-		return w, p.stdinGone(ErrStdinClosed)
+		return w, p.stdinGone(ErrStdinClosed, false)
 	}
 	var err error
 	if rest := data[w.AlreadyWritten:]; len(rest) > 0 {
@@ -152,21 +183,53 @@ func (p *Process) WriteStdin(ctx context.Context, data []byte, writeID string, c
 		s.remember(writeID, stdinRecord{written: w.AlreadyWritten + w.Written, done: err == nil, sum: sum})
 	}
 	if errors.Is(err, ErrStdinClosed) {
-		err = p.stdinGone(err)
+		err = p.stdinGone(err, errors.Is(err, syscall.EPIPE))
 	}
 	return w, err
 }
 
 // stdinGone is the error for a write that found stdin closed (closed, an
 // ErrStdinClosed): ErrProcessExited once the process has exited, closed while
-// it runs.
-func (p *Process) stdinGone(closed error) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.exited {
-		return ErrProcessExited
+// it runs. A child that exited is told apart from one that closed its stdin
+// even before it is reaped, and, when its end broke the pipe (broken), even
+// before the kernel reports the exit, which closes the child's files first:
+// that is given exitWindow to show.
+func (p *Process) stdinGone(closed error, broken bool) error {
+	wait := time.Duration(0)
+	if broken {
+		wait = exitWindow
 	}
-	return closed
+	for deadline := time.Now().Add(wait); ; time.Sleep(time.Millisecond) {
+		p.mu.Lock()
+		exited := p.exited
+		p.mu.Unlock()
+		if exited || childExited(p.pid) {
+			return ErrProcessExited
+		}
+		if time.Now().After(deadline) {
+			return closed
+		}
+	}
+}
+
+// exitWindow is how long after a broken stdin a child's exit may take to be
+// reported (its files are closed first): what a child that closes its stdin
+// and runs on costs a write's answer, once.
+const exitWindow = 20 * time.Millisecond
+
+// childExited reports whether pid, a child of this process, has exited,
+// reaped or not: waitid with WNOWAIT looks without reaping, which is the
+// waiter's to do. A pid that is no child of ours any more was reaped.
+func childExited(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	if errors.Is(err, unix.ECHILD) {
+		return true
+	}
+	return err == nil && info.Signo != 0 // zero: no child of pid has changed state
 }
 
 // writeContext writes data to the pipe w until done or until ctx ends: a write

@@ -638,3 +638,36 @@ func trim(b []byte) string {
 	}
 	return fmt.Sprintf("%q", b)
 }
+
+// TestStdinClosedByTheChild: once the child has closed its end of a piped
+// stdin (and nothing else of it reads), stdin shows closed, and a write is
+// ErrStdinClosed, not a write that seems to go in, as stdin stays open
+// "until a write closes it, the child closes its end or the process ends".
+func TestStdinClosedByTheChild(t *testing.T) {
+	m := testManager()
+	p := startProcess(t, m, Spec{Argv: []string{"sh", "-c", "exec 0<&-; echo closed; sleep 5"}, PipeStdin: true})
+	readUntil(t, p, "closed\n")
+	if in := p.Info(); in.StdinOpen {
+		t.Errorf("Info().StdinOpen = true after the child closed its end, want false")
+	}
+	if _, err := p.WriteStdin(context.Background(), nil, "", false); !errors.Is(err, ErrStdinClosed) {
+		t.Errorf("an empty WriteStdin after the child closed its end = %v, want ErrStdinClosed", err)
+	}
+	p.Terminate(StatusTerminated)
+	<-p.Done()
+}
+
+// TestWriteToAProcessThatExitsMeanwhile: a write that blocks on a child that
+// never reads, and fails as the child exits, is ErrProcessExited however
+// soon after the exit the child is reaped (the broken pipe comes first).
+func TestWriteToAProcessThatExitsMeanwhile(t *testing.T) {
+	m := testManager()
+	data := bytes.Repeat([]byte("y"), 200_000) // beyond a pipe's 64 KiB
+	for i := range 8 {
+		p := startProcess(t, m, Spec{Argv: []string{"sleep", "0.1"}, PipeStdin: true})
+		if _, err := p.WriteStdin(context.Background(), data, "", false); !errors.Is(err, ErrProcessExited) {
+			t.Errorf("run %d: a write to a child that exits without reading = %v, want ErrProcessExited", i, err)
+		}
+		<-p.Done()
+	}
+}
