@@ -193,6 +193,7 @@ const (
 	ProblemCodeShuttingDown         ProblemCode = "shutting_down"
 	ProblemCodeSpawnFailed          ProblemCode = "spawn_failed"
 	ProblemCodeStdinClosed          ProblemCode = "stdin_closed"
+	ProblemCodeStdinNotRead         ProblemCode = "stdin_not_read"
 	ProblemCodeTooManyProcesses     ProblemCode = "too_many_processes"
 	ProblemCodeTooManySessions      ProblemCode = "too_many_sessions"
 	ProblemCodeUnauthorized         ProblemCode = "unauthorized"
@@ -271,6 +272,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeSpawnFailed:
 		return true
 	case ProblemCodeStdinClosed:
+		return true
+	case ProblemCodeStdinNotRead:
 		return true
 	case ProblemCodeTooManyProcesses:
 		return true
@@ -2037,7 +2040,9 @@ type ClientInterface interface {
 	// process that has exited is a 409 process_exited; to a running process whose stdin is
 	// closed or was never piped (pipeStdin), a 409 stdin_closed. A writeId that an earlier
 	// write used for other data is a 409 write_id_reused, and nothing is written (a retry
-	// may add close). close on a terminal's stdin (tty) is a 400 (field close): it stays
+	// may add close). A write the child does not read for 30 s is a 409 stdin_not_read, whose
+	// detail says how many of its bytes went in: a retry with the same writeId goes on from
+	// there. close on a terminal's stdin (tty) is a 400 (field close): it stays
 	// open, as a terminal's does; the byte 0x04 at the start of a line ends the input.
 	//
 	// Takes any type of body and a specified content type.
@@ -2057,7 +2062,9 @@ type ClientInterface interface {
 	// process that has exited is a 409 process_exited; to a running process whose stdin is
 	// closed or was never piped (pipeStdin), a 409 stdin_closed. A writeId that an earlier
 	// write used for other data is a 409 write_id_reused, and nothing is written (a retry
-	// may add close). close on a terminal's stdin (tty) is a 400 (field close): it stays
+	// may add close). A write the child does not read for 30 s is a 409 stdin_not_read, whose
+	// detail says how many of its bytes went in: a retry with the same writeId goes on from
+	// there. close on a terminal's stdin (tty) is a 400 (field close): it stays
 	// open, as a terminal's does; the byte 0x04 at the start of a line ends the input.
 	//
 	// Takes a body of the `application/json` content type.
@@ -2850,7 +2857,9 @@ func (c *APIClient) SignalProcess(ctx context.Context, processId ProcessId, body
 // process that has exited is a 409 process_exited; to a running process whose stdin is
 // closed or was never piped (pipeStdin), a 409 stdin_closed. A writeId that an earlier
 // write used for other data is a 409 write_id_reused, and nothing is written (a retry
-// may add close). close on a terminal's stdin (tty) is a 400 (field close): it stays
+// may add close). A write the child does not read for 30 s is a 409 stdin_not_read, whose
+// detail says how many of its bytes went in: a retry with the same writeId goes on from
+// there. close on a terminal's stdin (tty) is a 400 (field close): it stays
 // open, as a terminal's does; the byte 0x04 at the start of a line ends the input.
 //
 // Takes any type of body and a specified content type.
@@ -2880,7 +2889,9 @@ func (c *APIClient) WriteProcessStdinWithBody(ctx context.Context, processId Pro
 // process that has exited is a 409 process_exited; to a running process whose stdin is
 // closed or was never piped (pipeStdin), a 409 stdin_closed. A writeId that an earlier
 // write used for other data is a 409 write_id_reused, and nothing is written (a retry
-// may add close). close on a terminal's stdin (tty) is a 400 (field close): it stays
+// may add close). A write the child does not read for 30 s is a 409 stdin_not_read, whose
+// detail says how many of its bytes went in: a retry with the same writeId goes on from
+// there. close on a terminal's stdin (tty) is a 400 (field close): it stays
 // open, as a terminal's does; the byte 0x04 at the start of a line ends the input.
 //
 // Takes a body of the `application/json` content type.
@@ -5181,7 +5192,9 @@ type ClientWithResponsesInterface interface {
 	// process that has exited is a 409 process_exited; to a running process whose stdin is
 	// closed or was never piped (pipeStdin), a 409 stdin_closed. A writeId that an earlier
 	// write used for other data is a 409 write_id_reused, and nothing is written (a retry
-	// may add close). close on a terminal's stdin (tty) is a 400 (field close): it stays
+	// may add close). A write the child does not read for 30 s is a 409 stdin_not_read, whose
+	// detail says how many of its bytes went in: a retry with the same writeId goes on from
+	// there. close on a terminal's stdin (tty) is a 400 (field close): it stays
 	// open, as a terminal's does; the byte 0x04 at the start of a line ends the input.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -5201,7 +5214,9 @@ type ClientWithResponsesInterface interface {
 	// process that has exited is a 409 process_exited; to a running process whose stdin is
 	// closed or was never piped (pipeStdin), a 409 stdin_closed. A writeId that an earlier
 	// write used for other data is a 409 write_id_reused, and nothing is written (a retry
-	// may add close). close on a terminal's stdin (tty) is a 400 (field close): it stays
+	// may add close). A write the child does not read for 30 s is a 409 stdin_not_read, whose
+	// detail says how many of its bytes went in: a retry with the same writeId goes on from
+	// there. close on a terminal's stdin (tty) is a 400 (field close): it stays
 	// open, as a terminal's does; the byte 0x04 at the start of a line ends the input.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -8478,7 +8493,9 @@ func (c *ClientWithResponses) SignalProcessWithResponse(ctx context.Context, pro
 // process that has exited is a 409 process_exited; to a running process whose stdin is
 // closed or was never piped (pipeStdin), a 409 stdin_closed. A writeId that an earlier
 // write used for other data is a 409 write_id_reused, and nothing is written (a retry
-// may add close). close on a terminal's stdin (tty) is a 400 (field close): it stays
+// may add close). A write the child does not read for 30 s is a 409 stdin_not_read, whose
+// detail says how many of its bytes went in: a retry with the same writeId goes on from
+// there. close on a terminal's stdin (tty) is a 400 (field close): it stays
 // open, as a terminal's does; the byte 0x04 at the start of a line ends the input.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -8504,7 +8521,9 @@ func (c *ClientWithResponses) WriteProcessStdinWithBodyWithResponse(ctx context.
 // process that has exited is a 409 process_exited; to a running process whose stdin is
 // closed or was never piped (pipeStdin), a 409 stdin_closed. A writeId that an earlier
 // write used for other data is a 409 write_id_reused, and nothing is written (a retry
-// may add close). close on a terminal's stdin (tty) is a 400 (field close): it stays
+// may add close). A write the child does not read for 30 s is a 409 stdin_not_read, whose
+// detail says how many of its bytes went in: a retry with the same writeId goes on from
+// there. close on a terminal's stdin (tty) is a 400 (field close): it stays
 // open, as a terminal's does; the byte 0x04 at the start of a line ends the input.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).

@@ -191,6 +191,7 @@ const (
 	ShuttingDown         ProblemCode = "shutting_down"
 	SpawnFailed          ProblemCode = "spawn_failed"
 	StdinClosed          ProblemCode = "stdin_closed"
+	StdinNotRead         ProblemCode = "stdin_not_read"
 	TooManyProcesses     ProblemCode = "too_many_processes"
 	TooManySessions      ProblemCode = "too_many_sessions"
 	Unauthorized         ProblemCode = "unauthorized"
@@ -269,6 +270,8 @@ func (e ProblemCode) Valid() bool {
 	case SpawnFailed:
 		return true
 	case StdinClosed:
+		return true
+	case StdinNotRead:
 		return true
 	case TooManyProcesses:
 		return true

@@ -63,6 +63,7 @@ func problemFor(err error) *problem {
 	var fe *service.FieldError
 	var pe *envpolicy.FieldError
 	var se *sandbox.FieldError
+	var notRead *service.StdinNotReadError
 	var ue *sandbox.UnavailableError
 	var ce *shellsnap.CaptureError
 	switch {
@@ -113,6 +114,8 @@ func problemFor(err error) *problem {
 		return &problem{status: http.StatusConflict, code: ProcessExited, detail: "the process has exited: it has no stdin or terminal any more", cause: err}
 	case errors.Is(err, exec.ErrNotATTY):
 		return &problem{status: http.StatusConflict, code: NotATty, detail: "the process was started without tty: it has no terminal to resize", cause: err}
+	case errors.As(err, &notRead):
+		return &problem{status: http.StatusConflict, code: StdinNotRead, detail: notRead.Error() + ": retry with the same writeId to write the rest", cause: err}
 	case errors.Is(err, exec.ErrWriteIDReused):
 		return &problem{status: http.StatusConflict, code: WriteIdReused, field: "writeId", detail: "an earlier write used this writeId for other data; nothing was written: a retry must carry the same data, and a new write a new writeId", cause: err}
 	case errors.Is(err, exec.ErrStdinClosed):

@@ -3,6 +3,8 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/shellsnap"
@@ -10,6 +12,20 @@ import (
 
 // ErrNotFound means the process or snapshot scope asked for does not exist.
 var ErrNotFound = errors.New("not found")
+
+// StdinNotReadError means a stdin write waited Limits.StdinWriteBound for
+// the child to read and gave up: Written of its bytes went in (after
+// AlreadyWritten, with a write id), which a retry with the same write id
+// goes on from.
+type StdinNotReadError struct {
+	exec.StdinWrite
+	Bound time.Duration
+}
+
+// Error says how much went in.
+func (e *StdinNotReadError) Error() string {
+	return fmt.Sprintf("the process did not read its stdin for %s: %d bytes of this write went in", e.Bound, e.Written)
+}
 
 // ErrTimedOutWaiting means a command's timeout ran out while it waited for
 // its shell snapshot capture, so that it never started.

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"syscall"
 	"time"
@@ -185,9 +186,13 @@ func (s *Service) WriteStdin(ctx context.Context, id string, in StdinInput) (Std
 	if bound <= 0 {
 		bound = stdinWriteBound
 	}
-	ctx, cancel := context.WithTimeout(ctx, bound)
+	bounded, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	w, err := p.WriteStdin(ctx, in.Data, in.WriteID, in.Close)
+	w, err := p.WriteStdin(bounded, in.Data, in.WriteID, in.Close)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		// The server's bound, not the client's: the child did not read.
+		return StdinOutput{}, &StdinNotReadError{StdinWrite: w, Bound: bound}
+	}
 	if err != nil {
 		return StdinOutput{}, err
 	}
