@@ -232,8 +232,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 			return c, fmt.Errorf("--%s must be at least 1", v.name)
 		}
 	}
-	if c.limits.bodyBytes < 1024 || c.limits.retainedBytes < 0 {
-		return c, fmt.Errorf("--max-body-bytes must be at least 1024 and --max-retained-output-bytes not negative")
+	if c.limits.bodyBytes < 1024 || c.limits.retainedBytes < 1 {
+		// 0 would mean the manager's default (256 MiB), not none.
+		return c, fmt.Errorf("--max-body-bytes must be at least 1024 and --max-retained-output-bytes at least 1")
 	}
 	if len(c.addrs) == 0 {
 		for _, a := range strings.Split(env("SNAPEXEC_ADDR", "127.0.0.1:8080"), ",") {
@@ -277,6 +278,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	}
 	if c.grace <= 0 {
 		return c, fmt.Errorf("--grace must be positive")
+	}
+	if c.retention <= 0 {
+		// 0 or less would mean the manager's default (30 s), not none.
+		return c, fmt.Errorf("--retention must be positive")
 	}
 	if c.sessions.IdleTimeout <= 0 {
 		return c, fmt.Errorf("--session-idle-timeout must be positive")

@@ -126,3 +126,18 @@ func TestConsoleLogsColourOnlyOnATerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigRefusesWhatWouldBeReplaced: a value the server would silently
+// replace by its default (a retention of zero or less, no retained output
+// at all) is refused at start, as --grace 0 is.
+func TestConfigRefusesWhatWouldBeReplaced(t *testing.T) {
+	for _, args := range [][]string{
+		{"--retention", "0s"},
+		{"--retention", "-1s"},
+		{"--max-retained-output-bytes", "0"},
+	} {
+		if _, err := parseConfig(append([]string{"snapexec"}, args...), func(string) string { return "" }, io.Discard); err == nil {
+			t.Errorf("parseConfig(%q) = nil, want it refused", args)
+		}
+	}
+}
