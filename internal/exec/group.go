@@ -143,20 +143,26 @@ func (k *killer) alive() bool {
 // pipeWritersGone reports whether every write end of the pipe r reads is
 // closed: poll reports POLLHUP then, even while data is still buffered.
 func pipeWritersGone(r *os.File) bool {
-	rc, err := r.SyscallConn()
+	return polled(r, unix.POLLIN, unix.POLLHUP)
+}
+
+// polled reports whether poll, asked for events on f without waiting,
+// reports want.
+func polled(f *os.File, events, want int16) bool {
+	rc, err := f.SyscallConn()
 	if err != nil {
 		return false
 	}
-	hup := false
+	got := false
 	err = rc.Control(func(fd uintptr) {
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: events}}
 		n, err := unix.Poll(fds, 0)
 		for errors.Is(err, unix.EINTR) {
 			n, err = unix.Poll(fds, 0)
 		}
-		hup = err == nil && n > 0 && fds[0].Revents&unix.POLLHUP != 0
+		got = err == nil && n > 0 && fds[0].Revents&want != 0
 	})
-	return err == nil && hup
+	return err == nil && got
 }
 
 func isClosed(c <-chan struct{}) bool {

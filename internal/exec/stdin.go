@@ -56,20 +56,7 @@ func (s *stdinPipe) file() *os.File {
 // pipeReadersGone reports whether every read end of the pipe w writes is
 // closed: poll reports POLLERR on the write end then.
 func pipeReadersGone(w *os.File) bool {
-	rc, err := w.SyscallConn()
-	if err != nil {
-		return false
-	}
-	gone := false
-	err = rc.Control(func(fd uintptr) {
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
-		n, err := unix.Poll(fds, 0)
-		for errors.Is(err, unix.EINTR) {
-			n, err = unix.Poll(fds, 0)
-		}
-		gone = err == nil && n > 0 && fds[0].Revents&unix.POLLERR != 0
-	})
-	return err == nil && gone
+	return polled(w, unix.POLLOUT, unix.POLLERR)
 }
 
 // close closes the write end unless it is closed; a write in progress fails.
