@@ -131,11 +131,7 @@ func (s *Sandbox) Admit(p Policy) error {
 	if err := s.Check(p); err != nil {
 		return err
 	}
-	for i, root := range p.WritableRoots {
-		r, err := filepath.EvalSymlinks(root)
-		if err != nil {
-			r = filepath.Clean(root)
-		}
+	for i, r := range resolved(p.WritableRoots) {
 		for _, dir := range s.private {
 			if within(dir, r) || within(r, dir) {
 				return &FieldError{
