@@ -235,6 +235,9 @@ func logSandbox(logger zerolog.Logger, sup sandbox.Support) {
 	if sup.CapsErr != nil {
 		ev = ev.Str("capabilities", sup.CapsErr.Error())
 	}
+	if sup.MountErr != nil {
+		ev = ev.Str("readOnlyMounts", sup.MountErr.Error()+": Landlock alone confines the filesystem, and a sandboxed command may change the metadata of files outside its roots that this server's user owns")
+	}
 	ev.Msg("sandbox support")
 }
 

@@ -24,8 +24,16 @@ func skipWithoutSandbox(t *testing.T) {
 	}
 }
 
+// sandboxSupport is what a server run by this test can enforce.
+func sandboxSupport(t *testing.T) sandbox.Support {
+	t.Helper()
+	sb := sandbox.New(sandbox.Options{})
+	defer sb.Close()
+	return sb.Support()
+}
+
 // TestSandboxOverHTTP: the sandbox of /exec and /processes confines the
-// command and its grandchild to the writable roots (EACCES outside), network
+// command and its grandchild to the writable roots (EROFS outside), network
 // none cannot reach a listener of this test on 127.0.0.1, a snapshot capture
 // writes nothing outside either, and the answers say how each ran.
 func TestSandboxOverHTTP(t *testing.T) {
@@ -39,8 +47,11 @@ func TestSandboxOverHTTP(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("POST /exec = %d %v", code, got)
 	}
-	if n := strings.Count(fmt.Sprint(got["stderr"]), "Permission denied"); n != 2 {
-		t.Errorf("stderr = %q, want two writes outside refused with EACCES", got["stderr"])
+	// Refused by the read-only mounts (EROFS), or by Landlock (EACCES) where
+	// the server cannot make mount namespaces.
+	stderr := fmt.Sprint(got["stderr"])
+	if n := strings.Count(stderr, "Read-only file system") + strings.Count(stderr, "Permission denied"); n != 2 {
+		t.Errorf("stderr = %q, want two writes outside refused", stderr)
 	}
 	for _, name := range []string{"f", "g"} {
 		if _, err := os.Stat(filepath.Join(outside, name)); !errors.Is(err, os.ErrNotExist) {
@@ -52,6 +63,24 @@ func TestSandboxOverHTTP(t *testing.T) {
 	}
 	if sb, _ := got["sandbox"].(map[string]any); sb["type"] != "landlock" || sb["abi"].(float64) < sandbox.MinLandlockABI {
 		t.Errorf("sandbox = %v, want landlock with abi >= %d", got["sandbox"], sandbox.MinLandlockABI)
+	}
+	if mountErr := sandboxSupport(t).MountErr; mountErr == nil {
+		// Metadata outside the roots stays as it was too, root or not.
+		kept := filepath.Join(outside, "kept")
+		if err := os.WriteFile(kept, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		script := fmt.Sprintf("chmod 4777 %[1]s; chown nobody %[1]s; touch -d 2001-01-01 %[1]s; echo done", kept)
+		_, got, _ := s.post(t, "/exec", map[string]any{"argv": []string{"/bin/sh", "-c", script}, "sandbox": roots})
+		if n := strings.Count(fmt.Sprint(got["stderr"]), "Read-only file system"); n != 3 || got["stdout"] != "done\n" {
+			t.Errorf("chmod, chown and touch outside the roots: stdout %q, stderr %q; want all three refused with EROFS", got["stdout"], got["stderr"])
+		}
+		if fi, err := os.Stat(kept); err != nil || fi.Mode() != 0o644 || fi.ModTime().Year() == 2001 {
+			t.Errorf("the file outside the roots changed: %v %v", fi, err)
+		}
+		if sb, _ := got["sandbox"].(map[string]any); sb["readOnlyMounts"] != true {
+			t.Errorf("sandbox = %v, want readOnlyMounts true", got["sandbox"])
+		}
 	}
 	if _, got, _ := s.post(t, "/exec", map[string]any{"argv": []string{"true"}}); fmt.Sprint(got["sandbox"]) != "map[type:none]" {
 		t.Errorf("unsandboxed sandbox = %v, want {type: none}", got["sandbox"])
@@ -135,8 +164,14 @@ func TestSandboxUnavailableOverHTTP(t *testing.T) {
 		}
 	}
 	body["sandbox"] = map[string]any{"writableRoots": []string{home}}
-	if code, got, _ := s.post(t, "/exec", body); code != http.StatusOK || got["exitCode"] != 0.0 {
+	code, got, _ := s.post(t, "/exec", body)
+	if code != http.StatusOK || got["exitCode"] != 0.0 {
 		t.Errorf("POST /exec with an enforceable sandbox = %d %v, want it run", code, got)
+	}
+	// Without CAP_SYS_ADMIN no mount namespace either: Landlock alone, and
+	// the answer says so.
+	if sb, _ := got["sandbox"].(map[string]any); sb["type"] != "landlock" || sb["readOnlyMounts"] != false {
+		t.Errorf("sandbox = %v, want landlock with readOnlyMounts false", got["sandbox"])
 	}
 	if _, err := os.Stat(commandRan); err != nil {
 		t.Errorf("the enforceable command did not run: %v", err)

@@ -947,6 +947,15 @@ type SandboxReport struct {
 	// Abi The Landlock ABI the kernel enforced with; present with landlock.
 	Abi *int `json:"abi,omitempty"`
 
+	// ReadOnlyMounts Present with landlock. True when everything outside the writable roots was also
+	// mounted read-only for the process (a mount namespace of its own), so that not even
+	// metadata changes there: chmod, chown, utimes and extended attributes fail with
+	// EROFS, as do writes. False when the filesystem was not confined (network only), or
+	// when the server lacks CAP_SYS_ADMIN to make mount namespaces: then Landlock alone
+	// rules the filesystem, writes outside the roots fail with EACCES, and the process
+	// may change the metadata of files outside them that the server's user owns.
+	ReadOnlyMounts *bool `json:"readOnlyMounts,omitempty"`
+
 	// Type landlock, as its sandbox asked; none, unconfined.
 	Type SandboxReportType `json:"type"`
 }

@@ -44,6 +44,6 @@ func sandboxReport(r sandbox.Report) SandboxReport {
 	if r.Type != sandbox.TypeLandlock {
 		return SandboxReport{Type: SandboxReportTypeNone}
 	}
-	abi := r.ABI
-	return SandboxReport{Type: SandboxReportTypeLandlock, Abi: &abi}
+	abi, mounts := r.ABI, r.ReadOnlyMounts
+	return SandboxReport{Type: SandboxReportTypeLandlock, Abi: &abi, ReadOnlyMounts: &mounts}
 }

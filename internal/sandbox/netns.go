@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -14,30 +13,21 @@ import (
 // loopback interface up when lo is set, with no interface up otherwise. The
 // namespace lives as long as the handle or a process in it.
 func newNetns(lo bool) (*os.File, error) {
-	type result struct {
-		f   *os.File
-		err error
-	}
-	c := make(chan result, 1)
-	go func() {
-		// The thread enters the namespace and is never unlocked: the runtime
-		// ends it with the goroutine instead of running others in there.
-		runtime.LockOSThread()
+	var f *os.File
+	err := onThrowawayThread(func() error {
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			c <- result{nil, fmt.Errorf("unshare(CLONE_NEWNET): %w", err)}
-			return
+			return fmt.Errorf("unshare(CLONE_NEWNET): %w", err)
 		}
 		if lo {
 			if err := loopbackUp(); err != nil {
-				c <- result{nil, err}
-				return
+				return err
 			}
 		}
-		f, err := os.Open("/proc/thread-self/ns/net")
-		c <- result{f, err}
-	}()
-	r := <-c
-	return r.f, r.err
+		var err error
+		f, err = os.Open("/proc/thread-self/ns/net")
+		return err
+	})
+	return f, err
 }
 
 // loopbackUp brings up lo in the calling thread's network namespace.

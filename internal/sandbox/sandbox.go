@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -45,6 +46,11 @@ type Report struct {
 	Type string
 	// ABI is the Landlock ABI the kernel enforced with; 0 with TypeNone.
 	ABI int
+	// ReadOnlyMounts says that everything outside the writable roots was
+	// also mounted read-only for the command, so that no metadata changed
+	// there either (confineMounts); false when the filesystem was not
+	// confined, or the server cannot make mount namespaces.
+	ReadOnlyMounts bool
 }
 
 // Options configure a Sandbox.
@@ -90,6 +96,9 @@ func New(opts Options) *Sandbox {
 		if s.none, err = newNetns(false); err != nil {
 			s.support.NetnsErr = err
 		}
+	}
+	if s.support.MountErr == nil {
+		s.support.MountErr = onThrowawayThread(func() error { return confineMounts(nil) })
 	}
 	return s
 }
@@ -200,26 +209,43 @@ func (s *Sandbox) Start(p Policy, cmd *exec.Cmd) (Report, error) {
 		}
 		defer netns.Close() // the child holds the namespace from here on
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- s.startConfined(cmd, fd, netns) }()
-	if err := <-errc; err != nil {
+	// With / among the roots nothing lies outside them: no mount to make
+	// read-only.
+	roots := resolved(p.WritableRoots)
+	mounts := p.confinesFiles() && s.support.MountErr == nil && !slices.Contains(roots, "/")
+	if err := onThrowawayThread(func() error { return s.startConfined(cmd, fd, netns, mounts, roots) }); err != nil {
 		return Report{}, err
 	}
-	return Report{Type: TypeLandlock, ABI: s.support.LandlockABI}, nil
+	return Report{Type: TypeLandlock, ABI: s.support.LandlockABI, ReadOnlyMounts: mounts}, nil
 }
 
-// startConfined confines the calling goroutine's thread and starts cmd from
-// it. It must run in a goroutine of its own, which ends with it: the thread
-// stays locked, so that the runtime ends it rather than run anything else
-// with its confinement.
-func (s *Sandbox) startConfined(cmd *exec.Cmd, rulesetFD int, netns *os.File) error {
-	runtime.LockOSThread() // never unlocked
-	// The order matters: joining a namespace and dropping capabilities need
-	// the capabilities that are dropped, and Landlock comes last so that none
-	// of the above is refused by it.
+// onThrowawayThread runs f on a thread of its own that ends with it, and
+// returns its error: the thread stays locked, so that the runtime ends it
+// rather than run anything else with what f did to it.
+func onThrowawayThread(f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked
+		errc <- f()
+	}()
+	return <-errc
+}
+
+// startConfined confines the calling thread and starts cmd from it; with
+// mounts, everything but roots is mounted read-only for it. It runs on a
+// throwaway thread (onThrowawayThread).
+func (s *Sandbox) startConfined(cmd *exec.Cmd, rulesetFD int, netns *os.File, mounts bool, roots []string) error {
+	// The order matters: joining or making a namespace and dropping
+	// capabilities need the capabilities that are dropped, and Landlock comes
+	// last so that none of the above is refused by it.
 	if netns != nil {
 		if err := unix.Setns(int(netns.Fd()), unix.CLONE_NEWNET); err != nil {
 			return fmt.Errorf("setns: %w", err)
+		}
+	}
+	if mounts {
+		if err := confineMounts(roots); err != nil {
+			return err
 		}
 	}
 	for _, c := range s.support.DropCaps {

@@ -27,6 +27,11 @@ type Support struct {
 	// CapsErr says why the capabilities a sandboxed child must lose cannot be
 	// dropped; nil when they can, or when the server has none to lose.
 	CapsErr error
+	// MountErr says why the rest of the filesystem cannot be mounted
+	// read-only for a command that confines it (confineMounts); nil when it
+	// can. Without it Landlock alone rules the filesystem, and a command may
+	// change the metadata of what the server's user owns outside its roots.
+	MountErr error
 	// DropCaps lists the capabilities to take out of a child's bounding set;
 	// empty when the server does not run as root.
 	DropCaps []uintptr
@@ -57,13 +62,15 @@ func Probe() Support {
 	sup.LandlockABI = landlockABI()
 	eff, err := effectiveCaps()
 	if err != nil {
-		sup.NetnsErr, sup.CapsErr = err, err
+		sup.NetnsErr, sup.CapsErr, sup.MountErr = err, err, err
 		return sup
 	}
-	// unshare(CLONE_NEWNET) outside a user namespace needs CAP_SYS_ADMIN;
-	// Sandbox.New confirms it by making one.
+	// unshare(CLONE_NEWNET) and unshare(CLONE_NEWNS) outside a user
+	// namespace need CAP_SYS_ADMIN; Sandbox.New confirms it by making one
+	// of each.
 	if eff&(1<<unix.CAP_SYS_ADMIN) == 0 {
 		sup.NetnsErr = errors.New("the server lacks CAP_SYS_ADMIN")
+		sup.MountErr = sup.NetnsErr
 	}
 	// Only root gets capabilities back at execve: any other user's child gets
 	// none, since no_new_privs disregards file capabilities.

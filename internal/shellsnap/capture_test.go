@@ -70,7 +70,7 @@ func TestCaptureContract(t *testing.T) {
 
 // TestCaptureRunsInTheSandbox: the capture of a sandboxed command runs in
 // its sandbox: a login profile that writes outside the writable roots is
-// refused (EACCES), one inside succeeds, and the snapshot is still taken.
+// refused, one inside succeeds, and the snapshot is still taken.
 func TestCaptureRunsInTheSandbox(t *testing.T) {
 	probe := sandbox.New(sandbox.Options{})
 	defer probe.Close()
