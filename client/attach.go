@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/coder/websocket"
 )
@@ -73,8 +72,7 @@ type Attachment struct {
 	pending [][]byte
 	unread  []byte
 	lost    int64
-	breaks  int
-	lastErr error
+	redial  redialer
 	result  *ExecResult
 	err     error
 
@@ -158,13 +156,17 @@ func (a *Attachment) Read(p []byte) (int, error) {
 // Next returns the next batch of output. At the process's end it returns
 // io.EOF and Result holds the ending. Any other error ends the attachment:
 // a problem answer on reconnecting (an *Error), a context ended, Close, or
-// the server unreachable for maxReconnects attempts in a row.
+// five redials in a row that could not connect (a connection that opens and
+// breaks again only makes the next redial wait longer, up to 2 s).
 func (a *Attachment) Next() (AttachOutput, error) {
 	for a.err == nil {
 		conn := a.current()
 		if conn == nil {
 			if err := a.reconnect(); err != nil {
 				a.err = err
+				if a.isClosed() {
+					a.err = errClosed
+				}
 			}
 			continue
 		}
@@ -178,7 +180,7 @@ func (a *Attachment) Next() (AttachOutput, error) {
 			case a.ctx.Err() != nil:
 				a.err = a.ctx.Err()
 			default:
-				a.breaks, a.lastErr = a.breaks+1, err
+				a.redial.broke(err)
 			}
 			continue
 		}
@@ -201,6 +203,7 @@ func (a *Attachment) Next() (AttachOutput, error) {
 			if m.NextSeq-1 > a.after {
 				a.lost += m.NextSeq - 1 - a.after
 				a.after = m.NextSeq - 1
+				a.redial.delivered()
 			}
 		case "exit":
 			a.result = &ExecResult{Status: ExitStatus(m.Status), ExitCode: m.ExitCode, Signal: m.Signal}
@@ -218,7 +221,8 @@ func (a *Attachment) confirm(seq int64) AttachOutput {
 		a.lost += first - 1 - a.after
 	}
 	out := AttachOutput{Seq: seq, Data: bytes.Join(a.pending, nil)}
-	a.after, a.gap, a.pending, a.breaks = seq, false, nil, 0
+	a.after, a.gap, a.pending = seq, false, nil
+	a.redial.delivered()
 	return out
 }
 
@@ -315,40 +319,23 @@ func (a *Attachment) dial() (*websocket.Conn, error) {
 	return conn, nil
 }
 
-// reconnect reopens the connection after the last delivered batch, backing
-// off after the first attempt. When that batch's successors are no longer
-// held, it goes on from the oldest held and counts the gap as lost.
+// reconnect reopens the connection after the last delivered batch, as
+// redialer says. When that batch's successors are no longer held, it goes
+// on from the oldest held and counts the gap as lost.
 func (a *Attachment) reconnect() error {
-	for {
-		if a.breaks > maxReconnects {
-			return fmt.Errorf("snapexec: the attachment to %s broke %d times in a row: %w", a.processID, a.breaks, a.lastErr)
-		}
-		if a.breaks > 1 {
-			delay := min(reconnectBackoff<<(a.breaks-2), maxReconnectBackoff)
-			select {
-			case <-a.ctx.Done():
-				return a.ctx.Err()
-			case <-time.After(delay):
-			}
-		}
+	return a.redial.redial(a.ctx, "the attachment to "+a.processID, func() error {
 		conn, err := a.dial()
 		var problem *Error
-		switch {
-		case err == nil:
-			a.setConn(conn)
-			return nil
-		case a.isClosed():
-			return errClosed
-		case a.ctx.Err() != nil:
-			return a.ctx.Err()
-		case errors.As(err, &problem) && problem.Code == ProblemCodeOutputLost && !a.gap:
+		if errors.As(err, &problem) && problem.Code == ProblemCodeOutputLost && !a.gap {
 			a.gap = true
-			continue
-		case errors.As(err, &problem):
+			conn, err = a.dial()
+		}
+		if err != nil {
 			return err
 		}
-		a.breaks, a.lastErr = a.breaks+1, err
-	}
+		a.setConn(conn)
+		return nil
+	})
 }
 
 func (a *Attachment) current() *websocket.Conn {

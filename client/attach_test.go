@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/snapexec/snapexec/client"
 	"github.com/snapexec/snapexec/internal/testserver"
@@ -84,6 +85,87 @@ func TestAttachResumesAfterCuts(t *testing.T) {
 	// After the end, stdin is refused.
 	if _, err := a.Write([]byte("x")); !errors.Is(err, io.ErrClosedPipe) {
 		t.Errorf("Write after the end = %v, want io.ErrClosedPipe", err)
+	}
+}
+
+// TestAttachQuietAcrossCuts: an attachment whose connections break
+// before they bring any output (six in a row, each after its handshake)
+// goes on, backing off, and sees every output once and in order: what the
+// process wrote before and during the cuts, and what followed.
+func TestAttachQuietAcrossCuts(t *testing.T) {
+	ctx := testContext(t)
+	direct := newClient(t, "")
+	p, err := direct.Start(ctx, client.StartProcessRequest{
+		Argv:      []string{"/bin/sh", "-c", `echo one; read -r x; echo "two $x"; read -r y; echo "three $y"; exit 3`},
+		PipeStdin: ptrTo(true),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = direct.TerminateProcessWithResponse(context.Background(), p.ProcessId) })
+	var cuts atomic.Int32
+	proxy := testserver.CutStreams(t, os.Getenv("SNAPEXEC_URL"), testserver.Cut{Streams: 6, After: 0, Before: func() {
+		if cuts.Add(1) == 3 {
+			// Output made while the attachment is cut off.
+			if _, err := client.Result(direct.WriteProcessStdinWithResponse(ctx, p.ProcessId, client.StdinWrite{Data: ptrTo("a\n")})); err != nil {
+				t.Errorf("stdin during the cuts: %v", err)
+			}
+		}
+	}})
+	start := time.Now()
+	a, err := newClient(t, proxy).Attach(ctx, p.ProcessId, client.AttachOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	s := &screen{t: t, a: a}
+	s.until("one\ntwo a\n")
+	// Redialled at once, then after 100 ms, doubling: the seventh
+	// connection comes 3.1 s after the first. Sooner, it spins.
+	if took := time.Since(start); took < 3*time.Second {
+		t.Errorf("six quiet cuts took %v, want the redials backed off (3.1 s)", took)
+	}
+	if _, err := a.Write([]byte("b\n")); err != nil {
+		t.Fatal(err)
+	}
+	s.rest()
+	if want := "one\ntwo a\nthree b\n"; s.out.String() != want || cuts.Load() != 6 {
+		t.Errorf("through %d quiet cuts the attachment shows %q, want %q (6 cuts)", cuts.Load(), s.out.String(), want)
+	}
+	if r := a.Result(); r == nil || r.ExitCode == nil || *r.ExitCode != 3 {
+		t.Errorf("Result() = %+v, want exit 3", r)
+	}
+}
+
+// TestAttachGivesUp: once the server is gone, an attachment redials five
+// times, backing off, and its read then returns an error that carries the
+// last dial's, within a few seconds.
+func TestAttachGivesUp(t *testing.T) {
+	ctx := testContext(t)
+	direct := newClient(t, "")
+	p, err := direct.Start(ctx, client.StartProcessRequest{Argv: []string{"/bin/sh", "-c", "echo up; exec sleep 60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = direct.TerminateProcessWithResponse(context.Background(), p.ProcessId) })
+	server := &vanishing{}
+	a, err := newClient(t, "", client.WithHTTPClient(server.client())).Attach(ctx, p.ProcessId, client.AttachOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	(&screen{t: t, a: a}).until("up\n")
+	server.vanish()
+	start := time.Now()
+	_, err = a.Next()
+	if took := time.Since(start); err == nil || err == io.EOF || !errors.Is(err, errGone) || took > 10*time.Second {
+		t.Errorf("Next() once the server is gone = %v after %v; want an error carrying %v, within 10s", err, took, errGone)
+	}
+	if n := server.refused.Load(); n != 5 {
+		t.Errorf("%d redials before giving up, want 5", n)
+	}
+	if _, err := a.Write([]byte("x")); !errors.Is(err, io.ErrClosedPipe) {
+		t.Errorf("Write after giving up = %v, want io.ErrClosedPipe", err)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,6 +96,48 @@ func waitEnded(ctx context.Context, t *testing.T, c *client.Client, id string) {
 			return
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+}
+
+// errGone is what a vanishing server's dials fail with.
+var errGone = errors.New("connection refused: the test's server is gone")
+
+// vanishing reaches the package's server until vanish: then every
+// connection it opened is cut, and every dial fails with errGone and is
+// counted in refused.
+type vanishing struct {
+	refused atomic.Int32
+
+	mu    sync.Mutex
+	gone  bool
+	conns []net.Conn
+}
+
+// client is an HTTP client that dials through v.
+func (v *vanishing) client() *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: v.dial}}
+}
+
+func (v *vanishing) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.gone {
+		v.refused.Add(1)
+		return nil, errGone
+	}
+	conn, err := new(net.Dialer).DialContext(ctx, network, addr)
+	if err == nil {
+		v.conns = append(v.conns, conn)
+	}
+	return conn, err
+}
+
+func (v *vanishing) vanish() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.gone = true
+	for _, conn := range v.conns {
+		conn.Close()
 	}
 }
 
