@@ -245,22 +245,60 @@ func TestExecStreamNamesItsProcess(t *testing.T) {
 	}
 }
 
-func TestStreamGivesUp(t *testing.T) {
+// TestStreamQuietAcrossCuts: a stream whose connections break before they
+// bring an event (six in a row, each after the server's answer) goes on,
+// backing off, and brings the output once.
+func TestStreamQuietAcrossCuts(t *testing.T) {
 	ctx := testContext(t)
 	direct := newClient(t, "")
 	p, err := direct.Start(ctx, client.StartProcessRequest{Argv: []string{"/bin/echo", "hi"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cut := newClient(t, testserver.CutStreams(t, os.Getenv("SNAPEXEC_URL"), testserver.Cut{Streams: 1000, After: 1}))
+	var cuts atomic.Int32
+	cut := newClient(t, testserver.CutStreams(t, os.Getenv("SNAPEXEC_URL"), testserver.Cut{Streams: 6, After: 1, Before: func() { cuts.Add(1) }}))
+	start := time.Now()
 	s, err := cut.Events(ctx, p.ProcessId, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	stdout, _ := split(t, drain(t, s))
+	if string(stdout) != "hi\n" || cuts.Load() != 6 {
+		t.Errorf("Events through %d quiet cuts: stdout %q, want %q (6 cuts)", cuts.Load(), stdout, "hi\n")
+	}
+	if took := time.Since(start); took < 3*time.Second {
+		t.Errorf("six quiet cuts took %v, want the redials backed off (3.1 s)", took)
+	}
+}
+
+// TestStreamGivesUp: once the server is gone, a stream redials five times,
+// backing off, and its Next then returns an error that carries the last
+// dial's.
+func TestStreamGivesUp(t *testing.T) {
+	ctx := testContext(t)
+	direct := newClient(t, "")
+	p, err := direct.Start(ctx, client.StartProcessRequest{Argv: []string{"/bin/sh", "-c", "echo up; exec sleep 60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = direct.TerminateProcessWithResponse(context.Background(), p.ProcessId) })
+	server := &vanishing{}
+	s, err := newClient(t, "", client.WithHTTPClient(server.client())).Events(ctx, p.ProcessId, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer s.Close()
+	if c, err := s.Next(); err != nil || string(c.Bytes()) != "up\n" {
+		t.Fatalf("first Next() = %q, %v; want up", c.Bytes(), err)
+	}
+	server.vanish()
+	start := time.Now()
 	_, err = s.Next()
-	if err == nil || err == io.EOF || !strings.Contains(err.Error(), "broke") {
-		t.Errorf("Next() on a stream cut every time = %v, want it to give up", err)
+	if took := time.Since(start); err == nil || err == io.EOF || !errors.Is(err, errGone) || took > 10*time.Second {
+		t.Errorf("Next() once the server is gone = %v after %v; want an error carrying %v, within 10s", err, took, errGone)
+	}
+	if n := server.refused.Load(); n != 5 {
+		t.Errorf("%d redials before giving up, want 5", n)
 	}
 }
 

@@ -10,18 +10,8 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
-	"time"
 
 	sse "github.com/tmaxmax/go-sse"
-)
-
-// Reconnecting: a stream that breaks is reopened at once, then after a
-// backoff that doubles from reconnectBackoff up to maxReconnectBackoff; it
-// gives up after maxReconnects breaks in a row without an event between.
-const (
-	maxReconnects       = 5
-	reconnectBackoff    = 100 * time.Millisecond
-	maxReconnectBackoff = 2 * time.Second
 )
 
 // maxEventBytes bounds one event. The server's chunks are at most 32 KiB
@@ -50,9 +40,7 @@ type Stream struct {
 	next func() (sse.Event, error, bool)
 	stop func()
 
-	// breaks counts the connections in a row that ended with no event.
-	breaks  int
-	lastErr error
+	redial redialer
 
 	result *ExecResult
 	err    error
@@ -118,8 +106,9 @@ func (s *Stream) Result() *ExecResult { return s.result }
 
 // Next returns the next chunk of output. At the process's end it returns
 // io.EOF and Result holds the ending. Any other error ends the stream: a
-// problem answer on reconnecting (an *Error), a context ended, or the
-// server unreachable for maxReconnects attempts in a row.
+// problem answer on reconnecting (an *Error), a context ended, or five
+// redials in a row that could not connect (a connection that opens and
+// breaks again only makes the next redial wait longer, up to 2 s).
 func (s *Stream) Next() (OutputChunk, error) {
 	for s.err == nil {
 		if s.next == nil {
@@ -139,7 +128,7 @@ func (s *Stream) Next() (OutputChunk, error) {
 			if err == nil {
 				err = io.ErrUnexpectedEOF
 			}
-			s.breaks, s.lastErr = s.breaks+1, err
+			s.redial.broke(err)
 			continue
 		}
 		// An event of a kind this client does not know, whose data has no
@@ -156,14 +145,16 @@ func (s *Stream) Next() (OutputChunk, error) {
 			}
 			if s.err = decode(ev, &l); s.err == nil && l.NextSeq-1 > s.after {
 				s.lost += l.NextSeq - 1 - s.after
-				s.after, s.breaks = l.NextSeq-1, 0
+				s.after = l.NextSeq - 1
+				s.redial.delivered()
 			}
 		default:
 			var c OutputChunk
 			if s.err = decode(ev, &c); s.err != nil || c.Seq <= s.after {
 				continue // delivered before a reconnect, or no chunk
 			}
-			s.after, s.breaks = c.Seq, 0
+			s.after = c.Seq
+			s.redial.delivered()
 			return c, nil
 		}
 	}
@@ -188,33 +179,10 @@ func (s *Stream) Close() error {
 	return nil
 }
 
-// reconnect reopens the stream after the last delivered seq, backing off
-// after the first attempt.
+// reconnect reopens the stream after the last delivered seq, as redialer
+// says.
 func (s *Stream) reconnect() error {
-	for {
-		if s.breaks > maxReconnects {
-			return fmt.Errorf("snapexec: the event stream of %s broke %d times in a row: %w", s.processID, s.breaks, s.lastErr)
-		}
-		if s.breaks > 1 {
-			delay := min(reconnectBackoff<<(s.breaks-2), maxReconnectBackoff)
-			select {
-			case <-s.ctx.Done():
-				return s.ctx.Err()
-			case <-time.After(delay):
-			}
-		}
-		err := s.connect()
-		var problem *Error
-		switch {
-		case err == nil:
-			return nil
-		case s.ctx.Err() != nil:
-			return s.ctx.Err()
-		case errors.As(err, &problem):
-			return err
-		}
-		s.breaks, s.lastErr = s.breaks+1, err
-	}
+	return s.redial.redial(s.ctx, "the event stream of "+s.processID, s.connect)
 }
 
 // connect opens /processes/{processId}/events after s.after.
