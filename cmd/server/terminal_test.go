@@ -26,7 +26,8 @@ type wsClient struct {
 	conn *websocket.Conn
 	out  strings.Builder
 	exit map[string]any
-	err  error // the read that ended the connection
+	seqs []int64 // the seq messages' seqs
+	err  error   // the read that ended the connection
 }
 
 // attach dials the attach WebSocket of process id with opts.
@@ -73,8 +74,12 @@ func (c *wsClient) next(ctx context.Context) {
 		if err := json.Unmarshal(data, &m); err != nil {
 			c.t.Fatalf("text message %q is not JSON", data)
 		}
-		if m["type"] == "exit" {
+		switch m["type"] {
+		case "exit":
 			c.exit = m
+		case "seq":
+			seq, _ := m["seq"].(float64)
+			c.seqs = append(c.seqs, int64(seq))
 		}
 	}
 }
@@ -220,6 +225,42 @@ func TestAttachResumesBySeq(t *testing.T) {
 	whole.end()
 	if whole.exit["status"] != "terminated" {
 		t.Errorf("exit message = %v, want terminated", whole.exit)
+	}
+}
+
+// TestAttachSeqs: seqs is a boolean as the contract declares it, in every
+// spelling strconv.ParseBool reads: a seq message follows each batch of
+// output when it is true, none when it is false or absent; another value
+// is a 400 problem naming seqs, before the upgrade.
+func TestAttachSeqs(t *testing.T) {
+	s := startServer(t, nil)
+	s.startProcess(t, map[string]any{"processId": "seqs-1", "argv": []string{"sh", "-c", "echo one"}})
+	for _, tt := range []struct {
+		query    string
+		wantSeqs bool
+	}{
+		{"?seqs=true", true}, {"?seqs=1", true}, {"?seqs=t", true}, {"?seqs=TRUE", true},
+		{"?seqs=false", false}, {"?seqs=0", false}, {"", false},
+	} {
+		c := s.attach(t, "seqs-1", tt.query, nil)
+		c.end()
+		if got := len(c.seqs) > 0; got != tt.wantSeqs || c.out.String() != "one\n" {
+			t.Errorf("attach%s: output %q, seq messages %v; want %q, seq messages: %v", tt.query, c.out.String(), c.seqs, "one\n", tt.wantSeqs)
+		}
+		if tt.wantSeqs && len(c.seqs) > 0 && c.seqs[len(c.seqs)-1] != 1 {
+			t.Errorf("attach%s: seq messages %v, want the last one 1", tt.query, c.seqs)
+		}
+	}
+	upgrade := map[string]string{"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+	for _, tt := range []struct{ query, field string }{
+		{"?seqs=maybe", "seqs"}, {"?seqs=", "seqs"}, {"?afterSeq=x", "afterSeq"}, {"?afterSeq=-1", "afterSeq"},
+	} {
+		code, body, hdr := s.do(t, "GET", "/processes/seqs-1/attach"+tt.query, "", upgrade)
+		var p map[string]any
+		_ = json.Unmarshal([]byte(body), &p)
+		if code != http.StatusBadRequest || hdr.Get("Content-Type") != "application/problem+json" || p["code"] != "invalid_request" || p["field"] != tt.field {
+			t.Errorf("attach%s = %d %s %s, want a 400 problem with field %s", tt.query, code, hdr.Get("Content-Type"), body, tt.field)
+		}
 	}
 }
 

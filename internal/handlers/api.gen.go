@@ -1553,6 +1553,16 @@ type WalkDirectoryParams struct {
 	MaxDepth *int `form:"maxDepth,omitempty" json:"maxDepth,omitempty"`
 }
 
+// AttachProcessParams defines parameters for AttachProcess.
+type AttachProcessParams struct {
+	// AfterSeq Send the output after this seq; absent or 0 from the oldest retained.
+	AfterSeq *int64 `form:"afterSeq,omitempty" json:"afterSeq,omitempty"`
+
+	// Seqs When true, a text message {"type":"seq","seq":N} follows each batch of output: N is
+	// the seq of its last byte, the afterSeq that resumes after it on a new connection.
+	Seqs *bool `form:"seqs,omitempty" json:"seqs,omitempty"`
+}
+
 // ReadProcessOutputParams defines parameters for ReadProcessOutput.
 type ReadProcessOutputParams struct {
 	// AfterSeq Return the chunks after this seq; 0 reads from the first retained chunk.
@@ -1654,6 +1664,9 @@ type ServerInterface interface {
 	// GetProcess One process.
 	// (GET /processes/{processId})
 	GetProcess(w http.ResponseWriter, r *http.Request, processId ProcessId)
+	// AttachProcess Attach to the process over a WebSocket.
+	// (GET /processes/{processId}/attach)
+	AttachProcess(w http.ResponseWriter, r *http.Request, processId ProcessId, params AttachProcessParams)
 	// ReadProcessOutput Long-poll read of retained output chunks.
 	// (GET /processes/{processId}/output)
 	ReadProcessOutput(w http.ResponseWriter, r *http.Request, processId ProcessId, params ReadProcessOutputParams)
@@ -1789,6 +1802,12 @@ func (_ Unimplemented) TerminateProcess(w http.ResponseWriter, r *http.Request, 
 // GetProcess One process.
 // (GET /processes/{processId})
 func (_ Unimplemented) GetProcess(w http.ResponseWriter, r *http.Request, processId ProcessId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// AttachProcess Attach to the process over a WebSocket.
+// (GET /processes/{processId}/attach)
+func (_ Unimplemented) AttachProcess(w http.ResponseWriter, r *http.Request, processId ProcessId, params AttachProcessParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -2230,6 +2249,61 @@ func (siw *ServerInterfaceWrapper) GetProcess(w http.ResponseWriter, r *http.Req
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetProcess(w, r, processId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// AttachProcess operation middleware
+func (siw *ServerInterfaceWrapper) AttachProcess(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "processId" -------------
+	var processId ProcessId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "processId", chi.URLParam(r, "processId"), &processId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "processId", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params AttachProcessParams
+
+	// ------------- Optional query parameter "afterSeq" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "afterSeq", r.URL.Query(), &params.AfterSeq, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "afterSeq"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "afterSeq", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "seqs" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "seqs", r.URL.Query(), &params.Seqs, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "seqs"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "seqs", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.AttachProcess(w, r, processId, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -2792,6 +2866,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/processes/{processId}/resize", wrapper.ResizeProcess)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/processes/{processId}/attach", wrapper.AttachProcess)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/snapshots", wrapper.ListSnapshots)
@@ -4243,6 +4320,126 @@ type GetProcessdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetProcessdefaultApplicationProblemPlusJSONResponse) VisitGetProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AttachProcessRequestObject struct {
+	ProcessId ProcessId `json:"processId"`
+	Params    AttachProcessParams
+}
+
+type AttachProcessResponseObject interface {
+	VisitAttachProcessResponse(w http.ResponseWriter) error
+}
+
+type AttachProcess101Response struct {
+}
+
+func (response AttachProcess101Response) VisitAttachProcessResponse(w http.ResponseWriter) error {
+	w.WriteHeader(101)
+	return nil
+}
+
+type AttachProcess400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response AttachProcess400ApplicationProblemPlusJSONResponse) VisitAttachProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AttachProcess401ApplicationProblemPlusJSONResponse Problem
+
+func (response AttachProcess401ApplicationProblemPlusJSONResponse) VisitAttachProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AttachProcess403ApplicationProblemPlusJSONResponse Problem
+
+func (response AttachProcess403ApplicationProblemPlusJSONResponse) VisitAttachProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AttachProcess404ApplicationProblemPlusJSONResponse Problem
+
+func (response AttachProcess404ApplicationProblemPlusJSONResponse) VisitAttachProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AttachProcess410ApplicationProblemPlusJSONResponse Problem
+
+func (response AttachProcess410ApplicationProblemPlusJSONResponse) VisitAttachProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AttachProcess426ApplicationProblemPlusJSONResponse Problem
+
+func (response AttachProcess426ApplicationProblemPlusJSONResponse) VisitAttachProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(426)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AttachProcessdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response AttachProcessdefaultApplicationProblemPlusJSONResponse) VisitAttachProcessResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -5717,6 +5914,9 @@ type StrictServerInterface interface {
 	// GetProcess One process.
 	// (GET /processes/{processId})
 	GetProcess(ctx context.Context, request GetProcessRequestObject) (GetProcessResponseObject, error)
+	// AttachProcess Attach to the process over a WebSocket.
+	// (GET /processes/{processId}/attach)
+	AttachProcess(ctx context.Context, request AttachProcessRequestObject) (AttachProcessResponseObject, error)
 	// ReadProcessOutput Long-poll read of retained output chunks.
 	// (GET /processes/{processId}/output)
 	ReadProcessOutput(ctx context.Context, request ReadProcessOutputRequestObject) (ReadProcessOutputResponseObject, error)
@@ -6187,6 +6387,33 @@ func (sh *strictHandler) GetProcess(w http.ResponseWriter, r *http.Request, proc
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(GetProcessResponseObject); ok {
 		if err := validResponse.VisitGetProcessResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// AttachProcess operation middleware
+func (sh *strictHandler) AttachProcess(w http.ResponseWriter, r *http.Request, processId ProcessId, params AttachProcessParams) {
+	var request AttachProcessRequestObject
+
+	request.ProcessId = processId
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.AttachProcess(ctx, request.(AttachProcessRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AttachProcess")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(AttachProcessResponseObject); ok {
+		if err := validResponse.VisitAttachProcessResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

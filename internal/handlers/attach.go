@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/go-chi/chi/v5"
 	"github.com/rs/zerolog"
 
 	"github.com/snapexec/snapexec/internal/exec"
@@ -50,26 +48,49 @@ type attachMessage struct {
 	Signal   *string `json:"signal,omitempty"`
 }
 
-// processAttach serves GET /processes/{processId}/attach: the process's
+// withAttach is the generated server with its attach operation served by
+// processAttach: a WebSocket takes its connection over, which a strict
+// handler's answer cannot. The generated wrapper has bound the operation's
+// parameters, and answered a malformed one, before it comes here.
+type withAttach struct {
+	ServerInterface
+	s *Server
+}
+
+// AttachProcess serves GET /processes/{processId}/attach. It is the one
+// route that takes its connection over; only it pays for giving the
+// connection back to the ConnLimit (releaseHijacked).
+func (h withAttach) AttachProcess(w http.ResponseWriter, r *http.Request, processID ProcessId, params AttachProcessParams) {
+	releaseHijacked(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.s.processAttach(w, r, processID, params)
+	})).ServeHTTP(w, r)
+}
+
+// AttachProcess is the strict server's attach, which is never called:
+// withAttach serves the operation, with its connection.
+func (s *Server) AttachProcess(context.Context, AttachProcessRequestObject) (AttachProcessResponseObject, error) {
+	return nil, errors.New("the attach operation is served by withAttach")
+}
+
+// processAttach serves the attach WebSocket of process id: the process's
 // output from afterSeq (or the oldest retained) as binary messages, then live,
 // then an exit message and a normal close; the client's binary messages are
 // its stdin and its resize messages resize its terminal. An unknown process
 // (404), a resume point never sent (400) or evicted (410) is refused before
 // the upgrade.
-func (s *Server) processAttach(w http.ResponseWriter, r *http.Request) {
+func (s *Server) processAttach(w http.ResponseWriter, r *http.Request, id string, params AttachProcessParams) {
 	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 		w.Header().Set("Upgrade", "websocket")
 		writeProblem(w, r, &problem{status: http.StatusUpgradeRequired, code: InvalidRequest, field: "Upgrade",
 			detail: "attach is a WebSocket: send the upgrade request"})
 		return
 	}
-	after, err := afterSeqParam(r)
-	seqs := r.URL.Query().Get("seqs") == "true"
-	if err != nil {
-		writeProblem(w, r, err)
-		return
+	var after int64
+	if params.AfterSeq != nil {
+		after = *params.AfterSeq
 	}
-	a, err := s.procs.Attach(chi.URLParam(r, "processId"), after)
+	seqs := params.Seqs != nil && *params.Seqs
+	a, err := s.procs.Attach(id, after)
 	switch {
 	case errors.Is(err, exec.ErrSeqAhead):
 		writeProblem(w, r, invalid("afterSeq", "afterSeq is beyond the output produced so far: resume from a seq the server sent"))
@@ -102,19 +123,6 @@ func (s *Server) processAttach(w http.ResponseWriter, r *http.Request) {
 		zerolog.Ctx(r.Context()).Warn().Err(err).Msg("attach ended")
 		_ = conn.Close(websocket.StatusInternalError, "internal error")
 	}
-}
-
-// afterSeqParam is the afterSeq query parameter; 0 when it is not given.
-func afterSeqParam(r *http.Request) (int64, error) {
-	v := r.URL.Query().Get("afterSeq")
-	if v == "" {
-		return 0, nil
-	}
-	after, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || after < 0 {
-		return 0, invalid("afterSeq", "afterSeq must be a seq")
-	}
-	return after, nil
 }
 
 // attachOutput sends the attachment's output until it is complete, then the

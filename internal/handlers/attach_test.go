@@ -9,7 +9,8 @@ import (
 
 // TestAttachRefusals: what the attach route answers before any upgrade, as
 // problems: not a WebSocket (426), an unknown process (404), a resume point
-// that is malformed or never sent (400) or evicted (410). The protocol
+// that is malformed or never sent (400) or evicted (410), a seqs that is no
+// boolean (400). The protocol
 // itself runs against a real server in cmd/server's terminal tests.
 func TestAttachRefusals(t *testing.T) {
 	upgrade := map[string]string{"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
@@ -30,6 +31,12 @@ func TestAttachRefusals(t *testing.T) {
 			calls: []string{"Attach none"}, want: `{"code":"not_found"}`},
 		{name: "malformed afterSeq", method: "GET", target: "/processes/sh-1/attach?afterSeq=x", header: upgrade, svc: attaches(nil), status: 400,
 			want: `{"code":"invalid_request","field":"afterSeq"}`},
+		{name: "negative afterSeq", method: "GET", target: "/processes/sh-1/attach?afterSeq=-1", header: upgrade, svc: attaches(nil), status: 400,
+			want: `{"code":"invalid_request","field":"afterSeq"}`},
+		{name: "seqs not a boolean", method: "GET", target: "/processes/sh-1/attach?seqs=maybe", header: upgrade, svc: attaches(nil), status: 400,
+			want: `{"code":"invalid_request","field":"seqs"}`},
+		{name: "seqs empty", method: "GET", target: "/processes/sh-1/attach?seqs=", header: upgrade, svc: attaches(nil), status: 400,
+			want: `{"code":"invalid_request","field":"seqs"}`},
 		{name: "afterSeq never sent", method: "GET", target: "/processes/sh-1/attach?afterSeq=9", header: upgrade, svc: attaches(exec.ErrSeqAhead), status: 400,
 			calls: []string{"Attach sh-1"}, want: `{"code":"invalid_request","field":"afterSeq"}`},
 		{name: "afterSeq evicted", method: "GET", target: "/processes/sh-1/attach?afterSeq=1", header: upgrade, svc: attaches(exec.ErrOutputLost), status: 410,

@@ -84,7 +84,7 @@ func NewRouter(s *Server, logger zerolog.Logger, opts RouterOptions) (http.Handl
 		RequestErrorHandlerFunc:  requestDecodeError,
 		ResponseErrorHandlerFunc: writeProblem,
 	})
-	HandlerWithOptions(strict, ChiServerOptions{
+	HandlerWithOptions(withAttach{ServerInterface: strict, s: s}, ChiServerOptions{
 		BaseRouter:       r,
 		Middlewares:      []MiddlewareFunc{validate},
 		ErrorHandlerFunc: parameterError,
@@ -92,9 +92,6 @@ func NewRouter(s *Server, logger zerolog.Logger, opts RouterOptions) (http.Handl
 	r.Get("/processes/{processId}/events", s.processEvents)
 	r.Get("/files/content", s.readFile)
 	r.Put("/files/content", s.writeFile)
-	// The one route that takes its connection over; only it pays for
-	// giving the connection back to the ConnLimit.
-	r.With(releaseHijacked).Get("/processes/{processId}/attach", s.processAttach)
 	if opts.Metrics != nil {
 		r.Method(http.MethodGet, "/metrics", opts.Metrics)
 	}
