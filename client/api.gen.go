@@ -1958,7 +1958,8 @@ type ClientInterface interface {
 	// A WebSocket (RFC 6455), subprotocol snapexec.v1. Server to client: binary messages
 	// carrying output bytes, from afterSeq if given, else from the start of what is
 	// retained (a late client sees the scrollback), then live; then one text message
-	// {"type":"exit","status":...,"exitCode":...,"signal":...} and a normal close (1000).
+	// {"type":"exit","status":...,"exitCode":...,"signal":...}, whose exitCode and signal
+	// are always there, null when absent, as in a Process, and a normal close (1000).
 	// Output that was evicted before it was sent is skipped, with a text message
 	// {"type":"lost","nextSeq":N}. Client to server: a binary message is stdin bytes,
 	// written in order and held back while the process does not read; a text message
@@ -2705,7 +2706,8 @@ func (c *APIClient) GetProcess(ctx context.Context, processId ProcessId, reqEdit
 // A WebSocket (RFC 6455), subprotocol snapexec.v1. Server to client: binary messages
 // carrying output bytes, from afterSeq if given, else from the start of what is
 // retained (a late client sees the scrollback), then live; then one text message
-// {"type":"exit","status":...,"exitCode":...,"signal":...} and a normal close (1000).
+// {"type":"exit","status":...,"exitCode":...,"signal":...}, whose exitCode and signal
+// are always there, null when absent, as in a Process, and a normal close (1000).
 // Output that was evicted before it was sent is skipped, with a text message
 // {"type":"lost","nextSeq":N}. Client to server: a binary message is stdin bytes,
 // written in order and held back while the process does not read; a text message
@@ -5104,7 +5106,8 @@ type ClientWithResponsesInterface interface {
 	// A WebSocket (RFC 6455), subprotocol snapexec.v1. Server to client: binary messages
 	// carrying output bytes, from afterSeq if given, else from the start of what is
 	// retained (a late client sees the scrollback), then live; then one text message
-	// {"type":"exit","status":...,"exitCode":...,"signal":...} and a normal close (1000).
+	// {"type":"exit","status":...,"exitCode":...,"signal":...}, whose exitCode and signal
+	// are always there, null when absent, as in a Process, and a normal close (1000).
 	// Output that was evicted before it was sent is skipped, with a text message
 	// {"type":"lost","nextSeq":N}. Client to server: a binary message is stdin bytes,
 	// written in order and held back while the process does not read; a text message
@@ -8363,7 +8366,8 @@ func (c *ClientWithResponses) GetProcessWithResponse(ctx context.Context, proces
 // A WebSocket (RFC 6455), subprotocol snapexec.v1. Server to client: binary messages
 // carrying output bytes, from afterSeq if given, else from the start of what is
 // retained (a late client sees the scrollback), then live; then one text message
-// {"type":"exit","status":...,"exitCode":...,"signal":...} and a normal close (1000).
+// {"type":"exit","status":...,"exitCode":...,"signal":...}, whose exitCode and signal
+// are always there, null when absent, as in a Process, and a normal close (1000).
 // Output that was evicted before it was sent is skipped, with a text message
 // {"type":"lost","nextSeq":N}. Client to server: a binary message is stdin bytes,
 // written in order and held back while the process does not read; a text message

@@ -164,6 +164,9 @@ func TestTerminalView(t *testing.T) {
 	}
 	typeKeys(b, b.ctx, "exit\r")
 	b.do("the exit", 10*time.Second, chromedp.WaitVisible(chromedp.CSS(`[data-testid="term-status"][data-state="ended"]`)))
+	if status := evaluate[string](b, `document.querySelector('[data-testid="term-status"]').textContent`); !strings.HasSuffix(status, " ended: exited (exit 0)") {
+		t.Errorf("after the shell's exit the status reads %q, want it to end %q", status, " ended: exited (exit 0)")
+	}
 	b.screenshot(artifactDir(t), "terminal.png")
 	urls, _, _, _ := b.rec.snapshot()
 	for _, u := range urls {

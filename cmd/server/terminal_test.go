@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -260,6 +261,26 @@ func TestAttachSeqs(t *testing.T) {
 		_ = json.Unmarshal([]byte(body), &p)
 		if code != http.StatusBadRequest || hdr.Get("Content-Type") != "application/problem+json" || p["code"] != "invalid_request" || p["field"] != tt.field {
 			t.Errorf("attach%s = %d %s %s, want a 400 problem with field %s", tt.query, code, hdr.Get("Content-Type"), body, tt.field)
+		}
+	}
+}
+
+// TestAttachExitMessage: the exit message carries exitCode and signal
+// always, null when absent, as the /exec exit event and a Process do.
+func TestAttachExitMessage(t *testing.T) {
+	s := startServer(t, nil)
+	for _, tt := range []struct {
+		script string
+		want   map[string]any
+	}{
+		{"exit 3", map[string]any{"type": "exit", "status": "exited", "exitCode": 3.0, "signal": nil}},
+		{"kill -TERM $$", map[string]any{"type": "exit", "status": "signaled", "exitCode": nil, "signal": "SIGTERM"}},
+	} {
+		p := s.startProcess(t, map[string]any{"argv": []string{"sh", "-c", tt.script}})
+		c := s.attach(t, p["processId"].(string), "", nil)
+		c.end()
+		if !reflect.DeepEqual(c.exit, tt.want) {
+			t.Errorf("sh -c %q: exit message %v, want %v", tt.script, c.exit, tt.want)
 		}
 	}
 }

@@ -36,16 +36,23 @@ const pongWait = time.Minute
 // errPeerGone is a client that did not answer a ping.
 var errPeerGone = errors.New("the client did not answer a ping")
 
-// attachMessage is a text message of the attach protocol, either way.
+// attachMessage is a text message of the attach protocol, either way, but
+// the exit message.
 type attachMessage struct {
-	Type     string  `json:"type"`
-	Cols     int     `json:"cols,omitempty"`
-	Rows     int     `json:"rows,omitempty"`
-	NextSeq  int64   `json:"nextSeq,omitempty"`
-	Seq      int64   `json:"seq,omitempty"`
-	Status   string  `json:"status,omitempty"`
-	ExitCode *int    `json:"exitCode,omitempty"`
-	Signal   *string `json:"signal,omitempty"`
+	Type    string `json:"type"`
+	Cols    int    `json:"cols,omitempty"`
+	Rows    int    `json:"rows,omitempty"`
+	NextSeq int64  `json:"nextSeq,omitempty"`
+	Seq     int64  `json:"seq,omitempty"`
+}
+
+// attachExit is the exit message: exitCode and signal are always there,
+// null when absent, as in the /exec exit event and a Process.
+type attachExit struct {
+	Type     string        `json:"type"`
+	Status   ProcessStatus `json:"status"`
+	ExitCode *int          `json:"exitCode"`
+	Signal   *string       `json:"signal"`
 }
 
 // withAttach is the generated server with its attach operation served by
@@ -159,12 +166,8 @@ func attachOutput(ctx context.Context, conn *websocket.Conn, a *service.Attachme
 			}
 		}
 		if r.Closed {
-			p := a.Info()
-			exit := attachMessage{Type: "exit", Status: string(p.Status), ExitCode: p.ExitCode}
-			if p.Signal != "" {
-				exit.Signal = &p.Signal
-			}
-			return writeMessage(ctx, conn, exit)
+			p := processView(a.Info())
+			return writeMessage(ctx, conn, attachExit{Type: "exit", Status: p.Status, ExitCode: p.ExitCode, Signal: p.Signal})
 		}
 	}
 }
@@ -193,8 +196,8 @@ func attachInput(ctx context.Context, conn *websocket.Conn, a *service.Attachmen
 	}
 }
 
-// writeMessage sends m as a text message.
-func writeMessage(ctx context.Context, conn *websocket.Conn, m attachMessage) error {
+// writeMessage sends m, an attachMessage or attachExit, as a text message.
+func writeMessage(ctx context.Context, conn *websocket.Conn, m any) error {
 	data, err := json.Marshal(m)
 	if err != nil {
 		return err

@@ -138,8 +138,9 @@ function connect() {
     else if (m.type === "lost") att.seq = m.nextSeq - 1;
     else if (m.type === "exit") {
       att.ended = true;
-      const how = m.signal ? m.signal : "exit " + m.exitCode;
-      setStatus("ended", id + " ended: " + m.status + " (" + how + ")");
+      // exitCode and signal are null when absent; an ending may have neither.
+      const how = m.signal ? m.signal : m.exitCode != null ? "exit " + m.exitCode : "";
+      setStatus("ended", id + " ended: " + m.status + (how ? " (" + how + ")" : ""));
     }
   };
   ws.onclose = () => {
