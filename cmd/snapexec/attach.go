@@ -114,11 +114,13 @@ func (a *app) terminalSize() client.TTYSize {
 }
 
 // attach connects this terminal to the process id until it ends.
-func (a *app) attach(ctx context.Context, c *client.Client, id string) error {
+func (a *app) attach(ctx context.Context, c *client.Client, id string) (err error) {
 	// SIGINT and SIGTERM end ctx already (run); a terminal that closes
-	// sends SIGHUP. Each must leave the terminal as it was.
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGHUP)
+	// sends SIGHUP. Each must leave the terminal as it was, and be the
+	// cause of the error.
+	ctx, stop := onSignals(ctx, syscall.SIGHUP)
 	defer stop()
+	defer func() { err = interruption(ctx, err) }()
 	p, err := client.Result(c.GetProcessWithResponse(ctx, id))
 	if err != nil {
 		return err

@@ -168,8 +168,9 @@ func TestAttachUnderAPTY(t *testing.T) {
 	}
 }
 
-// TestAttachRestoresOnSignal: killed while attached, snapexec leaves the
-// terminal as it found it, and the process runs on.
+// TestAttachRestoresOnSignal: killed by signal N while attached, snapexec
+// leaves the terminal as it found it and exits 128+N, and the process runs
+// on.
 func TestAttachRestoresOnSignal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -193,6 +194,9 @@ func TestAttachRestoresOnSignal(t *testing.T) {
 		_ = term.cmd.Wait()
 		if after := term.mode(); after != before {
 			t.Errorf("after %v, the terminal's mode = %s, want it restored to %s", sig, after, before)
+		}
+		if code := term.cmd.ProcessState.ExitCode(); code != 128+int(sig) {
+			t.Errorf("after %v, snapexec attach exits %d, want %d", sig, code, 128+int(sig))
 		}
 	}
 	got, err := client.Result(c.GetProcessWithResponse(ctx, p.ProcessId))

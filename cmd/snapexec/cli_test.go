@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -343,17 +344,31 @@ func TestVersionAndCompletion(t *testing.T) {
 	}
 }
 
-// TestExecInterrupted: an interrupted exec exits as a shell's command does
-// on SIGINT, and the server ends the command it ran.
+// TestExecInterrupted: an exec interrupted by signal N exits 128+N, as a
+// shell reports a command that N ended, and the server ends the command it
+// ran.
 func TestExecInterrupted(t *testing.T) {
+	for _, tt := range []struct {
+		sig  syscall.Signal
+		want int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		t.Run(tt.sig.String(), func(t *testing.T) { testExecInterrupted(t, tt.sig, tt.want) })
+	}
+}
+
+func testExecInterrupted(t *testing.T, sig syscall.Signal, want int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c, err := client.New(os.Getenv("SNAPEXEC_URL"), client.WithToken(os.Getenv("SNAPEXEC_TOKEN")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, os.Args[0], "exec", "--", "/bin/sh", "-c", "echo up; exec sleep 60")
+	// A script of its own, so that it names its one process.
+	script := fmt.Sprintf("echo up; exec sleep %d", 60+int(sig))
+	cmd := exec.CommandContext(ctx, os.Args[0], "exec", "--", "/bin/sh", "-c", script)
 	cmd.Env = cliEnv()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -365,14 +380,14 @@ func TestExecInterrupted(t *testing.T) {
 	if line != "up\n" {
 		t.Fatalf("first line %q (%v), want up", line, err)
 	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != 130 {
-		t.Errorf("exit status after SIGINT = %d, want 130", code)
+	if code := cmd.ProcessState.ExitCode(); code != want || stderr.Len() != 0 {
+		t.Errorf("exit status after %v = %d, stderr %q; want %d and nothing said", sig, code, stderr.String(), want)
 	}
-	// The command is the one process running `sleep 60` under exec.
+	// The command is the one process running it under exec.
 	for {
 		list, err := client.Result(c.ListProcessesWithResponse(ctx))
 		if err != nil {
@@ -380,7 +395,7 @@ func TestExecInterrupted(t *testing.T) {
 		}
 		running, found := false, false
 		for _, p := range list.Processes {
-			if strings.HasPrefix(p.ProcessId, "exec-") && strings.Join(p.Argv, " ") == "/bin/sh -c echo up; exec sleep 60" {
+			if strings.HasPrefix(p.ProcessId, "exec-") && strings.Join(p.Argv, " ") == "/bin/sh -c "+script && p.StartedAt.After(time.Now().Add(-time.Minute)) {
 				found, running = true, p.Status == client.ProcessStatusRunning
 				if !running && p.Status != client.ProcessStatusTerminated {
 					t.Errorf("the interrupted command's status = %s, want terminated", p.Status)

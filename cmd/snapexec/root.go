@@ -8,8 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -47,7 +45,7 @@ type app struct {
 
 // run is the whole CLI; it returns the exit status.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := onSignals(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	a := &app{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
 	root := a.rootCommand()
@@ -55,7 +53,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	return a.exitStatus(root.ExecuteContext(ctx))
+	return a.exitStatus(interruption(ctx, root.ExecuteContext(ctx)))
+}
+
+// interruption is err, or the signal that ended ctx (interrupted) when ctx
+// has ended: whatever the command made of its end, it was the signal's.
+func interruption(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return err
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -64,7 +71,9 @@ func (a *app) rootCommand() *cobra.Command {
 		Short: "Run commands on a snapexec server",
 		Long: `snapexec runs commands on a snapexec server and manages its processes and
 shell snapshots. exec and run pass the command's stdout, stderr and exit status
-through as their own.
+through as their own: 128+N when signal N ended the command, as a shell reports
+it. snapexec interrupted by signal N itself (SIGINT, SIGTERM; SIGHUP while
+attached) exits 128+N too.
 
 The server is --url or $SNAPEXEC_URL (default ` + defaultURL + `; unix:/PATH for a
 Unix domain socket); its token is --token or $SNAPEXEC_TOKEN.`,
@@ -176,11 +185,14 @@ func (e runFailure) Unwrap() error { return e.err }
 // exitStatus reports err, if any, on stderr and says how the CLI exits.
 func (a *app) exitStatus(err error) int {
 	var code exitCode
-	if err == nil {
+	var sig interrupted
+	switch {
+	case err == nil:
 		return 0
-	}
-	if errors.As(err, &code) {
+	case errors.As(err, &code):
 		return int(code)
+	case errors.As(err, &sig):
+		return sig.status() // which the user knows: nothing is said
 	}
 	status := exitFailed
 	var usage usageError
@@ -190,10 +202,6 @@ func (a *app) exitStatus(err error) int {
 		status = exitUsage
 	case errors.As(err, &failure):
 		status = exitRunFailed
-	}
-	if errors.Is(err, context.Canceled) {
-		// Interrupted, which the user knows: the shell's status for SIGINT.
-		return 128 + int(syscall.SIGINT)
 	}
 	a.reportError(err)
 	return status
