@@ -33,7 +33,8 @@ Ctrl-C included, goes to the process, and the process's terminal follows this
 one's size. A dropped connection is resumed without losing or repeating output.
 snapexec exits with the process's status as exec does; the process runs on when
 snapexec is killed. With --json, print the output as JSON lines ({"type":"output",
-"seq":N,"data":...}, then {"type":"exit",...}) and leave stdin as it is.`,
+"seq":N,"data":...}), then the ending ({"type":"exit","status":...,"exitCode":...,
+"signal":...}, exitCode or signal null), and leave stdin as it is.`,
 		Example: `  id=$(snapexec run --bg --tty -- /bin/bash -l)
   snapexec attach "$id"`,
 		Args:              usageArgs(cobra.ExactArgs(1)),
@@ -196,22 +197,19 @@ func (a *app) forwardStdin(ctx context.Context, at *client.Attachment) {
 	}
 }
 
-// attachEvent is a line of attach --json.
+// attachEvent is a line of attach --json but the last (an exitLine).
 type attachEvent struct {
 	Type       string  `json:"type"`
 	Seq        int64   `json:"seq,omitempty"`
 	Data       *string `json:"data,omitempty"`
 	DataBase64 []byte  `json:"dataBase64,omitempty"`
 	// Chunks counts the chunks a lost event stands for.
-	Chunks   int64   `json:"chunks,omitempty"`
-	Status   string  `json:"status,omitempty"`
-	ExitCode *int    `json:"exitCode,omitempty"`
-	Signal   *string `json:"signal,omitempty"`
+	Chunks int64 `json:"chunks,omitempty"`
 }
 
 // printAttached prints the attachment's output and ending as JSON lines:
 // the output as text when it is UTF-8, else as base64 (dataBase64), as the
-// server's chunks do.
+// server's chunks do; then the exitLine.
 func (a *app) printAttached(at *client.Attachment) error {
 	var lost int64
 	for {
@@ -223,8 +221,7 @@ func (a *app) printAttached(at *client.Attachment) error {
 			lost = n
 		}
 		if err == io.EOF {
-			r := at.Result()
-			return a.printJSON(attachEvent{Type: "exit", Status: string(r.Status), ExitCode: r.ExitCode, Signal: r.Signal})
+			return a.printJSON(exitLineOf(at.Result()))
 		}
 		if err != nil {
 			return err

@@ -5,7 +5,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"strings"
@@ -224,23 +223,24 @@ func TestAttachJSON(t *testing.T) {
 	cmd.Stdin = strings.NewReader("typed\n")
 	out, _ := cmd.Output()
 	var data []byte
-	var exit attachEvent
+	var exit exitLine
 	for _, ev := range decodeLines[attachEvent](t, out) {
-		switch ev.Type {
-		case "output":
+		if ev.Type == "output" {
 			data = append(data, ev.DataBase64...)
 			if ev.Data != nil {
 				data = append(data, *ev.Data...)
 			}
-		case "exit":
-			exit = ev
 		}
+	}
+	if lines := decodeLines[exitLine](t, out); len(lines) > 0 {
+		exit = lines[len(lines)-1]
 	}
 	if string(data) != "got typed \xff" || exit.Status != "exited" || exit.ExitCode == nil || *exit.ExitCode != 3 || cmd.ProcessState.ExitCode() != 3 {
 		t.Errorf("attach --json: %s; exit %d; want the output %q and exit 3", out, cmd.ProcessState.ExitCode(), "got typed \xff")
 	}
-	if raw, _ := json.Marshal(exit); !bytes.Contains(out, raw) {
-		t.Errorf("attach --json: %s; want the line %s", out, raw)
+	// The ending's line names both, signal null.
+	if want := `{"type":"exit","status":"exited","exitCode":3,"signal":null}` + "\n"; !bytes.HasSuffix(out, []byte(want)) {
+		t.Errorf("attach --json: %s; want the last line %s", out, want)
 	}
 }
 

@@ -222,8 +222,13 @@ func TestJSONOutputsParse(t *testing.T) {
 		return ""
 	})
 	check([]string{"logs", "-f", jsonID}, func(out []byte) string {
-		if n := len(decodeLines[client.OutputChunk](t, out)); n != 2 {
+		lines := bytes.Split(bytes.TrimSuffix(out, []byte("\n")), []byte("\n"))
+		if n := len(decodeLines[client.OutputChunk](t, out)) - 1; n != 2 {
 			return fmt.Sprintf("%d chunks, want 2", n)
+		}
+		// The last line is the ending, its exitCode null.
+		if last, want := string(lines[len(lines)-1]), `{"type":"exit","status":"signaled","exitCode":null,"signal":"SIGTERM"}`; last != want {
+			return fmt.Sprintf("last line %s, want %s", last, want)
 		}
 		return ""
 	})

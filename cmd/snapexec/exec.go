@@ -193,9 +193,10 @@ terminal, and without --bg snapexec attaches to it as attach does.`,
 }
 
 // follow writes a stream's output as it comes (with --json, one chunk per
-// line) and returns the process's ending as an exit status. Output the
-// server dropped before it was read is said on stderr where it was, since
-// it cannot be shown (with --json, the chunks' seqs show the gap).
+// line, then the exitLine) and returns the process's ending as an exit
+// status. Output the server dropped before it was read is said on stderr
+// where it was, since it cannot be shown (with --json, the chunks' seqs
+// show the gap).
 func (a *app) follow(s *client.Stream) error {
 	defer s.Close()
 	var lost int64
@@ -206,6 +207,11 @@ func (a *app) follow(s *client.Stream) error {
 			lost = n
 		}
 		if err == io.EOF {
+			if a.json {
+				if err := a.printJSON(exitLineOf(s.Result())); err != nil {
+					return err
+				}
+			}
 			return endingStatus(s.Result())
 		}
 		if err != nil {
@@ -229,6 +235,20 @@ func (a *app) writeChunk(c client.OutputChunk) error {
 	}
 	_, err := out.Write(c.Bytes())
 	return err
+}
+
+// exitLine is the last line of the --json output that follows a process
+// to its end (attach, logs -f, run): how it ended, with exitCode and signal
+// always there, null when absent, as the server's exit event has them.
+type exitLine struct {
+	Type     string  `json:"type"` // "exit"
+	Status   string  `json:"status"`
+	ExitCode *int    `json:"exitCode"`
+	Signal   *string `json:"signal"`
+}
+
+func exitLineOf(r *client.ExecResult) exitLine {
+	return exitLine{Type: "exit", Status: string(r.Status), ExitCode: r.ExitCode, Signal: r.Signal}
 }
 
 // endingStatus is the exit status a shell gives a command that ended so:

@@ -60,7 +60,9 @@ func (a *app) logsCommand() *cobra.Command {
 		Long: `Print the output the server holds of a process, stdout and stderr each to its own,
 byte for byte (with --json, one chunk per line). With -f, go on as it comes until
 the process ends, resuming after a dropped connection without losing or repeating
-output, and exit with the process's status as exec does.`,
+output, and exit with the process's status as exec does; with --json, the last
+line is the ending ({"type":"exit","status":...,"exitCode":...,"signal":...},
+exitCode or signal null).`,
 		Args:              usageArgs(cobra.ExactArgs(1)),
 		ValidArgsFunction: a.completeProcesses,
 		RunE: func(cmd *cobra.Command, args []string) error {
