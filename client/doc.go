@@ -13,6 +13,19 @@
 // [*Error] of every problem+json answer, and the output helpers
 // [ExecResult.StdoutData], [ExecResult.StderrData] and [OutputChunk.Bytes].
 //
+// # Dropped connections
+//
+// A [Stream] and an [Attachment] redial a connection that drops, and go on
+// after the last output delivered: at once, then waiting 100 ms, doubling up
+// to 2 s, for as long as connections break before bringing any output. A
+// connection that opens and breaks again only makes the next redial wait;
+// five redials in a row that cannot connect (no connection, no handshake)
+// end the stream, its Next or Read returning the last one's error. A problem
+// answer on redialling (an [*Error], such as not_found once the server has
+// forgotten the process) ends it at once. A server that accepts and drops
+// every connection is redialled every 2 s for as long as the context lasts:
+// bound it there.
+//
 // # Reaching a server over a Unix domain socket
 //
 // A server that listens on a socket path rather than a TCP address is
