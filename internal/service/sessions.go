@@ -232,7 +232,7 @@ func (s *Service) startSession(ctx context.Context, lease *session.Lease, in Ses
 	if listed {
 		if p, err := s.releaseSessionStandby(ctx, lease, in); p != nil || err != nil {
 			if err != nil {
-				abortSession(lease, in.Script)
+				lease.Abort()
 				return nil, err
 			}
 			return s.followSession(ctx, lease, in, p, listed, true), nil
@@ -240,7 +240,7 @@ func (s *Service) startSession(ctx context.Context, lease *session.Lease, in Ses
 	}
 	cmd, err := lease.Command(in.Script)
 	if err != nil {
-		abortSession(lease, in.Script)
+		lease.Abort()
 		return nil, err
 	}
 	spec := exec.Spec{
@@ -256,7 +256,7 @@ func (s *Service) startSession(ctx context.Context, lease *session.Lease, in Ses
 		p, err = s.procs.Spawn(spec)
 	}
 	if err != nil {
-		abortSession(lease, in.Script)
+		lease.Abort()
 		return nil, err
 	}
 	return s.followSession(ctx, lease, in, p, listed, false), nil
@@ -290,12 +290,6 @@ func (s *Service) followSession(ctx context.Context, lease *session.Lease, in Se
 		s.holdSessionStandby(lease.ID())
 	}()
 	return run
-}
-
-// abortSession gives back lease, whose command did not start.
-func abortSession(lease *session.Lease, script string) {
-	lease.End(script, "", exec.Result{})
-	lease.Settle()
 }
 
 // startDir is the directory a session command whose state is in cwd starts

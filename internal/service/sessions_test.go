@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -336,5 +337,43 @@ func TestSessionDeletedWhileRunning(t *testing.T) {
 	}
 	if _, err := s.SessionExec(context.Background(), id, SessionExecInput{Script: "true", Timeout: time.Minute}); !errors.Is(err, session.ErrNotFound) {
 		t.Errorf("a command after the delete: %v, want ErrNotFound", err)
+	}
+}
+
+// TestSessionCommandRefusedAfterItsLeaseChangesNothing: a session command
+// refused once its session was taken (here by the process table's bound,
+// found only at the spawn) leaves the session exactly as it was: its state,
+// cwd, history, count of commands and last use; the next command runs in the
+// state before the refused one.
+func TestSessionCommandRefusedAfterItsLeaseChangesNothing(t *testing.T) {
+	s := newRealService(t, exec.Options{MaxRunning: 1}, Options{})
+	id := bashSession(t, s, "refused").ID
+	runIn(t, s, id, "cd /tmp; X=1", time.Minute)
+	before, err := s.Session(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats := s.SessionStats()
+	busy := start(t, s, StartInput{ExecInput: ExecInput{Argv: []string{"sleep", "600"}}})
+	if _, err := s.SessionExec(context.Background(), id, SessionExecInput{Script: "cd /; X=2", Timeout: time.Minute}); !errors.Is(err, exec.ErrTooManyProcesses) {
+		t.Fatalf("SessionExec beyond MaxRunning = %v, want exec.ErrTooManyProcesses", err)
+	}
+	after, err := s.Session(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(after, before) {
+		t.Errorf("the session after a refused command:\n%+v\nwant it as before:\n%+v", after, before)
+	}
+	if got := s.SessionStats(); got != stats {
+		t.Errorf("session stats after a refused command = %+v, want %+v", got, stats)
+	}
+	if _, err := s.Terminate(busy.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, s, busy.ID, exec.StatusTerminated)
+	out := runIn(t, s, id, `echo "$X $PWD"`, time.Minute)
+	if got := string(out.Result.Stdout.Data); got != "1 /tmp\n" {
+		t.Errorf("the command after a refused one printed %q, want %q", got, "1 /tmp\n")
 	}
 }

@@ -378,6 +378,27 @@ func (l *Lease) End(script, processID string, r exec.Result) Outcome {
 	return out
 }
 
+// Abort gives the lease back for a command that never ran: one refused
+// after Begin or Create took the session (its spawn refused by the process
+// table, the sandbox or the kernel, its command not built). The session is
+// left exactly as it was, its state, cwd, history, counts and last use; a
+// session that Create added, whose first command this was, is removed, and
+// its id is free again. The command's files, if built, are removed. Abort
+// takes the place of End and Settle.
+func (l *Lease) Abort() {
+	l.stopEarly()
+	if l.cmd != nil {
+		l.cmd.Close()
+	}
+	t := l.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	l.s.busy = false
+	if l.first && t.sessions[l.s.id] == l.s {
+		delete(t.sessions, l.s.id)
+	}
+}
+
 // Settle does what End leaves, once the command's answer is given: it
 // removes the command's files and prepares the state it left for the next
 // command (shellsnap.SessionFiles.Ready). The caller calls it once after
