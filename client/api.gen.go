@@ -1032,7 +1032,7 @@ type SessionCommand struct {
 	ExitCode   *int   `json:"exitCode"`
 	ProcessId  string `json:"processId"`
 
-	// Script The script's first 256 bytes.
+	// Script The script's first 256 bytes at most, cut at a character's boundary.
 	Script    string    `json:"script"`
 	Signal    *string   `json:"signal"`
 	StartedAt time.Time `json:"startedAt"`

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/shellsnap"
@@ -204,4 +205,34 @@ func TestAbortLeavesTheSessionAsItWas(t *testing.T) {
 		t.Errorf("Get of a session whose first command was aborted: %v, want ErrNotFound", err)
 	}
 	create(t, tb, "b")
+}
+
+// TestHistoryCutsScriptsAtACharacter: a script longer than the history
+// keeps is cut to at most 256 bytes at a character's boundary, never inside
+// one, so that the history stays text (JSON would carry the half a
+// character as U+FFFD).
+func TestHistoryCutsScriptsAtACharacter(t *testing.T) {
+	tb := newTable(t, Options{})
+	create(t, tb, "a")
+	tests := []struct {
+		name, script, want string
+	}{
+		{"ascii", "#" + strings.Repeat("x", 300), "#" + strings.Repeat("x", 255)},
+		{"a character across the cut", ":" + strings.Repeat("é", 150), ":" + strings.Repeat("é", 127)},
+		{"a character ending at the cut", ":" + strings.Repeat("€", 100), ":" + strings.Repeat("€", 85)},
+		{"a four-byte character across the cut", ":" + strings.Repeat("x", 253) + "𝄞", ":" + strings.Repeat("x", 253)},
+		{"short", ": é", ": é"},
+	}
+	for _, tt := range tests {
+		l, err := tb.Begin("a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		run(t, l, tt.script)
+		info, _ := tb.Get("a")
+		got := info.History[len(info.History)-1].Script
+		if got != tt.want || len(got) > 256 || !utf8.ValidString(got) {
+			t.Errorf("%s: history keeps %q (%d bytes), want %q (%d bytes)", tt.name, got, len(got), tt.want, len(tt.want))
+		}
+	}
 }
