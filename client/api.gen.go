@@ -1150,6 +1150,7 @@ type SessionList struct {
 
 // SessionSnapshotRequest Start from the scope's shell snapshot of the session's shell, cwd, env and envPolicy.
 type SessionSnapshotRequest struct {
+	// ScopeId 1 to 256 bytes; an empty one is 422 invalid_scope.
 	ScopeId string `json:"scopeId"`
 }
 
@@ -2104,7 +2105,8 @@ type ClientInterface interface {
 	// session, its first state's capture included, runs confined by its sandbox (the request's,
 	// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 	// sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-	// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
+	// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+	// is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 	// server's --max-sessions.
 	//
 	// Takes any type of body and a specified content type.
@@ -2123,7 +2125,8 @@ type ClientInterface interface {
 	// session, its first state's capture included, runs confined by its sandbox (the request's,
 	// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 	// sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-	// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
+	// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+	// is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 	// server's --max-sessions.
 	//
 	// Takes a body of the `application/json` content type.
@@ -2961,7 +2964,8 @@ func (c *APIClient) ListSessions(ctx context.Context, reqEditors ...RequestEdito
 // session, its first state's capture included, runs confined by its sandbox (the request's,
 // else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 // sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
+// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+// is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 // server's --max-sessions.
 //
 // Takes any type of body and a specified content type.
@@ -2990,7 +2994,8 @@ func (c *APIClient) CreateSessionWithBody(ctx context.Context, contentType strin
 // session, its first state's capture included, runs confined by its sandbox (the request's,
 // else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 // sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
+// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+// is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 // server's --max-sessions.
 //
 // Takes a body of the `application/json` content type.
@@ -5260,7 +5265,8 @@ type ClientWithResponsesInterface interface {
 	// session, its first state's capture included, runs confined by its sandbox (the request's,
 	// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 	// sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-	// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
+	// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+	// is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 	// server's --max-sessions.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -5279,7 +5285,8 @@ type ClientWithResponsesInterface interface {
 	// session, its first state's capture included, runs confined by its sandbox (the request's,
 	// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 	// sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-	// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
+	// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+	// is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 	// server's --max-sessions.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -8585,7 +8592,8 @@ func (c *ClientWithResponses) ListSessionsWithResponse(ctx context.Context, reqE
 // session, its first state's capture included, runs confined by its sandbox (the request's,
 // else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 // sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
+// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+// is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 // server's --max-sessions.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -8610,7 +8618,8 @@ func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Cont
 // session, its first state's capture included, runs confined by its sandbox (the request's,
 // else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 // sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
+// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+// is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 // server's --max-sessions.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).

@@ -1148,6 +1148,7 @@ type SessionList struct {
 
 // SessionSnapshotRequest Start from the scope's shell snapshot of the session's shell, cwd, env and envPolicy.
 type SessionSnapshotRequest struct {
+	// ScopeId 1 to 256 bytes; an empty one is 422 invalid_scope.
 	ScopeId string `json:"scopeId"`
 }
 

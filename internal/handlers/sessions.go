@@ -21,7 +21,7 @@ func (s *Server) CreateSession(ctx context.Context, req CreateSessionRequestObje
 		Sandbox:   sandboxFrom(b.Sandbox),
 	}
 	if b.ShellSnapshot != nil {
-		in.ScopeID = b.ShellSnapshot.ScopeId
+		in.ScopeID = &b.ShellSnapshot.ScopeId
 	}
 	info, err := s.sessions.CreateSession(ctx, in)
 	if err != nil {

@@ -33,9 +33,11 @@ type SessionInput struct {
 	Cwd       *string
 	Env       map[string]string
 	EnvPolicy *envpolicy.Policy
-	// ScopeID, when set, starts the session from the scope's snapshot of
-	// Shell, Cwd, Env and EnvPolicy; otherwise from a bare shell.
-	ScopeID string
+	// ScopeID, when not nil, starts the session from the scope's snapshot of
+	// Shell, Cwd, Env and EnvPolicy (an empty or too long one is
+	// shellsnap.ErrInvalidScope, as a command's is); nil starts it from a
+	// bare shell.
+	ScopeID *string
 	// Sandbox confines every command of the session and the capture of its
 	// first state; nil means the server's default (Options.DefaultSandbox).
 	Sandbox *sandbox.Policy
@@ -122,8 +124,8 @@ func (s *Service) CreateSession(ctx context.Context, in SessionInput) (session.I
 		return session.Info{}, fieldErrorf("env", "POSIXLY_CORRECT would start each command's bash in posix mode, which runs no BASH_ENV, where the session's state comes in; turn posix mode on in a command (set -o posix), which the session keeps")
 	}
 	var snap *shellsnap.Snapshot
-	if in.ScopeID != "" {
-		req := shellsnap.Request{ScopeID: in.ScopeID, Shell: in.Shell}
+	if in.ScopeID != nil {
+		req := shellsnap.Request{ScopeID: *in.ScopeID, Shell: in.Shell}
 		l, err := s.prepareSnapshot(ctx, ExecInput{Argv: []string{in.Shell.Path, "-lc", ":"}, Snapshot: &req, Env: in.Env, Timeout: s.limits.DefaultTimeout, Sandbox: &confine},
 			shellsnap.Launch{Argv: []string{in.Shell.Path, "-lc", ":"}, Cwd: orZero(in.Cwd), Env: env, Policy: in.EnvPolicy, Sandbox: confine})
 		if err != nil {

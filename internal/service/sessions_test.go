@@ -377,3 +377,22 @@ func TestSessionCommandRefusedAfterItsLeaseChangesNothing(t *testing.T) {
 		t.Errorf("the command after a refused one printed %q, want %q", got, "1 /tmp\n")
 	}
 }
+
+// TestSessionEmptyScopeIsInvalid: a session from the snapshot of the empty
+// scope is shellsnap.ErrInvalidScope, as a command's is, and makes no
+// session; no scope at all is a bare shell's.
+func TestSessionEmptyScopeIsInvalid(t *testing.T) {
+	s := newRealService(t, exec.Options{}, Options{})
+	home := t.TempDir()
+	in := SessionInput{Shell: shellsnap.Shell{Name: "bash", Path: "/bin/bash"}, Cwd: &home, Env: map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"}, ScopeID: ptr("")}
+	if _, err := s.CreateSession(context.Background(), in); !errors.Is(err, shellsnap.ErrInvalidScope) {
+		t.Errorf("CreateSession with the empty scope = %v, want shellsnap.ErrInvalidScope", err)
+	}
+	if n := len(s.Sessions()); n != 0 {
+		t.Errorf("%d sessions after the refusal, want none", n)
+	}
+	in.ScopeID = nil
+	if _, err := s.CreateSession(context.Background(), in); err != nil {
+		t.Errorf("CreateSession without a scope = %v", err)
+	}
+}
