@@ -594,7 +594,7 @@ type ExecRequest struct {
 	// largest value accepted.
 	MaxOutputBytes *int `json:"maxOutputBytes,omitempty"`
 
-	// ProcessId Client key, unique among live and retained processes; generated when absent.
+	// ProcessId Client key, unique among live and retained processes, neither "." nor ".."; generated when absent.
 	ProcessId *string `json:"processId,omitempty"`
 
 	// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and
@@ -1065,7 +1065,7 @@ type SessionCreateRequest struct {
 	// missing, and nothing runs; a writable root that is not a directory is 400.
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
 
-	// SessionId Client key, unique among the sessions; generated when absent.
+	// SessionId Client key, unique among the sessions, neither "." nor ".."; generated when absent.
 	SessionId *string   `json:"sessionId,omitempty"`
 	Shell     ShellInfo `json:"shell"`
 
@@ -1137,7 +1137,7 @@ type SessionExecResult struct {
 
 // SessionForkRequest defines model for SessionForkRequest.
 type SessionForkRequest struct {
-	// SessionId The fork's id; generated when absent.
+	// SessionId The fork's id, neither "." nor ".."; generated when absent.
 	SessionId *string `json:"sessionId,omitempty"`
 }
 
@@ -1392,7 +1392,7 @@ type StartProcessRequest struct {
 	// PipeStdin Keep stdin open for POST /processes/{processId}/stdin. Absent means false.
 	PipeStdin *bool `json:"pipeStdin,omitempty"`
 
-	// ProcessId Client key, unique among live and retained processes; generated when absent.
+	// ProcessId Client key, unique among live and retained processes, neither "." nor ".."; generated when absent.
 	ProcessId *string `json:"processId,omitempty"`
 
 	// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and

@@ -5,9 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/felixge/httpsnoop"
+	"github.com/go-chi/chi/v5"
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -93,6 +95,30 @@ func logRequest(counts *httpCounters, next http.Handler, w http.ResponseWriter, 
 		Float64(logDuration, float64(m.Duration)/float64(time.Millisecond)).
 		Int64(logBytes, m.Written).
 		Msg("request")
+}
+
+// refuseDotSegmentIDs answers 400 for a route whose id in the path
+// (processId, sessionId, scopeId) is "." or "..", escaped or not: a URL's
+// dot segments, which clients and proxies remove from a path (RFC 3986,
+// 5.2.4), so that no such id can be addressed, and a request that names one
+// must reach nothing, least of all what the path means once they are
+// removed. It runs once chi has matched the route, which names the ids.
+func refuseDotSegmentIDs(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rc := chi.RouteContext(r.Context()); rc != nil {
+			for i, name := range rc.URLParams.Keys {
+				v := rc.URLParams.Values[i]
+				if u, err := url.PathUnescape(v); err == nil {
+					v = u
+				}
+				if v == "." || v == ".." {
+					writeProblem(w, r, invalidf(name, `%s may not be "." or "..": a URL's dot segment, which clients and proxies remove from a path`, name))
+					return
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // recoverer turns a panic in a handler into a 500 problem and a log line.

@@ -246,6 +246,11 @@ func validationError(w http.ResponseWriter, r *http.Request, err error) {
 		if strings.HasPrefix(se.Reason, "cannot convert json.Number") {
 			p.detail = "the number is out of range" // beyond float64: the validator's words name its types
 		}
+		if se.SchemaField == "not" && se.Schema != nil && se.Schema.Not != nil && se.Schema.Not.Value != nil {
+			// The contract's values excluded, never the client's: the
+			// validator gives no reason of its own.
+			p.detail = "the value may not be " + excluded(se.Schema.Not.Value.Enum)
+		}
 		switch ptr := se.JSONPointer(); {
 		case re.Parameter != nil:
 			// A parameter's value: the field is the parameter's name.
@@ -261,6 +266,19 @@ func validationError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	}
 	writeProblem(w, r, p)
+}
+
+// excluded lists the values of a schema's not, quoted, as a detail says them.
+func excluded(values []any) string {
+	quoted := make([]string, len(values))
+	for i, v := range values {
+		b, _ := json.Marshal(v)
+		quoted[i] = string(b)
+	}
+	if len(quoted) < 2 {
+		return strings.Join(quoted, "")
+	}
+	return strings.Join(quoted[:len(quoted)-1], ", ") + " or " + quoted[len(quoted)-1]
 }
 
 // fieldPath renders a JSON pointer as a field path such as env["A"] or argv[0].

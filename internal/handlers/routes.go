@@ -84,17 +84,19 @@ func NewRouter(s *Server, logger zerolog.Logger, opts RouterOptions) (http.Handl
 		RequestErrorHandlerFunc:  requestDecodeError,
 		ResponseErrorHandlerFunc: writeProblem,
 	})
+	// Of the operations' middlewares the last is the outermost: the ids in
+	// the path are checked first.
 	HandlerWithOptions(strict, ChiServerOptions{
 		BaseRouter:       r,
-		Middlewares:      []MiddlewareFunc{validate},
+		Middlewares:      []MiddlewareFunc{validate, refuseDotSegmentIDs},
 		ErrorHandlerFunc: parameterError,
 	})
-	r.Get("/processes/{processId}/events", s.processEvents)
+	r.With(refuseDotSegmentIDs).Get("/processes/{processId}/events", s.processEvents)
 	r.Get("/files/content", s.readFile)
 	r.Put("/files/content", s.writeFile)
 	// The one route that takes its connection over; only it pays for
 	// giving the connection back to the ConnLimit.
-	r.With(releaseHijacked).Get("/processes/{processId}/attach", s.processAttach)
+	r.With(releaseHijacked, refuseDotSegmentIDs).Get("/processes/{processId}/attach", s.processAttach)
 	if opts.Metrics != nil {
 		r.Method(http.MethodGet, "/metrics", opts.Metrics)
 	}

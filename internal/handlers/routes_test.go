@@ -51,3 +51,46 @@ func TestMethodNotAllowedSaysAllow(t *testing.T) {
 		}
 	}
 }
+
+// TestDotSegmentIDs: an id that is a URL's dot segment, "." or "..", which
+// clients and proxies remove from a path (RFC 3986, 5.2.4) so that it could
+// never be addressed, is 400 on its field wherever it comes, escaped or not,
+// and reaches no service call: not in a path (so that nothing is done to a
+// process, session or scope of that name), and not as a new id in a body.
+func TestDotSegmentIDs(t *testing.T) {
+	none := func() *fakeService { return &fakeService{} }
+	var tests []handlerCase
+	for _, tt := range []struct{ method, target, body, field string }{
+		{"GET", "/processes/..", "", "processId"},
+		{"GET", "/processes/.", "", "processId"},
+		{"GET", "/processes/%2E%2E", "", "processId"},
+		{"GET", "/processes/%2e", "", "processId"},
+		{"DELETE", "/processes/..", "", "processId"},
+		{"POST", "/processes/../stdin", `{"data":"x"}`, "processId"},
+		{"POST", "/processes/%2E/signal", `{"signal":"SIGTERM"}`, "processId"},
+		{"GET", "/processes/../output", "", "processId"},
+		{"GET", "/processes/../events", "", "processId"},
+		{"GET", "/processes/%2E%2E/attach", "", "processId"},
+		{"GET", "/sessions/..", "", "sessionId"},
+		{"DELETE", "/sessions/.", "", "sessionId"},
+		{"POST", "/sessions/%2E%2E/exec", `{"script":"true"}`, "sessionId"},
+		{"POST", "/sessions/../fork", "", "sessionId"},
+		{"GET", "/snapshots/..", "", "scopeId"},
+		{"DELETE", "/snapshots/%2E", "", "scopeId"},
+		{"POST", "/snapshots/../prewarm", `{"shell":{"name":"bash","path":"/bin/bash"}}`, "scopeId"},
+		{"POST", "/exec", `{"processId":"..","argv":["true"]}`, "processId"},
+		{"POST", "/processes", `{"processId":".","argv":["true"]}`, "processId"},
+		{"POST", "/sessions", `{"sessionId":"..","shell":{"name":"bash","path":"/bin/bash"}}`, "sessionId"},
+		{"POST", "/sessions/s1/fork", `{"sessionId":"."}`, "sessionId"},
+	} {
+		detail := tt.field + ` may not be \".\" or \"..\": a URL's dot segment, which clients and proxies remove from a path`
+		if tt.body != "" && strings.Contains(tt.body, tt.field) {
+			detail = `the value may not be \".\" or \"..\"`
+		}
+		tests = append(tests, handlerCase{
+			name: tt.method + " " + tt.target + " " + tt.body, method: tt.method, target: tt.target, body: tt.body,
+			svc: none, status: http.StatusBadRequest, want: `{"code":"invalid_request","field":"` + tt.field + `","detail":"` + detail + `"}`,
+		})
+	}
+	runHandlerCases(t, tests)
+}
