@@ -1762,8 +1762,11 @@ type ClientInterface interface {
 
 	// ReadFile Read a file, whole or a Range of it.
 	//
-	// Streams the regular file at path. Range (one or several byte ranges) answers 206;
-	// If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
+	// Streams the regular file at path. Range (one or several byte ranges) answers 206 with
+	// the ranges that lie within the file; when none does (a range from the file's length on,
+	// a suffix of zero bytes: bytes=-0, any but a suffix of an empty file) it is 416
+	// range_not_satisfiable with Content-Range: bytes */length, and a suffix of an empty file
+	// answers 200 with the file. If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
 	// is the version stat gives. A directory is 409 is_a_directory; a FIFO, socket or device
 	// 409 not_a_regular_file, and is never opened.
 	//
@@ -2301,8 +2304,11 @@ func (c *APIClient) Exec(ctx context.Context, body ExecJSONRequestBody, reqEdito
 
 // ReadFile Read a file, whole or a Range of it.
 //
-// Streams the regular file at path. Range (one or several byte ranges) answers 206;
-// If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
+// Streams the regular file at path. Range (one or several byte ranges) answers 206 with
+// the ranges that lie within the file; when none does (a range from the file's length on,
+// a suffix of zero bytes: bytes=-0, any but a suffix of an empty file) it is 416
+// range_not_satisfiable with Content-Range: bytes */length, and a suffix of an empty file
+// answers 200 with the file. If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
 // is the version stat gives. A directory is 409 is_a_directory; a FIFO, socket or device
 // 409 not_a_regular_file, and is never opened.
 //
@@ -4892,8 +4898,11 @@ type ClientWithResponsesInterface interface {
 
 	// ReadFileWithResponse Read a file, whole or a Range of it.
 	//
-	// Streams the regular file at path. Range (one or several byte ranges) answers 206;
-	// If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
+	// Streams the regular file at path. Range (one or several byte ranges) answers 206 with
+	// the ranges that lie within the file; when none does (a range from the file's length on,
+	// a suffix of zero bytes: bytes=-0, any but a suffix of an empty file) it is 416
+	// range_not_satisfiable with Content-Range: bytes */length, and a suffix of an empty file
+	// answers 200 with the file. If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
 	// is the version stat gives. A directory is 409 is_a_directory; a FIFO, socket or device
 	// 409 not_a_regular_file, and is never opened.
 	//
@@ -8027,8 +8036,11 @@ func (c *ClientWithResponses) ExecWithResponse(ctx context.Context, body ExecJSO
 
 // ReadFileWithResponse Read a file, whole or a Range of it.
 //
-// Streams the regular file at path. Range (one or several byte ranges) answers 206;
-// If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
+// Streams the regular file at path. Range (one or several byte ranges) answers 206 with
+// the ranges that lie within the file; when none does (a range from the file's length on,
+// a suffix of zero bytes: bytes=-0, any but a suffix of an empty file) it is 416
+// range_not_satisfiable with Content-Range: bytes */length, and a suffix of an empty file
+// answers 200 with the file. If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
 // is the version stat gives. A directory is 409 is_a_directory; a FIFO, socket or device
 // 409 not_a_regular_file, and is never opened.
 //
