@@ -1446,7 +1446,7 @@ type StdinResult struct {
 	// Closed Stdin is now closed.
 	Closed bool `json:"closed"`
 
-	// Duplicate Earlier calls with the same writeId wrote all of it; nothing was written.
+	// Duplicate Earlier calls with the same writeId wrote all of it
 	Duplicate bool `json:"duplicate"`
 
 	// Written Bytes written by this call.
@@ -1462,7 +1462,8 @@ type StdinWrite struct {
 
 	// WriteId Makes the write idempotent over retries (the last 4096 writeIds are remembered): a
 	// retry with the same writeId must carry the same data, of which only the bytes that
-	// earlier calls did not write are written; other data is a 409 write_id_reused.
+	// earlier calls did not write are written; other data is a 409 write_id_reused. A
+	// retry may add close, which closes stdin even when its data went in whole before.
 	WriteId *string `json:"writeId,omitempty"`
 }
 
