@@ -168,15 +168,20 @@ func (s *Service) SessionExec(ctx context.Context, id string, in SessionExecInpu
 	return run.out, nil
 }
 
-// StartSessionExec starts in as SessionExec runs it, without waiting: for
-// a caller that follows its output (Read) and takes its ending with result
-// once the output is closed. The session takes the command's end state
-// when it ends, whoever waits for it; a caller that goes away terminates
-// the process, which leaves the session as it was.
-func (s *Service) StartSessionExec(ctx context.Context, id string, in SessionExecInput) (ProcessInfo, func(context.Context) (SessionExecOutput, error), error) {
+// StartSessionExec starts in as SessionExec runs it, without waiting, and
+// returns the follower of its process from its first output, as StartExec
+// does: for a caller that streams its output and takes its ending with
+// result once the output is closed. The session takes the command's end
+// state when it ends, whoever waits for it; a caller that goes away
+// terminates the process, which leaves the session as it was.
+func (s *Service) StartSessionExec(ctx context.Context, id string, in SessionExecInput) (Follower, func(context.Context) (SessionExecOutput, error), error) {
 	run, err := s.beginSession(ctx, id, in)
 	if err != nil {
-		return ProcessInfo{}, nil, err
+		return nil, nil, err
+	}
+	f, err := s.follow(run.p, run.rec)
+	if err != nil {
+		return nil, nil, err
 	}
 	result := func(ctx context.Context) (SessionExecOutput, error) {
 		select {
@@ -186,7 +191,7 @@ func (s *Service) StartSessionExec(ctx context.Context, id string, in SessionExe
 			return SessionExecOutput{}, ctx.Err()
 		}
 	}
-	return info(run.p, run.rec), result, nil
+	return f, result, nil
 }
 
 // beginSession validates in and starts it in session id.

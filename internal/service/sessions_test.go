@@ -120,6 +120,7 @@ func TestSessionCommandsAreOrderedAndForksRunAlongside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer p.Close()
 	if _, err := s.SessionExec(ctx, id, SessionExecInput{Script: "true"}); !errors.Is(err, session.ErrBusy) {
 		t.Fatalf("second command while one runs: %v, want ErrBusy", err)
 	}
@@ -134,7 +135,7 @@ func TestSessionCommandsAreOrderedAndForksRunAlongside(t *testing.T) {
 	if info, err := s.Session(id); err != nil || !info.Busy {
 		t.Fatalf("the parent's command ended before its fork's: %+v, %v", info, err)
 	}
-	if _, err := s.Terminate(p.ID); err != nil {
+	if _, err := s.Terminate(p.Info().ID); err != nil {
 		t.Fatal(err)
 	}
 	if end, err := result(ctx); err != nil || end.Session.StateKept {
@@ -223,10 +224,11 @@ func TestSessionClientGoneKeepsEarlierState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer p.Close()
 	// The client goes away: the handler terminates the process.
 	cancel()
-	if _, err := s.Terminate(p.ID); err != nil {
-		t.Fatal(err)
+	if !p.Terminate() {
+		t.Fatal("Terminate() of the running command = false")
 	}
 	end, err := result(context.Background())
 	if err != nil || end.Session.StateKept || end.Result.Status != exec.StatusTerminated {
@@ -315,10 +317,11 @@ func TestSessionDeletedWhileRunning(t *testing.T) {
 	id := bashSession(t, s, "deleted").ID
 	goOn := filepath.Join(t.TempDir(), "go-on")
 	script := "D=1; until [[ -e " + goOn + " ]]; do sleep 0.01; done; echo went on"
-	_, result, err := s.StartSessionExec(context.Background(), id, SessionExecInput{Script: script, Timeout: time.Minute})
+	f, result, err := s.StartSessionExec(context.Background(), id, SessionExecInput{Script: script, Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer f.Close()
 	if err := s.DeleteSession(id); err != nil {
 		t.Fatal(err)
 	}
