@@ -165,6 +165,7 @@ const (
 	ProblemCodeCrossDevice          ProblemCode = "cross_device"
 	ProblemCodeCwdNotFound          ProblemCode = "cwd_not_found"
 	ProblemCodeDeadlineExceeded     ProblemCode = "deadline_exceeded"
+	ProblemCodeDestinationNotEmpty  ProblemCode = "destination_not_empty"
 	ProblemCodeExists               ProblemCode = "exists"
 	ProblemCodeFilesDisabled        ProblemCode = "files_disabled"
 	ProblemCodeForbiddenOrigin      ProblemCode = "forbidden_origin"
@@ -216,6 +217,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeCwdNotFound:
 		return true
 	case ProblemCodeDeadlineExceeded:
+		return true
+	case ProblemCodeDestinationNotEmpty:
 		return true
 	case ProblemCodeExists:
 		return true
@@ -1798,7 +1801,8 @@ type ClientInterface interface {
 	//
 	// An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 	// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
-	// does. A symlink at to is followed as by a write.
+	// does. A directory is never replaced: one with entries is 409 destination_not_empty
+	// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1809,7 +1813,8 @@ type ClientInterface interface {
 	//
 	// An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 	// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
-	// does. A symlink at to is followed as by a write.
+	// does. A directory is never replaced: one with entries is 409 destination_not_empty
+	// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1843,7 +1848,8 @@ type ClientInterface interface {
 	// MoveFileWithBody Rename a file or directory, within one filesystem.
 	//
 	// An existing destination is replaced only with overwrite (else 409 exists; a directory
-	// only by a directory, and only an empty one). Across filesystems 409 cross_device. A root,
+	// only by a directory, and only an empty one: a directory with entries is 409
+	// destination_not_empty, field to, even with overwrite). Across filesystems 409 cross_device. A root,
 	// or a directory that holds one, is never moved or replaced (409 is_root). A directory
 	// moved into itself is 400 invalid_request (field to).
 	//
@@ -1855,7 +1861,8 @@ type ClientInterface interface {
 	// MoveFile Rename a file or directory, within one filesystem.
 	//
 	// An existing destination is replaced only with overwrite (else 409 exists; a directory
-	// only by a directory, and only an empty one). Across filesystems 409 cross_device. A root,
+	// only by a directory, and only an empty one: a directory with entries is 409
+	// destination_not_empty, field to, even with overwrite). Across filesystems 409 cross_device. A root,
 	// or a directory that holds one, is never moved or replaced (409 is_root). A directory
 	// moved into itself is 400 invalid_request (field to).
 	//
@@ -2360,7 +2367,8 @@ func (c *APIClient) WriteFileWithBody(ctx context.Context, params *WriteFilePara
 //
 // An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 // permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
-// does. A symlink at to is followed as by a write.
+// does. A directory is never replaced: one with entries is 409 destination_not_empty
+// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2381,7 +2389,8 @@ func (c *APIClient) CopyFileWithBody(ctx context.Context, contentType string, bo
 //
 // An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 // permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
-// does. A symlink at to is followed as by a write.
+// does. A directory is never replaced: one with entries is 409 destination_not_empty
+// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2455,7 +2464,8 @@ func (c *APIClient) MakeDirectory(ctx context.Context, body MakeDirectoryJSONReq
 // MoveFileWithBody Rename a file or directory, within one filesystem.
 //
 // An existing destination is replaced only with overwrite (else 409 exists; a directory
-// only by a directory, and only an empty one). Across filesystems 409 cross_device. A root,
+// only by a directory, and only an empty one: a directory with entries is 409
+// destination_not_empty, field to, even with overwrite). Across filesystems 409 cross_device. A root,
 // or a directory that holds one, is never moved or replaced (409 is_root). A directory
 // moved into itself is 400 invalid_request (field to).
 //
@@ -2477,7 +2487,8 @@ func (c *APIClient) MoveFileWithBody(ctx context.Context, contentType string, bo
 // MoveFile Rename a file or directory, within one filesystem.
 //
 // An existing destination is replaced only with overwrite (else 409 exists; a directory
-// only by a directory, and only an empty one). Across filesystems 409 cross_device. A root,
+// only by a directory, and only an empty one: a directory with entries is 409
+// destination_not_empty, field to, even with overwrite). Across filesystems 409 cross_device. A root,
 // or a directory that holds one, is never moved or replaced (409 is_root). A directory
 // moved into itself is 400 invalid_request (field to).
 //
@@ -4936,7 +4947,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 	// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
-	// does. A symlink at to is followed as by a write.
+	// does. A directory is never replaced: one with entries is 409 destination_not_empty
+	// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4947,7 +4959,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 	// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
-	// does. A symlink at to is followed as by a write.
+	// does. A directory is never replaced: one with entries is 409 destination_not_empty
+	// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4983,7 +4996,8 @@ type ClientWithResponsesInterface interface {
 	// MoveFileWithBodyWithResponse Rename a file or directory, within one filesystem.
 	//
 	// An existing destination is replaced only with overwrite (else 409 exists; a directory
-	// only by a directory, and only an empty one). Across filesystems 409 cross_device. A root,
+	// only by a directory, and only an empty one: a directory with entries is 409
+	// destination_not_empty, field to, even with overwrite). Across filesystems 409 cross_device. A root,
 	// or a directory that holds one, is never moved or replaced (409 is_root). A directory
 	// moved into itself is 400 invalid_request (field to).
 	//
@@ -4995,7 +5009,8 @@ type ClientWithResponsesInterface interface {
 	// MoveFileWithResponse Rename a file or directory, within one filesystem.
 	//
 	// An existing destination is replaced only with overwrite (else 409 exists; a directory
-	// only by a directory, and only an empty one). Across filesystems 409 cross_device. A root,
+	// only by a directory, and only an empty one: a directory with entries is 409
+	// destination_not_empty, field to, even with overwrite). Across filesystems 409 cross_device. A root,
 	// or a directory that holds one, is never moved or replaced (409 is_root). A directory
 	// moved into itself is 400 invalid_request (field to).
 	//
@@ -8086,7 +8101,8 @@ func (c *ClientWithResponses) WriteFileWithBodyWithResponse(ctx context.Context,
 //
 // An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 // permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
-// does. A symlink at to is followed as by a write.
+// does. A directory is never replaced: one with entries is 409 destination_not_empty
+// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8103,7 +8119,8 @@ func (c *ClientWithResponses) CopyFileWithBodyWithResponse(ctx context.Context, 
 //
 // An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 // permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
-// does. A symlink at to is followed as by a write.
+// does. A directory is never replaced: one with entries is 409 destination_not_empty
+// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8163,7 +8180,8 @@ func (c *ClientWithResponses) MakeDirectoryWithResponse(ctx context.Context, bod
 // MoveFileWithBodyWithResponse Rename a file or directory, within one filesystem.
 //
 // An existing destination is replaced only with overwrite (else 409 exists; a directory
-// only by a directory, and only an empty one). Across filesystems 409 cross_device. A root,
+// only by a directory, and only an empty one: a directory with entries is 409
+// destination_not_empty, field to, even with overwrite). Across filesystems 409 cross_device. A root,
 // or a directory that holds one, is never moved or replaced (409 is_root). A directory
 // moved into itself is 400 invalid_request (field to).
 //
@@ -8181,7 +8199,8 @@ func (c *ClientWithResponses) MoveFileWithBodyWithResponse(ctx context.Context, 
 // MoveFileWithResponse Rename a file or directory, within one filesystem.
 //
 // An existing destination is replaced only with overwrite (else 409 exists; a directory
-// only by a directory, and only an empty one). Across filesystems 409 cross_device. A root,
+// only by a directory, and only an empty one: a directory with entries is 409
+// destination_not_empty, field to, even with overwrite). Across filesystems 409 cross_device. A root,
 // or a directory that holds one, is never moved or replaced (409 is_root). A directory
 // moved into itself is 400 invalid_request (field to).
 //

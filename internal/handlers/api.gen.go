@@ -163,6 +163,7 @@ const (
 	CrossDevice          ProblemCode = "cross_device"
 	CwdNotFound          ProblemCode = "cwd_not_found"
 	DeadlineExceeded     ProblemCode = "deadline_exceeded"
+	DestinationNotEmpty  ProblemCode = "destination_not_empty"
 	Exists               ProblemCode = "exists"
 	FilesDisabled        ProblemCode = "files_disabled"
 	ForbiddenOrigin      ProblemCode = "forbidden_origin"
@@ -214,6 +215,8 @@ func (e ProblemCode) Valid() bool {
 	case CwdNotFound:
 		return true
 	case DeadlineExceeded:
+		return true
+	case DestinationNotEmpty:
 		return true
 	case Exists:
 		return true

@@ -147,6 +147,7 @@ func TestFilesProblems(t *testing.T) {
 			WriteFn: func(string, io.Reader, files.WriteOptions) (files.Info, error) { return files.Info{}, err },
 			RmFn:    func(string, bool) error { return err },
 			MoveFn:  func(string, string, bool) error { return err },
+			CopyFn:  func(string, string, files.WriteOptions) (files.Info, error) { return files.Info{}, err },
 		}
 	}
 	wrap := func(sentinel error) error { return fmt.Errorf("%w: /secret/server/path", sentinel) }
@@ -170,6 +171,8 @@ func TestFilesProblems(t *testing.T) {
 		{"not empty", failing(wrap(files.ErrNotEmpty)), "POST", "/files/remove", `{"path":"/r/d"}`, nil, 409, NotEmpty},
 		{"root", failing(wrap(files.ErrIsRoot)), "POST", "/files/remove", `{"path":"/r"}`, nil, 409, IsRoot},
 		{"exists", failing(wrap(files.ErrExists)), "POST", "/files/move", `{"from":"/r/a","to":"/r/b"}`, nil, 409, Exists},
+		{"move onto a directory with entries", failing(wrap(files.ErrDestinationNotEmpty)), "POST", "/files/move", `{"from":"/r/a","to":"/r/d","overwrite":true}`, nil, 409, DestinationNotEmpty},
+		{"copy onto a directory with entries", failing(wrap(files.ErrDestinationNotEmpty)), "POST", "/files/copy", `{"from":"/r/a","to":"/r/d","overwrite":true}`, nil, 409, DestinationNotEmpty},
 		{"cross device", failing(wrap(files.ErrCrossDevice)), "POST", "/files/move", `{"from":"/r/a","to":"/s/b"}`, nil, 409, CrossDevice},
 		{"stale ETag", failing(wrap(files.ErrPreconditionFailed)), "PUT", "/files/content?path=/r/f", "x", map[string]string{"If-Match": `"e"`}, 412, PreconditionFailed},
 		{"exists under If-None-Match", failing(wrap(files.ErrExists)), "PUT", "/files/content?path=/r/f", "x", map[string]string{"If-None-Match": "*"}, 412, PreconditionFailed},

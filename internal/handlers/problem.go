@@ -136,6 +136,8 @@ func problemFor(err error) *problem {
 		return &problem{status: http.StatusConflict, code: NotARegularFile, detail: "the path is a FIFO, a socket or a device, not a regular file", cause: err}
 	case errors.Is(err, files.ErrNotEmpty):
 		return &problem{status: http.StatusConflict, code: NotEmpty, field: "recursive", detail: "the directory is not empty; remove it with recursive", cause: err}
+	case errors.Is(err, files.ErrDestinationNotEmpty):
+		return &problem{status: http.StatusConflict, code: DestinationNotEmpty, field: "to", detail: "the destination is a directory with entries, which nothing replaces: remove it first (recursive)", cause: err}
 	case errors.Is(err, files.ErrExists):
 		return &problem{status: http.StatusConflict, code: Exists, field: "overwrite", detail: "the destination exists; replace it with overwrite", cause: err}
 	case errors.Is(err, files.ErrPreconditionFailed):
