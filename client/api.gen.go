@@ -594,7 +594,8 @@ type ExecRequest struct {
 	IdleTimeoutMs *int64 `json:"idleTimeoutMs,omitempty"`
 
 	// MaxOutputBytes Bytes kept per stream in the response; beyond it the middle is dropped and head and
-	// tail are kept. 0 keeps none (stdoutBytes and stderrBytes still count what there
+	// tail are kept, cut at characters' boundaries (a UTF-8 character a cut splits is
+	// dropped whole, so that text stays text). 0 keeps none (stdoutBytes and stderrBytes still count what there
 	// was). Absent: the server's --max-output-bytes (1 MiB by default), which is also the
 	// largest value accepted.
 	MaxOutputBytes *int `json:"maxOutputBytes,omitempty"`
