@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"maps"
+	"mime"
 	"net/http"
 	"slices"
 	"strconv"
@@ -30,8 +31,16 @@ import (
 // another reader may keep the first: a proxy that checked one argv would
 // pass another to run). bodyProblem says which. A string the contract
 // gives as format byte must be base64 as the generated server decodes it
-// (checkBase64).
-func decodeJSONBody(body io.Reader, _ http.Header, schema *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+// (checkBase64). A Content-Type naming a charset other than utf-8 is 415
+// before the body is read: JSON is UTF-8 (RFC 8259, 8.1), and a body the
+// client encoded otherwise would be read as what it is not.
+func decodeJSONBody(body io.Reader, header http.Header, schema *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+	if _, params, err := mime.ParseMediaType(header.Get("Content-Type")); err == nil {
+		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+			return nil, &problem{status: http.StatusUnsupportedMediaType, code: UnsupportedMediaType, field: "Content-Type",
+				detail: "JSON is UTF-8: send it with Content-Type: application/json, or with charset=utf-8"}
+		}
+	}
 	var buf bytes.Buffer
 	if _, err := io.Copy(&buf, body); err != nil {
 		return nil, err
