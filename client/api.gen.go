@@ -614,9 +614,10 @@ type ExecRequest struct {
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
 
 	// ShellSnapshot Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
-	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope); a shell
-	// other than bash, zsh or sh is 422 unsupported_shell, whatever the argv; any other argv
-	// shape runs unchanged (outcome ineligible).
+	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope), and not "."
+	// or ".." (400 invalid_request: a URL's dot segments, which no /snapshots/{scopeId} could
+	// name); a shell other than bash, zsh or sh is 422 unsupported_shell, whatever the argv;
+	// any other argv shape runs unchanged (outcome ineligible).
 	ShellSnapshot *ShellSnapshotRequest `json:"shellSnapshot,omitempty"`
 
 	// Stdin Written to the child, then closed; without it stdin is /dev/null. On a terminal (tty) stdin stays open, as a terminal's does; end the input as a keyboard does, with the byte 0x04 (Ctrl-D) at the start of a line.
@@ -1154,7 +1155,8 @@ type SessionList struct {
 
 // SessionSnapshotRequest Start from the scope's shell snapshot of the session's shell, cwd, env and envPolicy.
 type SessionSnapshotRequest struct {
-	// ScopeId 1 to 256 bytes; an empty one is 422 invalid_scope.
+	// ScopeId 1 to 256 bytes, neither "." nor ".." (400 invalid_request, as /exec's); an empty one is
+	// 422 invalid_scope.
 	ScopeId string `json:"scopeId"`
 }
 
@@ -1179,9 +1181,10 @@ type ShellInfo struct {
 }
 
 // ShellSnapshotRequest Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
-// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope); a shell
-// other than bash, zsh or sh is 422 unsupported_shell, whatever the argv; any other argv
-// shape runs unchanged (outcome ineligible).
+// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope), and not "."
+// or ".." (400 invalid_request: a URL's dot segments, which no /snapshots/{scopeId} could
+// name); a shell other than bash, zsh or sh is 422 unsupported_shell, whatever the argv;
+// any other argv shape runs unchanged (outcome ineligible).
 type ShellSnapshotRequest struct {
 	ScopeId string    `json:"scopeId"`
 	Shell   ShellInfo `json:"shell"`
@@ -1412,9 +1415,10 @@ type StartProcessRequest struct {
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
 
 	// ShellSnapshot Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
-	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope); a shell
-	// other than bash, zsh or sh is 422 unsupported_shell, whatever the argv; any other argv
-	// shape runs unchanged (outcome ineligible).
+	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope), and not "."
+	// or ".." (400 invalid_request: a URL's dot segments, which no /snapshots/{scopeId} could
+	// name); a shell other than bash, zsh or sh is 422 unsupported_shell, whatever the argv;
+	// any other argv shape runs unchanged (outcome ineligible).
 	ShellSnapshot *ShellSnapshotRequest `json:"shellSnapshot,omitempty"`
 
 	// Stdin Written to the child first; with pipeStdin stdin then stays open for writes.

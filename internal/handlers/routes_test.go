@@ -56,7 +56,8 @@ func TestMethodNotAllowedSaysAllow(t *testing.T) {
 // clients and proxies remove from a path (RFC 3986, 5.2.4) so that it could
 // never be addressed, is 400 on its field wherever it comes, escaped or not,
 // and reaches no service call: not in a path (so that nothing is done to a
-// process, session or scope of that name), and not as a new id in a body.
+// process, session or scope of that name), and not as a new id in a body,
+// a scope's included.
 func TestDotSegmentIDs(t *testing.T) {
 	none := func() *fakeService { return &fakeService{} }
 	var tests []handlerCase
@@ -82,9 +83,13 @@ func TestDotSegmentIDs(t *testing.T) {
 		{"POST", "/processes", `{"processId":".","argv":["true"]}`, "processId"},
 		{"POST", "/sessions", `{"sessionId":"..","shell":{"name":"bash","path":"/bin/bash"}}`, "sessionId"},
 		{"POST", "/sessions/s1/fork", `{"sessionId":"."}`, "sessionId"},
+		// A scope made under such an id could not be read or forgotten.
+		{"POST", "/exec", `{"argv":["/bin/bash","-lc","true"],"shellSnapshot":{"scopeId":"..","shell":{"name":"bash","path":"/bin/bash"}}}`, "shellSnapshot.scopeId"},
+		{"POST", "/processes", `{"argv":["/bin/bash","-lc","true"],"shellSnapshot":{"scopeId":".","shell":{"name":"bash","path":"/bin/bash"}}}`, "shellSnapshot.scopeId"},
+		{"POST", "/sessions", `{"shell":{"name":"bash","path":"/bin/bash"},"shellSnapshot":{"scopeId":".."}}`, "shellSnapshot.scopeId"},
 	} {
 		detail := tt.field + ` may not be \".\" or \"..\": a URL's dot segment, which clients and proxies remove from a path`
-		if tt.body != "" && strings.Contains(tt.body, tt.field) {
+		if inPath := strings.Contains(tt.target, ".") || strings.Contains(strings.ToUpper(tt.target), "%2E"); !inPath {
 			detail = `the value may not be \".\" or \"..\"`
 		}
 		tests = append(tests, handlerCase{
