@@ -85,18 +85,19 @@ func NewRouter(s *Server, logger zerolog.Logger, opts RouterOptions) (http.Handl
 		ResponseErrorHandlerFunc: writeProblem,
 	})
 	// Of the operations' middlewares the last is the outermost: the ids in
-	// the path are checked first.
+	// the path are checked first, then the query's names, then the rest.
+	unknownQuery := refuseUnknownQuery(contract)
 	HandlerWithOptions(strict, ChiServerOptions{
 		BaseRouter:       r,
-		Middlewares:      []MiddlewareFunc{validate, refuseDotSegmentIDs},
+		Middlewares:      []MiddlewareFunc{validate, unknownQuery, refuseDotSegmentIDs},
 		ErrorHandlerFunc: parameterError,
 	})
-	r.With(refuseDotSegmentIDs).Get("/processes/{processId}/events", s.processEvents)
-	r.Get("/files/content", s.readFile)
-	r.Put("/files/content", s.writeFile)
+	r.With(refuseDotSegmentIDs, unknownQuery).Get("/processes/{processId}/events", s.processEvents)
+	r.With(unknownQuery).Get("/files/content", s.readFile)
+	r.With(unknownQuery).Put("/files/content", s.writeFile)
 	// The one route that takes its connection over; only it pays for
 	// giving the connection back to the ConnLimit.
-	r.With(releaseHijacked, refuseDotSegmentIDs).Get("/processes/{processId}/attach", s.processAttach)
+	r.With(releaseHijacked, refuseDotSegmentIDs, unknownQuery).Get("/processes/{processId}/attach", s.processAttach)
 	if opts.Metrics != nil {
 		r.Method(http.MethodGet, "/metrics", opts.Metrics)
 	}

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -11,6 +12,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/snapexec/snapexec/api"
+	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/service"
 )
 
 // TestMethodNotAllowedSaysAllow sends every path of the contract, and the
@@ -97,5 +100,39 @@ func TestDotSegmentIDs(t *testing.T) {
 			svc: none, status: http.StatusBadRequest, want: `{"code":"invalid_request","field":"` + tt.field + `","detail":"` + detail + `"}`,
 		})
 	}
+	runHandlerCases(t, tests)
+}
+
+// TestUnknownQueryParameters: a query parameter the contract does not list
+// for the operation is 400 on its name, before anything is done: a
+// misspelled one (afterseq) would otherwise be ignored, and the client
+// answered as if it had not asked. The routes served by hand are checked as
+// the generated ones are.
+func TestUnknownQueryParameters(t *testing.T) {
+	none := func() *fakeService { return &fakeService{} }
+	var tests []handlerCase
+	for _, tt := range []struct{ method, target, body, field string }{
+		{"GET", "/processes/p-1?bogus=1", "", "bogus"},
+		{"GET", "/processes/p-1/output?afterseq=3", "", "afterseq"},
+		{"GET", "/processes/p-1/output?afterSeq=3&waitms=10", "", "waitms"},
+		{"POST", "/exec?timeoutMs=5", `{"argv":["true"]}`, "timeoutMs"},
+		{"GET", "/processes/p-1/events?afterSeq=2", "", "afterSeq"},
+		{"GET", "/processes/p-1/attach?seqs=true&after=2", "", "after"},
+		{"GET", "/files/content?path=/r/f&offset=2", "", "offset"},
+		{"PUT", "/files/content?path=/r/f&mode=0755", "x", "mode"},
+	} {
+		tests = append(tests, handlerCase{
+			name: tt.method + " " + tt.target, method: tt.method, target: tt.target, body: tt.body, svc: none,
+			status: http.StatusBadRequest, want: `{"code":"invalid_request","field":"` + tt.field + `","detail":"the operation takes no query parameter ` + tt.field + `"}`,
+		})
+	}
+	// The parameters it lists pass.
+	read := func() *fakeService {
+		return &fakeService{ReadFn: func(context.Context, string, service.ReadInput) (exec.ReadResult, error) {
+			return exec.ReadResult{NextSeq: 1}, nil
+		}}
+	}
+	tests = append(tests, handlerCase{name: "listed", method: "GET", target: "/processes/p-1/output?afterSeq=0&maxBytes=10&waitMs=0",
+		svc: read, status: http.StatusOK, calls: []string{"Read p-1"}})
 	runHandlerCases(t, tests)
 }
