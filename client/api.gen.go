@@ -165,6 +165,7 @@ const (
 	ProblemCodeCrossDevice          ProblemCode = "cross_device"
 	ProblemCodeCwdNotFound          ProblemCode = "cwd_not_found"
 	ProblemCodeDeadlineExceeded     ProblemCode = "deadline_exceeded"
+	ProblemCodeDestinationNotEmpty  ProblemCode = "destination_not_empty"
 	ProblemCodeExists               ProblemCode = "exists"
 	ProblemCodeFilesDisabled        ProblemCode = "files_disabled"
 	ProblemCodeForbiddenOrigin      ProblemCode = "forbidden_origin"
@@ -216,6 +217,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeCwdNotFound:
 		return true
 	case ProblemCodeDeadlineExceeded:
+		return true
+	case ProblemCodeDestinationNotEmpty:
 		return true
 	case ProblemCodeExists:
 		return true
@@ -591,12 +594,13 @@ type ExecRequest struct {
 	IdleTimeoutMs *int64 `json:"idleTimeoutMs,omitempty"`
 
 	// MaxOutputBytes Bytes kept per stream in the response; beyond it the middle is dropped and head and
-	// tail are kept. 0 keeps none (stdoutBytes and stderrBytes still count what there
+	// tail are kept, cut at characters' boundaries (a UTF-8 character a cut splits is
+	// dropped whole, so that text stays text). 0 keeps none (stdoutBytes and stderrBytes still count what there
 	// was). Absent: the server's --max-output-bytes (1 MiB by default), which is also the
 	// largest value accepted.
 	MaxOutputBytes *int `json:"maxOutputBytes,omitempty"`
 
-	// ProcessId Client key, unique among live and retained processes; generated when absent.
+	// ProcessId Client key, unique among live and retained processes, neither "." nor ".."; generated when absent.
 	ProcessId *string `json:"processId,omitempty"`
 
 	// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and
@@ -610,9 +614,10 @@ type ExecRequest struct {
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
 
 	// ShellSnapshot Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
-	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope); a shell
-	// other than bash, zsh or sh is 422 unsupported_shell, whatever the argv; any other argv
-	// shape runs unchanged (outcome ineligible).
+	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope), and not "."
+	// or ".." (400 invalid_request: a URL's dot segments, which no /snapshots/{scopeId} could
+	// name); a shell other than bash, zsh or sh is 422 unsupported_shell, whatever the argv;
+	// any other argv shape runs unchanged (outcome ineligible).
 	ShellSnapshot *ShellSnapshotRequest `json:"shellSnapshot,omitempty"`
 
 	// Stdin Written to the child, then closed; without it stdin is /dev/null. On a terminal (tty) stdin stays open, as a terminal's does; end the input as a keyboard does, with the byte 0x04 (Ctrl-D) at the start of a line.
@@ -1032,7 +1037,7 @@ type SessionCommand struct {
 	ExitCode   *int   `json:"exitCode"`
 	ProcessId  string `json:"processId"`
 
-	// Script The script's first 256 bytes.
+	// Script The script's first 256 bytes at most, cut at a character's boundary.
 	Script    string    `json:"script"`
 	Signal    *string   `json:"signal"`
 	StartedAt time.Time `json:"startedAt"`
@@ -1067,7 +1072,7 @@ type SessionCreateRequest struct {
 	// missing, and nothing runs; a writable root that is not a directory is 400.
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
 
-	// SessionId Client key, unique among the sessions; generated when absent.
+	// SessionId Client key, unique among the sessions, neither "." nor ".."; generated when absent.
 	SessionId *string   `json:"sessionId,omitempty"`
 	Shell     ShellInfo `json:"shell"`
 
@@ -1139,7 +1144,7 @@ type SessionExecResult struct {
 
 // SessionForkRequest defines model for SessionForkRequest.
 type SessionForkRequest struct {
-	// SessionId The fork's id; generated when absent.
+	// SessionId The fork's id, neither "." nor ".."; generated when absent.
 	SessionId *string `json:"sessionId,omitempty"`
 }
 
@@ -1150,6 +1155,8 @@ type SessionList struct {
 
 // SessionSnapshotRequest Start from the scope's shell snapshot of the session's shell, cwd, env and envPolicy.
 type SessionSnapshotRequest struct {
+	// ScopeId 1 to 256 bytes, neither "." nor ".." (400 invalid_request, as /exec's); an empty one is
+	// 422 invalid_scope.
 	ScopeId string `json:"scopeId"`
 }
 
@@ -1174,9 +1181,10 @@ type ShellInfo struct {
 }
 
 // ShellSnapshotRequest Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
-// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope); a shell
-// other than bash, zsh or sh is 422 unsupported_shell, whatever the argv; any other argv
-// shape runs unchanged (outcome ineligible).
+// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope), and not "."
+// or ".." (400 invalid_request: a URL's dot segments, which no /snapshots/{scopeId} could
+// name); a shell other than bash, zsh or sh is 422 unsupported_shell, whatever the argv;
+// any other argv shape runs unchanged (outcome ineligible).
 type ShellSnapshotRequest struct {
 	ScopeId string    `json:"scopeId"`
 	Shell   ShellInfo `json:"shell"`
@@ -1393,7 +1401,7 @@ type StartProcessRequest struct {
 	// PipeStdin Keep stdin open for POST /processes/{processId}/stdin. Absent means false.
 	PipeStdin *bool `json:"pipeStdin,omitempty"`
 
-	// ProcessId Client key, unique among live and retained processes; generated when absent.
+	// ProcessId Client key, unique among live and retained processes, neither "." nor ".."; generated when absent.
 	ProcessId *string `json:"processId,omitempty"`
 
 	// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and
@@ -1407,9 +1415,10 @@ type StartProcessRequest struct {
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
 
 	// ShellSnapshot Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
-	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope); a shell
-	// other than bash, zsh or sh is 422 unsupported_shell, whatever the argv; any other argv
-	// shape runs unchanged (outcome ineligible).
+	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope), and not "."
+	// or ".." (400 invalid_request: a URL's dot segments, which no /snapshots/{scopeId} could
+	// name); a shell other than bash, zsh or sh is 422 unsupported_shell, whatever the argv;
+	// any other argv shape runs unchanged (outcome ineligible).
 	ShellSnapshot *ShellSnapshotRequest `json:"shellSnapshot,omitempty"`
 
 	// Stdin Written to the child first; with pipeStdin stdin then stays open for writes.
@@ -1447,7 +1456,7 @@ type StdinResult struct {
 	// Closed Stdin is now closed.
 	Closed bool `json:"closed"`
 
-	// Duplicate Earlier calls with the same writeId wrote all of it; nothing was written.
+	// Duplicate Earlier calls with the same writeId wrote all of it
 	Duplicate bool `json:"duplicate"`
 
 	// Written Bytes written by this call.
@@ -1463,7 +1472,8 @@ type StdinWrite struct {
 
 	// WriteId Makes the write idempotent over retries (the last 4096 writeIds are remembered): a
 	// retry with the same writeId must carry the same data, of which only the bytes that
-	// earlier calls did not write are written; other data is a 409 write_id_reused.
+	// earlier calls did not write are written; other data is a 409 write_id_reused. A
+	// retry may add close, which closes stdin even when its data went in whole before.
 	WriteId *string `json:"writeId,omitempty"`
 }
 
@@ -1761,8 +1771,11 @@ type ClientInterface interface {
 
 	// ReadFile Read a file, whole or a Range of it.
 	//
-	// Streams the regular file at path. Range (one or several byte ranges) answers 206;
-	// If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
+	// Streams the regular file at path. Range (one or several byte ranges) answers 206 with
+	// the ranges that lie within the file; when none does (a range from the file's length on,
+	// a suffix of zero bytes: bytes=-0, any but a suffix of an empty file) it is 416
+	// range_not_satisfiable with Content-Range: bytes */length, and a suffix of an empty file
+	// answers 200 with the file. If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
 	// is the version stat gives. A directory is 409 is_a_directory; a FIFO, socket or device
 	// 409 not_a_regular_file, and is never opened.
 	//
@@ -1793,7 +1806,8 @@ type ClientInterface interface {
 	//
 	// An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 	// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
-	// does. A symlink at to is followed as by a write.
+	// does. A directory is never replaced: one with entries is 409 destination_not_empty
+	// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1804,7 +1818,8 @@ type ClientInterface interface {
 	//
 	// An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 	// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
-	// does. A symlink at to is followed as by a write.
+	// does. A directory is never replaced: one with entries is 409 destination_not_empty
+	// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1838,7 +1853,8 @@ type ClientInterface interface {
 	// MoveFileWithBody Rename a file or directory, within one filesystem.
 	//
 	// An existing destination is replaced only with overwrite (else 409 exists; a directory
-	// only by a directory, and only an empty one). Across filesystems 409 cross_device. A root,
+	// only by a directory, and only an empty one: a directory with entries is 409
+	// destination_not_empty, field to, even with overwrite). Across filesystems 409 cross_device. A root,
 	// or a directory that holds one, is never moved or replaced (409 is_root). A directory
 	// moved into itself is 400 invalid_request (field to).
 	//
@@ -1850,7 +1866,8 @@ type ClientInterface interface {
 	// MoveFile Rename a file or directory, within one filesystem.
 	//
 	// An existing destination is replaced only with overwrite (else 409 exists; a directory
-	// only by a directory, and only an empty one). Across filesystems 409 cross_device. A root,
+	// only by a directory, and only an empty one: a directory with entries is 409
+	// destination_not_empty, field to, even with overwrite). Across filesystems 409 cross_device. A root,
 	// or a directory that holds one, is never moved or replaced (409 is_root). A directory
 	// moved into itself is 400 invalid_request (field to).
 	//
@@ -2105,7 +2122,8 @@ type ClientInterface interface {
 	// session, its first state's capture included, runs confined by its sandbox (the request's,
 	// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 	// sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-	// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
+	// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+	// is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 	// server's --max-sessions.
 	//
 	// Takes any type of body and a specified content type.
@@ -2124,7 +2142,8 @@ type ClientInterface interface {
 	// session, its first state's capture included, runs confined by its sandbox (the request's,
 	// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 	// sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-	// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
+	// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+	// is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 	// server's --max-sessions.
 	//
 	// Takes a body of the `application/json` content type.
@@ -2299,8 +2318,11 @@ func (c *APIClient) Exec(ctx context.Context, body ExecJSONRequestBody, reqEdito
 
 // ReadFile Read a file, whole or a Range of it.
 //
-// Streams the regular file at path. Range (one or several byte ranges) answers 206;
-// If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
+// Streams the regular file at path. Range (one or several byte ranges) answers 206 with
+// the ranges that lie within the file; when none does (a range from the file's length on,
+// a suffix of zero bytes: bytes=-0, any but a suffix of an empty file) it is 416
+// range_not_satisfiable with Content-Range: bytes */length, and a suffix of an empty file
+// answers 200 with the file. If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
 // is the version stat gives. A directory is 409 is_a_directory; a FIFO, socket or device
 // 409 not_a_regular_file, and is never opened.
 //
@@ -2351,7 +2373,8 @@ func (c *APIClient) WriteFileWithBody(ctx context.Context, params *WriteFilePara
 //
 // An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 // permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
-// does. A symlink at to is followed as by a write.
+// does. A directory is never replaced: one with entries is 409 destination_not_empty
+// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2372,7 +2395,8 @@ func (c *APIClient) CopyFileWithBody(ctx context.Context, contentType string, bo
 //
 // An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 // permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
-// does. A symlink at to is followed as by a write.
+// does. A directory is never replaced: one with entries is 409 destination_not_empty
+// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2446,7 +2470,8 @@ func (c *APIClient) MakeDirectory(ctx context.Context, body MakeDirectoryJSONReq
 // MoveFileWithBody Rename a file or directory, within one filesystem.
 //
 // An existing destination is replaced only with overwrite (else 409 exists; a directory
-// only by a directory, and only an empty one). Across filesystems 409 cross_device. A root,
+// only by a directory, and only an empty one: a directory with entries is 409
+// destination_not_empty, field to, even with overwrite). Across filesystems 409 cross_device. A root,
 // or a directory that holds one, is never moved or replaced (409 is_root). A directory
 // moved into itself is 400 invalid_request (field to).
 //
@@ -2468,7 +2493,8 @@ func (c *APIClient) MoveFileWithBody(ctx context.Context, contentType string, bo
 // MoveFile Rename a file or directory, within one filesystem.
 //
 // An existing destination is replaced only with overwrite (else 409 exists; a directory
-// only by a directory, and only an empty one). Across filesystems 409 cross_device. A root,
+// only by a directory, and only an empty one: a directory with entries is 409
+// destination_not_empty, field to, even with overwrite). Across filesystems 409 cross_device. A root,
 // or a directory that holds one, is never moved or replaced (409 is_root). A directory
 // moved into itself is 400 invalid_request (field to).
 //
@@ -2963,7 +2989,8 @@ func (c *APIClient) ListSessions(ctx context.Context, reqEditors ...RequestEdito
 // session, its first state's capture included, runs confined by its sandbox (the request's,
 // else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 // sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
+// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+// is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 // server's --max-sessions.
 //
 // Takes any type of body and a specified content type.
@@ -2992,7 +3019,8 @@ func (c *APIClient) CreateSessionWithBody(ctx context.Context, contentType strin
 // session, its first state's capture included, runs confined by its sandbox (the request's,
 // else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 // sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
+// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+// is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 // server's --max-sessions.
 //
 // Takes a body of the `application/json` content type.
@@ -4889,8 +4917,11 @@ type ClientWithResponsesInterface interface {
 
 	// ReadFileWithResponse Read a file, whole or a Range of it.
 	//
-	// Streams the regular file at path. Range (one or several byte ranges) answers 206;
-	// If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
+	// Streams the regular file at path. Range (one or several byte ranges) answers 206 with
+	// the ranges that lie within the file; when none does (a range from the file's length on,
+	// a suffix of zero bytes: bytes=-0, any but a suffix of an empty file) it is 416
+	// range_not_satisfiable with Content-Range: bytes */length, and a suffix of an empty file
+	// answers 200 with the file. If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
 	// is the version stat gives. A directory is 409 is_a_directory; a FIFO, socket or device
 	// 409 not_a_regular_file, and is never opened.
 	//
@@ -4923,7 +4954,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 	// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
-	// does. A symlink at to is followed as by a write.
+	// does. A directory is never replaced: one with entries is 409 destination_not_empty
+	// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4934,7 +4966,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 	// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
-	// does. A symlink at to is followed as by a write.
+	// does. A directory is never replaced: one with entries is 409 destination_not_empty
+	// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4970,7 +5003,8 @@ type ClientWithResponsesInterface interface {
 	// MoveFileWithBodyWithResponse Rename a file or directory, within one filesystem.
 	//
 	// An existing destination is replaced only with overwrite (else 409 exists; a directory
-	// only by a directory, and only an empty one). Across filesystems 409 cross_device. A root,
+	// only by a directory, and only an empty one: a directory with entries is 409
+	// destination_not_empty, field to, even with overwrite). Across filesystems 409 cross_device. A root,
 	// or a directory that holds one, is never moved or replaced (409 is_root). A directory
 	// moved into itself is 400 invalid_request (field to).
 	//
@@ -4982,7 +5016,8 @@ type ClientWithResponsesInterface interface {
 	// MoveFileWithResponse Rename a file or directory, within one filesystem.
 	//
 	// An existing destination is replaced only with overwrite (else 409 exists; a directory
-	// only by a directory, and only an empty one). Across filesystems 409 cross_device. A root,
+	// only by a directory, and only an empty one: a directory with entries is 409
+	// destination_not_empty, field to, even with overwrite). Across filesystems 409 cross_device. A root,
 	// or a directory that holds one, is never moved or replaced (409 is_root). A directory
 	// moved into itself is 400 invalid_request (field to).
 	//
@@ -5263,7 +5298,8 @@ type ClientWithResponsesInterface interface {
 	// session, its first state's capture included, runs confined by its sandbox (the request's,
 	// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 	// sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-	// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
+	// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+	// is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 	// server's --max-sessions.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -5282,7 +5318,8 @@ type ClientWithResponsesInterface interface {
 	// session, its first state's capture included, runs confined by its sandbox (the request's,
 	// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 	// sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-	// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
+	// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+	// is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 	// server's --max-sessions.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -8023,8 +8060,11 @@ func (c *ClientWithResponses) ExecWithResponse(ctx context.Context, body ExecJSO
 
 // ReadFileWithResponse Read a file, whole or a Range of it.
 //
-// Streams the regular file at path. Range (one or several byte ranges) answers 206;
-// If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
+// Streams the regular file at path. Range (one or several byte ranges) answers 206 with
+// the ranges that lie within the file; when none does (a range from the file's length on,
+// a suffix of zero bytes: bytes=-0, any but a suffix of an empty file) it is 416
+// range_not_satisfiable with Content-Range: bytes */length, and a suffix of an empty file
+// answers 200 with the file. If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
 // is the version stat gives. A directory is 409 is_a_directory; a FIFO, socket or device
 // 409 not_a_regular_file, and is never opened.
 //
@@ -8069,7 +8109,8 @@ func (c *ClientWithResponses) WriteFileWithBodyWithResponse(ctx context.Context,
 //
 // An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 // permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
-// does. A symlink at to is followed as by a write.
+// does. A directory is never replaced: one with entries is 409 destination_not_empty
+// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8086,7 +8127,8 @@ func (c *ClientWithResponses) CopyFileWithBodyWithResponse(ctx context.Context, 
 //
 // An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 // permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
-// does. A symlink at to is followed as by a write.
+// does. A directory is never replaced: one with entries is 409 destination_not_empty
+// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8146,7 +8188,8 @@ func (c *ClientWithResponses) MakeDirectoryWithResponse(ctx context.Context, bod
 // MoveFileWithBodyWithResponse Rename a file or directory, within one filesystem.
 //
 // An existing destination is replaced only with overwrite (else 409 exists; a directory
-// only by a directory, and only an empty one). Across filesystems 409 cross_device. A root,
+// only by a directory, and only an empty one: a directory with entries is 409
+// destination_not_empty, field to, even with overwrite). Across filesystems 409 cross_device. A root,
 // or a directory that holds one, is never moved or replaced (409 is_root). A directory
 // moved into itself is 400 invalid_request (field to).
 //
@@ -8164,7 +8207,8 @@ func (c *ClientWithResponses) MoveFileWithBodyWithResponse(ctx context.Context, 
 // MoveFileWithResponse Rename a file or directory, within one filesystem.
 //
 // An existing destination is replaced only with overwrite (else 409 exists; a directory
-// only by a directory, and only an empty one). Across filesystems 409 cross_device. A root,
+// only by a directory, and only an empty one: a directory with entries is 409
+// destination_not_empty, field to, even with overwrite). Across filesystems 409 cross_device. A root,
 // or a directory that holds one, is never moved or replaced (409 is_root). A directory
 // moved into itself is 400 invalid_request (field to).
 //
@@ -8589,7 +8633,8 @@ func (c *ClientWithResponses) ListSessionsWithResponse(ctx context.Context, reqE
 // session, its first state's capture included, runs confined by its sandbox (the request's,
 // else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 // sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
+// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+// is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 // server's --max-sessions.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -8614,7 +8659,8 @@ func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Cont
 // session, its first state's capture included, runs confined by its sandbox (the request's,
 // else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 // sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-// unsupported_shell. 409 session_exists for an id in use, 429 too_many_sessions beyond the
+// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+// is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 // server's --max-sessions.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).

@@ -127,3 +127,24 @@ func TestSessionExecStreams(t *testing.T) {
 		t.Errorf("GET /sessions/st = %d %s", code, body)
 	}
 }
+
+// TestSessionEmptyScopeIsRefused: a session asked from the snapshot of the
+// empty scope is 422 invalid_scope, as /exec's is, and no session is made;
+// without shellSnapshot it starts from a bare shell.
+func TestSessionEmptyScopeIsRefused(t *testing.T) {
+	s := startServer(t, nil)
+	home := t.TempDir()
+	shell := map[string]string{"name": "bash", "path": "/bin/bash"}
+	env := map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"}
+	code, out, _ := s.post(t, "/sessions", map[string]any{"shell": shell, "cwd": home, "env": env, "shellSnapshot": map[string]string{"scopeId": ""}})
+	if code != http.StatusUnprocessableEntity || out["code"] != "invalid_scope" || out["field"] != "shellSnapshot.scopeId" {
+		t.Errorf("POST /sessions with scopeId \"\" = %d %v, want 422 invalid_scope on shellSnapshot.scopeId", code, out)
+	}
+	if _, body := s.get(t, "/sessions"); !strings.Contains(string(body), `"sessions":[]`) {
+		t.Errorf("GET /sessions after the refusal = %s, want none", body)
+	}
+	code, out, _ = s.post(t, "/sessions", map[string]any{"shell": shell, "cwd": home, "env": env})
+	if code != http.StatusCreated {
+		t.Errorf("POST /sessions without shellSnapshot = %d %v, want 201", code, out)
+	}
+}

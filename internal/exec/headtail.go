@@ -1,6 +1,9 @@
 package exec
 
-import "sync"
+import (
+	"sync"
+	"unicode/utf8"
+)
 
 // headTail keeps the first and the last bytes of a stream within a budget: the
 // head fills first, then the tail is a ring of the most recent bytes.
@@ -57,5 +60,32 @@ func (h *headTail) Output() Output {
 	data = append(data, h.head...)
 	data = append(data, h.tail[h.start:]...)
 	data = append(data, h.tail[:h.start]...)
-	return Output{Data: data, Total: h.total, Truncated: int64(len(data)) < h.total}
+	return keptOutput(data, len(h.head), h.total)
+}
+
+// keptOutput is the Output of data, the first headLen bytes of a stream of
+// total bytes and the last of the rest. When the middle was dropped, the
+// two cuts are moved to characters' boundaries: a character a cut split is
+// dropped whole, so that UTF-8 text stays UTF-8 (an answer sends output
+// that is not as base64). Bytes that are not UTF-8 are cut where they are.
+func keptOutput(data []byte, headLen int, total int64) Output {
+	if int64(len(data)) == total {
+		return Output{Data: data, Total: total}
+	}
+	head, tail := data[:headLen], data[headLen:]
+	for i := len(head) - 1; i >= 0 && i > len(head)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(head[i]) {
+			if !utf8.FullRune(head[i:]) {
+				head = head[:i]
+			}
+			break
+		}
+	}
+	for i := 0; i < len(tail) && i < utf8.UTFMax; i++ {
+		if utf8.RuneStart(tail[i]) {
+			tail = tail[i:]
+			break
+		}
+	}
+	return Output{Data: append(head, tail...), Total: total, Truncated: true}
 }

@@ -218,5 +218,5 @@ func (r *ring) headTail(s Stream, limit int) Output {
 		}
 		off = end
 	}
-	return Output{Data: data, Total: total, Truncated: int64(len(data)) < total}
+	return keptOutput(data, int(headLen), total)
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // fillRing returns a ring holding one chunk per size, alternating streams.
@@ -151,6 +153,8 @@ func TestRingHeadTailMatchesCollector(t *testing.T) {
 		{"one stream", []Stream{Stdout, Stdout, Stdout}, []string{"hello ", "wide ", "world"}},
 		{"both streams", []Stream{Stdout, Stderr, Stdout, Stderr, Stdout}, []string{"0123", "abc", "456789", "de", "ABCDEFGHIJ"}},
 		{"single bytes", []Stream{Stdout, Stdout, Stdout, Stdout, Stdout, Stdout, Stdout}, []string{"a", "b", "c", "d", "e", "f", "g"}},
+		{"text", []Stream{Stdout, Stderr, Stdout, Stdout}, []string{"héllo ", "wörld", "✓ 𝄞", " ende"}},
+		{"not text", []Stream{Stdout, Stdout}, []string{"\xff\xe2\x9c", "\x93\x80\x80\x80\x80ab"}},
 	}
 	for _, w := range writes {
 		for _, limit := range []int{1, 2, 3, 4, 7, 10, 1000} {
@@ -168,6 +172,27 @@ func TestRingHeadTailMatchesCollector(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestHeadTailCutsAtCharacters: output kept within a limit, its middle
+// dropped, is cut at characters' boundaries, the ring's as the
+// collector's: UTF-8 text stays UTF-8 (an answer sends output that is not
+// as base64), at most limit bytes, the start of the text and its end.
+func TestHeadTailCutsAtCharacters(t *testing.T) {
+	text := "héllo wörld ✓ 𝄞 ünïcödé ✓✓ 𝄞𝄞 ende"
+	for limit := 1; limit <= len(text); limit++ {
+		r := newRing(1<<20, 1000)
+		c := newHeadTail(limit)
+		for _, piece := range strings.SplitAfter(text, " ") {
+			r.append(Stdout, []byte(piece))
+			c.Write([]byte(piece))
+		}
+		for name, got := range map[string]Output{"ring": r.headTail(Stdout, limit), "collector": c.Output()} {
+			if !utf8.Valid(got.Data) || len(got.Data) > limit || got.Truncated != (limit < len(text)) || got.Total != int64(len(text)) {
+				t.Errorf("%s, limit %d: kept %q (%d bytes, truncated %v, total %d); want UTF-8, at most %d bytes, truncated %v", name, limit, got.Data, len(got.Data), got.Truncated, got.Total, limit, limit < len(text))
+			}
 		}
 	}
 }

@@ -47,7 +47,8 @@ type Spec struct {
 	// long; zero means none.
 	IdleTimeout time.Duration
 	// MaxOutputBytes bounds the bytes kept per stream for the result: beyond it the
-	// middle is dropped and the head and tail are kept. Zero means the manager's
+	// middle is dropped and the head and tail are kept, cut at UTF-8
+	// characters' boundaries. Zero means the manager's
 	// default; KeepNoOutput keeps none (the totals are still counted).
 	MaxOutputBytes int
 	// Sandbox confines the child and every descendant (package sandbox); the

@@ -110,7 +110,8 @@ type StdinWrite struct {
 	// them).
 	AlreadyWritten int
 	// Duplicate reports that earlier calls with the same write id had written
-	// all of data (and closed stdin when asked): this call did nothing.
+	// all of data, and closed stdin if this call asks to: this call did
+	// nothing.
 	Duplicate bool
 }
 
@@ -125,7 +126,8 @@ type StdinWrite struct {
 // the bytes that are missing; one whose earlier call wrote everything is a
 // Duplicate that writes nothing. A call whose id was used for other data is
 // ErrWriteIDReused and writes nothing: which data the client meant cannot be
-// known. (A retry may add close.)
+// known. A retry may add close: one whose earlier call wrote everything
+// without closing closes stdin, and is no Duplicate.
 //
 // It returns ErrProcessExited when the process has exited, and
 // ErrStdinClosed when it runs but its stdin is not open: it was not started
@@ -148,9 +150,10 @@ func (p *Process) WriteStdin(ctx context.Context, data []byte, writeID string, c
 		if (rec.done || rec.written > 0) && rec.sum != sum {
 			return StdinWrite{}, ErrWriteIDReused
 		}
-		if rec.done {
+		if rec.done && (rec.closed || !close) {
 			return StdinWrite{AlreadyWritten: rec.written, Duplicate: true}, nil
 		}
+		// A retry of a whole write that adds close goes on: it closes.
 		w.AlreadyWritten = min(rec.written, len(data))
 	}
 	f := s.file()
@@ -167,7 +170,7 @@ func (p *Process) WriteStdin(ctx context.Context, data []byte, writeID string, c
 	if writeID != "" && (err == nil || w.Written > 0) {
 		// A write cut short is remembered too: its retry must not write again
 		// what went into the pipe.
-		s.remember(writeID, stdinRecord{written: w.AlreadyWritten + w.Written, done: err == nil, sum: sum})
+		s.remember(writeID, stdinRecord{written: w.AlreadyWritten + w.Written, done: err == nil, closed: err == nil && close, sum: sum})
 	}
 	if errors.Is(err, ErrStdinClosed) {
 		err = p.stdinGone(err, errors.Is(err, syscall.EPIPE))
@@ -254,6 +257,7 @@ func writeContext(ctx context.Context, w *os.File, data []byte) (int, error) {
 type stdinRecord struct {
 	written int    // bytes of the write's data in the pipe
 	done    bool   // all of it, and stdin closed when the write asked
+	closed  bool   // done, and stdin closed: a retry that adds close is done
 	sum     uint64 // the write's data (stdinPipe.sum)
 }
 

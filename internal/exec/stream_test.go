@@ -309,6 +309,40 @@ func TestWriteStdin(t *testing.T) {
 	}
 }
 
+// TestWriteStdinRetryAddsClose: a retry of a whole write that adds close
+// closes stdin, writing nothing again, and is no duplicate; once it closed,
+// it is one.
+func TestWriteStdinRetryAddsClose(t *testing.T) {
+	m := testManager()
+	spec := helperSpec(t, "cat")
+	spec.PipeStdin = true
+	p := startProcess(t, m, spec)
+	ctx := context.Background()
+	steps := []struct {
+		name  string
+		close bool
+		want  StdinWrite
+	}{
+		{"write", false, StdinWrite{Written: 2}},
+		{"its retry, which closes", true, StdinWrite{AlreadyWritten: 2}},
+		{"the closing retry again", true, StdinWrite{AlreadyWritten: 2, Duplicate: true}},
+		{"the first again", false, StdinWrite{AlreadyWritten: 2, Duplicate: true}},
+	}
+	for _, s := range steps {
+		if got, err := p.WriteStdin(ctx, []byte("a\n"), "w1", s.close); got != s.want || err != nil {
+			t.Errorf("%s: WriteStdin(a, w1, close %v) = %+v, %v; want %+v, nil", s.name, s.close, got, err, s.want)
+		}
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("cat did not end: its stdin was not closed")
+	}
+	if got := p.Result(); got.Status != StatusExited || string(got.Stdout.Data) != "a\n" {
+		t.Errorf("Result() = %s %q, want exited \"a\\n\"", got.Status, got.Stdout.Data)
+	}
+}
+
 // TestWriteStdinRetryWritesOnlyWhatIsMissing is issue 14's scenario: a write
 // of 200,000 bytes to a child that does not read yet is cut short once the
 // pipe is full; its retry under the same write id writes only the rest, and

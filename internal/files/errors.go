@@ -32,6 +32,9 @@ var (
 	ErrNotEmpty = errors.New("directory not empty")
 	// ErrExists means the destination exists and was not to be replaced.
 	ErrExists = errors.New("already exists")
+	// ErrDestinationNotEmpty means the destination of a move or a copy is
+	// a directory with entries, which nothing replaces.
+	ErrDestinationNotEmpty = errors.New("destination is a directory with entries")
 	// ErrPreconditionFailed means the file's ETag is not the one the write
 	// was conditioned on (it changed, or it is gone).
 	ErrPreconditionFailed = errors.New("precondition failed")

@@ -553,3 +553,38 @@ func TestBadNamesAndMoves(t *testing.T) {
 		t.Errorf("a/b/c = %q after the refused move", got)
 	}
 }
+
+// TestOntoADirectoryWithEntries: a move or a copy onto a directory that has
+// entries, even with overwrite, is ErrDestinationNotEmpty (not ErrExists,
+// which overwrite answers, nor ErrIsDirectory, which its removal would not
+// change), and changes nothing; onto an empty directory a directory moves,
+// and a file is ErrIsDirectory.
+func TestOntoADirectoryWithEntries(t *testing.T) {
+	fx := newFixture(t, Options{})
+	writeFile(t, fx.in("file"), "content")
+	writeFile(t, fx.in("dir/inside"), "x")
+	writeFile(t, fx.in("full/kept"), "y")
+	if err := os.Mkdir(fx.in("empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := fx.fs.Copy(fx.in("file"), fx.in("full"), WriteOptions{})
+	wantErr(t, "Copy(a file onto a directory with entries)", err, ErrDestinationNotEmpty)
+	_, err = fx.fs.Copy(fx.in("file"), fx.in("full"), WriteOptions{MustNotExist: true})
+	wantErr(t, "Copy(a file onto a directory with entries, must not exist)", err, ErrDestinationNotEmpty)
+	wantErr(t, "Move(a file onto a directory with entries)", fx.fs.Move(fx.in("file"), fx.in("full"), true), ErrDestinationNotEmpty)
+	wantErr(t, "Move(a directory onto a directory with entries)", fx.fs.Move(fx.in("dir"), fx.in("full"), true), ErrDestinationNotEmpty)
+	wantErr(t, "Move(a directory onto a directory with entries, no overwrite)", fx.fs.Move(fx.in("dir"), fx.in("full"), false), ErrExists)
+	if got := readFile(t, fx.in("full/kept")); got != "y" {
+		t.Errorf("the destination's entry holds %q after the refusals, want y", got)
+	}
+	if got := readFile(t, fx.in("dir/inside")); got != "x" {
+		t.Errorf("the source's entry holds %q after the refusals, want x", got)
+	}
+	_, err = fx.fs.Copy(fx.in("file"), fx.in("empty"), WriteOptions{})
+	wantErr(t, "Copy(a file onto an empty directory)", err, ErrIsDirectory)
+	wantErr(t, "Move(a file onto an empty directory)", fx.fs.Move(fx.in("file"), fx.in("empty"), true), ErrIsDirectory)
+	wantErr(t, "Move(a directory onto an empty directory)", fx.fs.Move(fx.in("dir"), fx.in("empty"), true), nil)
+	if got := readFile(t, fx.in("empty/inside")); got != "x" {
+		t.Errorf("the moved directory's entry holds %q, want x", got)
+	}
+}

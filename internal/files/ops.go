@@ -58,9 +58,10 @@ func (f *FS) Remove(path string, recursive bool) error {
 
 // Move renames src to dst, which may be in another root of the same
 // filesystem; an existing dst is replaced only with overwrite (a directory
-// only by a directory, and only when empty). A root itself is never moved
-// nor replaced, nor a directory that holds one; a directory is never moved
-// beneath itself (ErrMoveIntoItself).
+// only by a directory, and only when empty: one with entries is
+// ErrDestinationNotEmpty). A root itself is never moved nor replaced, nor a
+// directory that holds one; a directory is never moved beneath itself
+// (ErrMoveIntoItself).
 func (f *FS) Move(src, dst string, overwrite bool) error {
 	from, err := f.resolve(src)
 	if err != nil {
@@ -99,6 +100,11 @@ func (f *FS) Move(src, dst string, overwrite bool) error {
 	// single components, so the rename cannot reach outside either root.
 	err = unix.Renameat2(int(fromDir.Fd()), fromName, int(toDir.Fd()), toName, flags)
 	switch {
+	case overwrite && (errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST)),
+		errors.Is(err, unix.EISDIR) && hasEntries(toDir, toName):
+		// rename(2)'s answers for a directory with entries replaced by a
+		// directory, and for any directory replaced by a file.
+		return fail(ErrDestinationNotEmpty, to.abs)
 	case errors.Is(err, unix.ENOTEMPTY):
 		return fail(ErrExists, to.abs)
 	case errors.Is(err, unix.EINVAL):
@@ -106,6 +112,19 @@ func (f *FS) Move(src, dst string, overwrite bool) error {
 		return fail(ErrMoveIntoItself, from.abs+" into "+to.abs)
 	}
 	return classify(err)
+}
+
+// hasEntries reports whether the entry name in dir is a directory with
+// entries; a symlink is not followed.
+func hasEntries(dir *os.File, name string) bool {
+	fd, err := unix.Openat(int(dir.Fd()), name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	d := os.NewFile(uintptr(fd), name)
+	defer d.Close()
+	names, _ := d.Readdirnames(1)
+	return len(names) > 0
 }
 
 // refuseRoots fails with ErrIsRoot when the entry name in dir is a directory

@@ -413,7 +413,9 @@ func tempName(name string) string {
 
 // Copy writes a copy of the regular file src to dst, as Write does with o,
 // but that a new file takes src's permission bits (never setuid, setgid or
-// sticky), as cp gives them, whatever o.Mode says.
+// sticky), as cp gives them, whatever o.Mode says. A dst that is a
+// directory with entries is ErrDestinationNotEmpty, an empty one
+// ErrIsDirectory.
 func (f *FS) Copy(src, dst string, o WriteOptions) (Info, error) {
 	in, info, err := f.Open(src)
 	if err != nil {
@@ -421,5 +423,23 @@ func (f *FS) Copy(src, dst string, o WriteOptions) (Info, error) {
 	}
 	defer in.Close()
 	o.Mode = info.Mode.Perm()
-	return f.Write(dst, in, o)
+	out, err := f.Write(dst, in, o)
+	if errors.Is(err, ErrIsDirectory) && f.hasEntries(dst) {
+		return Info{}, fail(ErrDestinationNotEmpty, dst)
+	}
+	return out, err
+}
+
+// hasEntries reports whether path is a directory with entries.
+func (f *FS) hasEntries(path string) bool {
+	t, err := f.resolve(path)
+	if err != nil {
+		return false
+	}
+	dir, name, err := t.openParent()
+	if err != nil {
+		return false
+	}
+	defer dir.Close()
+	return hasEntries(dir, name)
 }

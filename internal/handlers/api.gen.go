@@ -163,6 +163,7 @@ const (
 	CrossDevice          ProblemCode = "cross_device"
 	CwdNotFound          ProblemCode = "cwd_not_found"
 	DeadlineExceeded     ProblemCode = "deadline_exceeded"
+	DestinationNotEmpty  ProblemCode = "destination_not_empty"
 	Exists               ProblemCode = "exists"
 	FilesDisabled        ProblemCode = "files_disabled"
 	ForbiddenOrigin      ProblemCode = "forbidden_origin"
@@ -214,6 +215,8 @@ func (e ProblemCode) Valid() bool {
 	case CwdNotFound:
 		return true
 	case DeadlineExceeded:
+		return true
+	case DestinationNotEmpty:
 		return true
 	case Exists:
 		return true
@@ -589,12 +592,13 @@ type ExecRequest struct {
 	IdleTimeoutMs *int64 `json:"idleTimeoutMs,omitempty"`
 
 	// MaxOutputBytes Bytes kept per stream in the response; beyond it the middle is dropped and head and
-	// tail are kept. 0 keeps none (stdoutBytes and stderrBytes still count what there
+	// tail are kept, cut at characters' boundaries (a UTF-8 character a cut splits is
+	// dropped whole, so that text stays text). 0 keeps none (stdoutBytes and stderrBytes still count what there
 	// was). Absent: the server's --max-output-bytes (1 MiB by default), which is also the
 	// largest value accepted.
 	MaxOutputBytes *int `json:"maxOutputBytes,omitempty"`
 
-	// ProcessId Client key, unique among live and retained processes; generated when absent.
+	// ProcessId Client key, unique among live and retained processes, neither "." nor ".."; generated when absent.
 	ProcessId *string `json:"processId,omitempty"`
 
 	// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and
@@ -608,9 +612,10 @@ type ExecRequest struct {
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
 
 	// ShellSnapshot Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
-	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope); a shell
-	// other than bash, zsh or sh is 422 unsupported_shell, whatever the argv; any other argv
-	// shape runs unchanged (outcome ineligible).
+	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope), and not "."
+	// or ".." (400 invalid_request: a URL's dot segments, which no /snapshots/{scopeId} could
+	// name); a shell other than bash, zsh or sh is 422 unsupported_shell, whatever the argv;
+	// any other argv shape runs unchanged (outcome ineligible).
 	ShellSnapshot *ShellSnapshotRequest `json:"shellSnapshot,omitempty"`
 
 	// Stdin Written to the child, then closed; without it stdin is /dev/null. On a terminal (tty) stdin stays open, as a terminal's does; end the input as a keyboard does, with the byte 0x04 (Ctrl-D) at the start of a line.
@@ -1030,7 +1035,7 @@ type SessionCommand struct {
 	ExitCode   *int   `json:"exitCode"`
 	ProcessId  string `json:"processId"`
 
-	// Script The script's first 256 bytes.
+	// Script The script's first 256 bytes at most, cut at a character's boundary.
 	Script    string    `json:"script"`
 	Signal    *string   `json:"signal"`
 	StartedAt time.Time `json:"startedAt"`
@@ -1065,7 +1070,7 @@ type SessionCreateRequest struct {
 	// missing, and nothing runs; a writable root that is not a directory is 400.
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
 
-	// SessionId Client key, unique among the sessions; generated when absent.
+	// SessionId Client key, unique among the sessions, neither "." nor ".."; generated when absent.
 	SessionId *string   `json:"sessionId,omitempty"`
 	Shell     ShellInfo `json:"shell"`
 
@@ -1137,7 +1142,7 @@ type SessionExecResult struct {
 
 // SessionForkRequest defines model for SessionForkRequest.
 type SessionForkRequest struct {
-	// SessionId The fork's id; generated when absent.
+	// SessionId The fork's id, neither "." nor ".."; generated when absent.
 	SessionId *string `json:"sessionId,omitempty"`
 }
 
@@ -1148,6 +1153,8 @@ type SessionList struct {
 
 // SessionSnapshotRequest Start from the scope's shell snapshot of the session's shell, cwd, env and envPolicy.
 type SessionSnapshotRequest struct {
+	// ScopeId 1 to 256 bytes, neither "." nor ".." (400 invalid_request, as /exec's); an empty one is
+	// 422 invalid_scope.
 	ScopeId string `json:"scopeId"`
 }
 
@@ -1172,9 +1179,10 @@ type ShellInfo struct {
 }
 
 // ShellSnapshotRequest Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
-// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope); a shell
-// other than bash, zsh or sh is 422 unsupported_shell, whatever the argv; any other argv
-// shape runs unchanged (outcome ineligible).
+// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope), and not "."
+// or ".." (400 invalid_request: a URL's dot segments, which no /snapshots/{scopeId} could
+// name); a shell other than bash, zsh or sh is 422 unsupported_shell, whatever the argv;
+// any other argv shape runs unchanged (outcome ineligible).
 type ShellSnapshotRequest struct {
 	ScopeId string    `json:"scopeId"`
 	Shell   ShellInfo `json:"shell"`
@@ -1391,7 +1399,7 @@ type StartProcessRequest struct {
 	// PipeStdin Keep stdin open for POST /processes/{processId}/stdin. Absent means false.
 	PipeStdin *bool `json:"pipeStdin,omitempty"`
 
-	// ProcessId Client key, unique among live and retained processes; generated when absent.
+	// ProcessId Client key, unique among live and retained processes, neither "." nor ".."; generated when absent.
 	ProcessId *string `json:"processId,omitempty"`
 
 	// Sandbox Confines the command and every descendant, by the kernel (Landlock ABI 6 or later, and
@@ -1405,9 +1413,10 @@ type StartProcessRequest struct {
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
 
 	// ShellSnapshot Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
-	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope); a shell
-	// other than bash, zsh or sh is 422 unsupported_shell, whatever the argv; any other argv
-	// shape runs unchanged (outcome ineligible).
+	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope), and not "."
+	// or ".." (400 invalid_request: a URL's dot segments, which no /snapshots/{scopeId} could
+	// name); a shell other than bash, zsh or sh is 422 unsupported_shell, whatever the argv;
+	// any other argv shape runs unchanged (outcome ineligible).
 	ShellSnapshot *ShellSnapshotRequest `json:"shellSnapshot,omitempty"`
 
 	// Stdin Written to the child first; with pipeStdin stdin then stays open for writes.
@@ -1445,7 +1454,7 @@ type StdinResult struct {
 	// Closed Stdin is now closed.
 	Closed bool `json:"closed"`
 
-	// Duplicate Earlier calls with the same writeId wrote all of it; nothing was written.
+	// Duplicate Earlier calls with the same writeId wrote all of it
 	Duplicate bool `json:"duplicate"`
 
 	// Written Bytes written by this call.
@@ -1461,7 +1470,8 @@ type StdinWrite struct {
 
 	// WriteId Makes the write idempotent over retries (the last 4096 writeIds are remembered): a
 	// retry with the same writeId must carry the same data, of which only the bytes that
-	// earlier calls did not write are written; other data is a 409 write_id_reused.
+	// earlier calls did not write are written; other data is a 409 write_id_reused. A
+	// retry may add close, which closes stdin even when its data went in whole before.
 	WriteId *string `json:"writeId,omitempty"`
 }
 

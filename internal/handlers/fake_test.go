@@ -31,7 +31,7 @@ import (
 // by name and id in calls.
 type fakeService struct {
 	ExecFn            func(ctx context.Context, in service.ExecInput) (service.ExecOutput, error)
-	StartExecFn       func(ctx context.Context, in service.ExecInput) (service.ProcessInfo, error)
+	StartExecFn       func(ctx context.Context, in service.ExecInput) (service.Follower, error)
 	StartFn           func(ctx context.Context, in service.StartInput) (service.ProcessInfo, error)
 	ListFn            func() []service.ProcessInfo
 	GetFn             func(id string) (service.ProcessInfo, error)
@@ -87,7 +87,7 @@ func (f *fakeService) Exec(ctx context.Context, in service.ExecInput) (service.E
 	return f.ExecFn(ctx, in)
 }
 
-func (f *fakeService) StartExec(ctx context.Context, in service.ExecInput) (service.ProcessInfo, error) {
+func (f *fakeService) StartExec(ctx context.Context, in service.ExecInput) (service.Follower, error) {
 	f.record("StartExec")
 	return f.StartExecFn(ctx, in)
 }
@@ -212,7 +212,7 @@ func (f *fakeService) SessionExec(ctx context.Context, id string, in service.Ses
 
 // StartSessionExec has no field: the streamed answer's loop is /exec's,
 // tested there.
-func (f *fakeService) StartSessionExec(context.Context, string, service.SessionExecInput) (service.ProcessInfo, func(context.Context) (service.SessionExecOutput, error), error) {
+func (f *fakeService) StartSessionExec(context.Context, string, service.SessionExecInput) (service.Follower, func(context.Context) (service.SessionExecOutput, error), error) {
 	panic("StartSessionExec is not faked")
 }
 

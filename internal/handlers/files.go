@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/snapexec/snapexec/internal/files"
@@ -30,7 +32,8 @@ var errFilesDisabled = &problem{status: http.StatusNotFound, code: FilesDisabled
 	detail: "the files API is off: the server was started without --files-root"}
 
 // readFile serves GET /files/content: the file streamed, with Range, ETag
-// and the conditional headers as http.ServeContent answers them.
+// and the conditional headers as http.ServeContent answers them, but for
+// the ranges it cannot satisfy (satisfiableRanges).
 func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
 	if s.files == nil {
 		writeProblem(w, r, errFilesDisabled)
@@ -42,9 +45,94 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer f.Close()
+	if h := r.Header.Get("Range"); h != "" {
+		// ServeContent sends a suffix of zero as "bytes 5-4/5", and
+		// ignores any range of an empty file, or sends "bytes 0--1/0":
+		// it is given the ranges RFC 9110 satisfies, and still checks the
+		// conditions first (If-Match, If-None-Match, If-Range).
+		if kept, ok := satisfiableRanges(h, info.Size); ok {
+			switch {
+			case kept == "":
+				r.Header.Set("Range", unsatisfiableRange)
+			case info.Size == 0:
+				// Suffixes of the empty file: no 206 can say zero bytes.
+				r.Header.Del("Range")
+			default:
+				r.Header.Set("Range", kept)
+			}
+		}
+	}
 	w.Header().Set("ETag", quoteETag(info.ETag))
 	w.Header().Set("Content-Type", "application/octet-stream")
-	http.ServeContent(&contentWriter{ResponseWriter: w, r: r}, r, "", info.ModTime, f)
+	http.ServeContent(&contentWriter{ResponseWriter: w, r: r, size: info.Size}, r, "", info.ModTime, f)
+}
+
+// unsatisfiableRange stands for a Range of which no range can be satisfied:
+// a value that ServeContent refuses, 416, whatever the file's size, once
+// the conditions are checked (its own no-overlap answer is a 200 for an
+// empty file).
+const unsatisfiableRange = "bytes=unsatisfiable"
+
+// satisfiableRanges returns the ranges of the Range value h that a file of
+// size bytes satisfies (RFC 9110, 14.1.2: an int-range that starts within
+// it, a suffix-range of a length other than zero), as a Range value with
+// the numbers cut to the file, or "" when there are none. ok is false for a
+// value that does not parse, left to ServeContent.
+func satisfiableRanges(h string, size int64) (kept string, ok bool) {
+	unit, set, found := strings.Cut(h, "=")
+	if !found || !strings.EqualFold(strings.TrimSpace(unit), "bytes") {
+		return "", false
+	}
+	var keep []string
+	for spec := range strings.SplitSeq(set, ",") {
+		spec = strings.TrimSpace(spec)
+		if spec == "" {
+			continue // a list may have empty elements (RFC 9110, 5.6.1)
+		}
+		first, last, found := strings.Cut(spec, "-")
+		if !found {
+			return "", false
+		}
+		if first == "" {
+			n, ok := decimal(last)
+			switch {
+			case !ok:
+				return "", false
+			case n > 0:
+				keep = append(keep, "-"+strconv.FormatInt(min(n, size), 10))
+			}
+			continue
+		}
+		a, ok := decimal(first)
+		if !ok {
+			return "", false
+		}
+		b := int64(math.MaxInt64)
+		if last != "" {
+			if b, ok = decimal(last); !ok || b < a {
+				return "", false
+			}
+		}
+		if a < size {
+			keep = append(keep, strconv.FormatInt(a, 10)+"-"+strconv.FormatInt(min(b, size-1), 10))
+		}
+	}
+	if len(keep) == 0 {
+		return "", true
+	}
+	return "bytes=" + strings.Join(keep, ","), true
+}
+
+// decimal is the non-negative decimal s, at most math.MaxInt64.
+func decimal(s string) (int64, bool) {
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return math.MaxInt64, true // all digits: too large
+	}
+	return n, true
 }
 
 // writeFile serves PUT /files/content: the body streamed into an atomic
@@ -199,10 +287,12 @@ func unquoteETag(v string) string {
 
 // contentWriter turns the plain-text refusals http.ServeContent writes (416
 // for a range beyond the file, 412 for an If-Match of another version) into
-// the API's problems.
+// the API's problems. A 416 says the file's size, as RFC 9110 asks
+// (15.5.17), whatever ServeContent refused.
 type contentWriter struct {
 	http.ResponseWriter
 	r      *http.Request
+	size   int64
 	failed bool
 }
 
@@ -210,6 +300,7 @@ func (w *contentWriter) WriteHeader(code int) {
 	var p *problem
 	switch code {
 	case http.StatusRequestedRangeNotSatisfiable:
+		w.Header().Set("Content-Range", "bytes */"+strconv.FormatInt(w.size, 10))
 		p = &problem{status: code, code: RangeNotSatisfiable, field: "Range", detail: "no range asked for lies within the file"}
 	case http.StatusPreconditionFailed:
 		p = &problem{status: code, code: PreconditionFailed, field: "If-Match", detail: "the file is not the version If-Match names"}

@@ -147,6 +147,7 @@ func TestFilesProblems(t *testing.T) {
 			WriteFn: func(string, io.Reader, files.WriteOptions) (files.Info, error) { return files.Info{}, err },
 			RmFn:    func(string, bool) error { return err },
 			MoveFn:  func(string, string, bool) error { return err },
+			CopyFn:  func(string, string, files.WriteOptions) (files.Info, error) { return files.Info{}, err },
 		}
 	}
 	wrap := func(sentinel error) error { return fmt.Errorf("%w: /secret/server/path", sentinel) }
@@ -170,6 +171,8 @@ func TestFilesProblems(t *testing.T) {
 		{"not empty", failing(wrap(files.ErrNotEmpty)), "POST", "/files/remove", `{"path":"/r/d"}`, nil, 409, NotEmpty},
 		{"root", failing(wrap(files.ErrIsRoot)), "POST", "/files/remove", `{"path":"/r"}`, nil, 409, IsRoot},
 		{"exists", failing(wrap(files.ErrExists)), "POST", "/files/move", `{"from":"/r/a","to":"/r/b"}`, nil, 409, Exists},
+		{"move onto a directory with entries", failing(wrap(files.ErrDestinationNotEmpty)), "POST", "/files/move", `{"from":"/r/a","to":"/r/d","overwrite":true}`, nil, 409, DestinationNotEmpty},
+		{"copy onto a directory with entries", failing(wrap(files.ErrDestinationNotEmpty)), "POST", "/files/copy", `{"from":"/r/a","to":"/r/d","overwrite":true}`, nil, 409, DestinationNotEmpty},
 		{"cross device", failing(wrap(files.ErrCrossDevice)), "POST", "/files/move", `{"from":"/r/a","to":"/s/b"}`, nil, 409, CrossDevice},
 		{"stale ETag", failing(wrap(files.ErrPreconditionFailed)), "PUT", "/files/content?path=/r/f", "x", map[string]string{"If-Match": `"e"`}, 412, PreconditionFailed},
 		{"exists under If-None-Match", failing(wrap(files.ErrExists)), "PUT", "/files/content?path=/r/f", "x", map[string]string{"If-None-Match": "*"}, 412, PreconditionFailed},
@@ -243,6 +246,69 @@ func TestFilesUploadCutShort(t *testing.T) {
 			}
 			if entries, _ := os.ReadDir(root); len(entries) != 1 {
 				t.Errorf("the root holds %d entries, want the file alone (no temporary file left)", len(entries))
+			}
+		})
+	}
+}
+
+// TestReadFileRanges: a Range is answered as RFC 9110 says (14.1.2, 15.5.17):
+// a range is satisfiable when it starts within the file or is a suffix of a
+// length other than zero; the unsatisfiable ones of a set are left out; a
+// set of none is 416 with Content-Range: bytes */length, an empty file's
+// too; and a suffix of an empty file, which no 206 can say, is the whole
+// file, 200. The conditions come first: an If-Range of another version
+// sends the whole file.
+func TestReadFileRanges(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name, content, rng, ifRange string
+		status                      int
+		contentRange, body          string
+	}{
+		{"a range", "hello", "bytes=1-2", "", 206, "bytes 1-2/5", "el"},
+		{"a suffix", "hello", "bytes=-3", "", 206, "bytes 2-4/5", "llo"},
+		{"a suffix of zero", "hello", "bytes=-0", "", 416, "bytes */5", ""},
+		{"beyond the end", "hello", "bytes=5-", "", 416, "bytes */5", ""},
+		{"a suffix of zero in a set", "hello", "bytes=0-0,-0", "", 206, "bytes 0-0/5", "h"},
+		{"two suffixes of zero", "hello", "bytes=-0, -0", "", 416, "bytes */5", ""},
+		{"no range", "", "", "", 200, "", ""},
+		{"the first byte of an empty file", "", "bytes=0-", "", 416, "bytes */0", ""},
+		{"a range of an empty file", "", "bytes=0-0", "", 416, "bytes */0", ""},
+		{"a suffix of zero of an empty file", "", "bytes=-0", "", 416, "bytes */0", ""},
+		{"a suffix of an empty file", "", "bytes=-5", "", 200, "", ""},
+		{"a suffix and a range of an empty file", "", "bytes=0-1,-5", "", 200, "", ""},
+		{"unsatisfiable under If-Range of another version", "", "bytes=0-", `"other"`, 200, "", ""},
+		{"unsatisfiable under If-Range of this version", "", "bytes=0-", `"e"`, 416, "bytes */0", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(dir, "f")
+			if err := os.WriteFile(p, []byte(tt.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			fs := &fakeFiles{OpenFn: func(string) (*os.File, files.Info, error) {
+				f, err := os.Open(p)
+				return f, files.Info{Path: p, Type: files.TypeFile, Size: int64(len(tt.content)), ModTime: time.Unix(1, 0), ETag: "e"}, err
+			}}
+			req := localRequest("GET", "/files/content?path="+url.QueryEscape(p), nil)
+			if tt.rng != "" {
+				req.Header.Set("Range", tt.rng)
+			}
+			if tt.ifRange != "" {
+				req.Header.Set("If-Range", tt.ifRange)
+			}
+			rec := httptest.NewRecorder()
+			filesRouter(t, fs).ServeHTTP(rec, req)
+			what := fmt.Sprintf("GET %q of %q bytes (If-Range %s)", tt.rng, tt.content, tt.ifRange)
+			if got := rec.Header().Get("Content-Range"); rec.Code != tt.status || got != tt.contentRange {
+				t.Fatalf("%s = %d, Content-Range %q; want %d, %q", what, rec.Code, got, tt.status, tt.contentRange)
+			}
+			if tt.status == 416 {
+				if p := decodeProblem(t, rec); p.Code != RangeNotSatisfiable {
+					t.Errorf("%s answered %s, want range_not_satisfiable", what, rec.Body)
+				}
+			} else if rec.Body.String() != tt.body {
+				t.Errorf("%s sent %q, want %q", what, rec.Body, tt.body)
 			}
 		})
 	}

@@ -45,8 +45,8 @@ func TestCommandsThatNeverRan(t *testing.T) {
 			StartFn: func(context.Context, service.StartInput) (service.ProcessInfo, error) {
 				return service.ProcessInfo{}, notRunErr(status)
 			},
-			StartExecFn: func(context.Context, service.ExecInput) (service.ProcessInfo, error) {
-				return service.ProcessInfo{}, notRunErr(status)
+			StartExecFn: func(context.Context, service.ExecInput) (service.Follower, error) {
+				return nil, notRunErr(status)
 			},
 		}
 	}

@@ -83,6 +83,10 @@ func TestMalformedRequests(t *testing.T) {
 		{"invalid UTF-8 in env name", "", "{\"argv\":[\"true\"],\"env\":{\"\xc3\":\"1\"}}", 400, "invalid_request"},
 		{"text/plain", "text/plain", `{"argv":["true"]}`, 415, "unsupported_media_type"},
 		{"form", "application/x-www-form-urlencoded", `argv=true`, 415, "unsupported_media_type"},
+		// JSON is UTF-8 (RFC 8259, 8.1): a body said to be in another
+		// charset would be read as what it is not.
+		{"charset utf-16", "application/json; charset=utf-16", `{"argv":["true"]}`, 415, "unsupported_media_type"},
+		{"charset latin-1", "application/json;charset=ISO-8859-1", `{"argv":["true"]}`, 415, "unsupported_media_type"},
 	}
 	f := okExecutor()
 	h := newTestRouter(t, f, io.Discard)
@@ -114,6 +118,15 @@ func TestMalformedRequests(t *testing.T) {
 	rec := httptest.NewRecorder()
 	if h.ServeHTTP(rec, req); rec.Code != http.StatusOK {
 		t.Errorf("after the malformed requests, /exec with whitespace around its body = %d %s", rec.Code, rec.Body)
+	}
+	// A charset of utf-8, however spelled, is JSON's own.
+	for _, ct := range []string{"application/json; charset=utf-8", `application/json; charset="UTF-8"`} {
+		req := localRequest("POST", "/exec", strings.NewReader(`{"argv":["true"]}`))
+		req.Header.Set("Content-Type", ct)
+		rec := httptest.NewRecorder()
+		if h.ServeHTTP(rec, req); rec.Code != http.StatusOK {
+			t.Errorf("/exec with Content-Type %s = %d %s, want 200", ct, rec.Code, rec.Body)
+		}
 	}
 	// A number beyond float64 is said to be out of range, not in the
 	// validator's own words about its types.

@@ -4,10 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
 	"time"
 
 	"github.com/felixge/httpsnoop"
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/go-chi/chi/v5"
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -93,6 +98,62 @@ func logRequest(counts *httpCounters, next http.Handler, w http.ResponseWriter, 
 		Float64(logDuration, float64(m.Duration)/float64(time.Millisecond)).
 		Int64(logBytes, m.Written).
 		Msg("request")
+}
+
+// refuseDotSegmentIDs answers 400 for a route whose id in the path
+// (processId, sessionId, scopeId) is "." or "..", escaped or not: a URL's
+// dot segments, which clients and proxies remove from a path (RFC 3986,
+// 5.2.4), so that no such id can be addressed, and a request that names one
+// must reach nothing, least of all what the path means once they are
+// removed. It runs once chi has matched the route, which names the ids.
+func refuseDotSegmentIDs(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rc := chi.RouteContext(r.Context()); rc != nil {
+			for i, name := range rc.URLParams.Keys {
+				v := rc.URLParams.Values[i]
+				if u, err := url.PathUnescape(v); err == nil {
+					v = u
+				}
+				if v == "." || v == ".." {
+					writeProblem(w, r, invalidf(name, `%s may not be "." or "..": a URL's dot segment, which clients and proxies remove from a path`, name))
+					return
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// refuseUnknownQuery answers 400 for a query parameter that contract does
+// not list for the operation chi matched: a parameter misspelled
+// (afterseq) would be ignored, and the client answered as if it had not
+// asked. It names the parameter, never its value.
+func refuseUnknownQuery(contract *openapi3.T) func(http.Handler) http.Handler {
+	known := map[string]map[string]bool{} // "GET /route/{template}" → its query parameters
+	for path, item := range contract.Paths.Map() {
+		for method, op := range item.Operations() {
+			names := map[string]bool{}
+			for _, p := range append(slices.Clone(item.Parameters), op.Parameters...) {
+				if p.Value != nil && p.Value.In == openapi3.ParameterInQuery {
+					names[p.Value.Name] = true
+				}
+			}
+			known[method+" "+path] = names
+		}
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if names, ok := known[r.Method+" "+routeOf(r)]; ok {
+				for _, name := range slices.Sorted(maps.Keys(r.URL.Query())) {
+					if !names[name] {
+						writeProblem(w, r, invalidf(name, "the operation takes no query parameter %s", short(name)))
+						return
+					}
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // recoverer turns a panic in a handler into a 500 problem and a log line.

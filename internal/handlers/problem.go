@@ -136,6 +136,8 @@ func problemFor(err error) *problem {
 		return &problem{status: http.StatusConflict, code: NotARegularFile, detail: "the path is a FIFO, a socket or a device, not a regular file", cause: err}
 	case errors.Is(err, files.ErrNotEmpty):
 		return &problem{status: http.StatusConflict, code: NotEmpty, field: "recursive", detail: "the directory is not empty; remove it with recursive", cause: err}
+	case errors.Is(err, files.ErrDestinationNotEmpty):
+		return &problem{status: http.StatusConflict, code: DestinationNotEmpty, field: "to", detail: "the destination is a directory with entries, which nothing replaces: remove it first (recursive)", cause: err}
 	case errors.Is(err, files.ErrExists):
 		return &problem{status: http.StatusConflict, code: Exists, field: "overwrite", detail: "the destination exists; replace it with overwrite", cause: err}
 	case errors.Is(err, files.ErrPreconditionFailed):
@@ -246,6 +248,11 @@ func validationError(w http.ResponseWriter, r *http.Request, err error) {
 		if strings.HasPrefix(se.Reason, "cannot convert json.Number") {
 			p.detail = "the number is out of range" // beyond float64: the validator's words name its types
 		}
+		if se.SchemaField == "not" && se.Schema != nil && se.Schema.Not != nil && se.Schema.Not.Value != nil {
+			// The contract's values excluded, never the client's: the
+			// validator gives no reason of its own.
+			p.detail = "the value may not be " + excluded(se.Schema.Not.Value.Enum)
+		}
 		switch ptr := se.JSONPointer(); {
 		case re.Parameter != nil:
 			// A parameter's value: the field is the parameter's name.
@@ -261,6 +268,19 @@ func validationError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	}
 	writeProblem(w, r, p)
+}
+
+// excluded lists the values of a schema's not, quoted, as a detail says them.
+func excluded(values []any) string {
+	quoted := make([]string, len(values))
+	for i, v := range values {
+		b, _ := json.Marshal(v)
+		quoted[i] = string(b)
+	}
+	if len(quoted) < 2 {
+		return strings.Join(quoted, "")
+	}
+	return strings.Join(quoted[:len(quoted)-1], ", ") + " or " + quoted[len(quoted)-1]
 }
 
 // fieldPath renders a JSON pointer as a field path such as env["A"] or argv[0].

@@ -253,6 +253,16 @@ func TestWriteProcessStdin(t *testing.T) {
 			check: wrote(service.StdinInput{Close: true})},
 		{name: "both data fields", method: "POST", target: "/processes/p-1/stdin", body: `{"data":"a","dataBase64":"YQ=="}`,
 			svc: writes(ok, nil), status: 400, want: `{"code":"invalid_request","field":"data"}`},
+		// What the decode of dataBase64 refuses is the client's error, on
+		// its field: the contract's format lets these through.
+		{name: "base64 without its padding", method: "POST", target: "/processes/p-1/stdin", body: `{"dataBase64":"YQ"}`,
+			svc: writes(ok, nil), status: 400, want: `{"code":"invalid_request","field":"dataBase64","detail":"dataBase64 is not base64: RFC 4648's standard alphabet (A-Z a-z 0-9 + /), padded with = to a multiple of 4 characters"}`},
+		{name: "base64 of the URL alphabet", method: "POST", target: "/processes/p-1/stdin", body: `{"dataBase64":"-_8="}`,
+			svc: writes(ok, nil), status: 400, want: `{"code":"invalid_request","field":"dataBase64"}`},
+		{name: "not base64 at all", method: "POST", target: "/processes/p-1/stdin", body: `{"dataBase64":"!!!"}`,
+			svc: writes(ok, nil), status: 400, want: `{"code":"invalid_request","field":"dataBase64","detail":"dataBase64 is not base64: RFC 4648's standard alphabet (A-Z a-z 0-9 + /), padded with = to a multiple of 4 characters"}`},
+		{name: "base64 with padding inside", method: "POST", target: "/processes/p-1/stdin", body: `{"dataBase64":"YQ==YQ=="}`,
+			svc: writes(ok, nil), status: 400, want: `{"code":"invalid_request","field":"dataBase64"}`},
 		{name: "too large", method: "POST", target: "/processes/p-1/stdin", body: `{"data":"a"}`,
 			svc: writes(service.StdinOutput{}, &service.FieldError{Field: "data", Reason: "data is 9 bytes; the limit is 8"}), status: 400,
 			calls: []string{"WriteStdin p-1"}, want: `{"code":"invalid_request","field":"data"}`},

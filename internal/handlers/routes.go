@@ -84,14 +84,17 @@ func NewRouter(s *Server, logger zerolog.Logger, opts RouterOptions) (http.Handl
 		RequestErrorHandlerFunc:  requestDecodeError,
 		ResponseErrorHandlerFunc: writeProblem,
 	})
+	// Of the operations' middlewares the last is the outermost: the ids in
+	// the path are checked first, then the query's names, then the rest.
+	unknownQuery := refuseUnknownQuery(contract)
 	HandlerWithOptions(withAttach{ServerInterface: strict, s: s}, ChiServerOptions{
 		BaseRouter:       r,
-		Middlewares:      []MiddlewareFunc{validate},
+		Middlewares:      []MiddlewareFunc{validate, unknownQuery, refuseDotSegmentIDs},
 		ErrorHandlerFunc: parameterError,
 	})
-	r.Get("/processes/{processId}/events", s.processEvents)
-	r.Get("/files/content", s.readFile)
-	r.Put("/files/content", s.writeFile)
+	r.With(refuseDotSegmentIDs, unknownQuery).Get("/processes/{processId}/events", s.processEvents)
+	r.With(unknownQuery).Get("/files/content", s.readFile)
+	r.With(unknownQuery).Put("/files/content", s.writeFile)
 	if opts.Metrics != nil {
 		r.Method(http.MethodGet, "/metrics", opts.Metrics)
 	}

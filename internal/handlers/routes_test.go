@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -11,6 +12,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/snapexec/snapexec/api"
+	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/service"
 )
 
 // TestMethodNotAllowedSaysAllow sends every path of the contract, and the
@@ -50,4 +53,86 @@ func TestMethodNotAllowedSaysAllow(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDotSegmentIDs: an id that is a URL's dot segment, "." or "..", which
+// clients and proxies remove from a path (RFC 3986, 5.2.4) so that it could
+// never be addressed, is 400 on its field wherever it comes, escaped or not,
+// and reaches no service call: not in a path (so that nothing is done to a
+// process, session or scope of that name), and not as a new id in a body,
+// a scope's included.
+func TestDotSegmentIDs(t *testing.T) {
+	none := func() *fakeService { return &fakeService{} }
+	var tests []handlerCase
+	for _, tt := range []struct{ method, target, body, field string }{
+		{"GET", "/processes/..", "", "processId"},
+		{"GET", "/processes/.", "", "processId"},
+		{"GET", "/processes/%2E%2E", "", "processId"},
+		{"GET", "/processes/%2e", "", "processId"},
+		{"DELETE", "/processes/..", "", "processId"},
+		{"POST", "/processes/../stdin", `{"data":"x"}`, "processId"},
+		{"POST", "/processes/%2E/signal", `{"signal":"SIGTERM"}`, "processId"},
+		{"GET", "/processes/../output", "", "processId"},
+		{"GET", "/processes/../events", "", "processId"},
+		{"GET", "/processes/%2E%2E/attach", "", "processId"},
+		{"GET", "/sessions/..", "", "sessionId"},
+		{"DELETE", "/sessions/.", "", "sessionId"},
+		{"POST", "/sessions/%2E%2E/exec", `{"script":"true"}`, "sessionId"},
+		{"POST", "/sessions/../fork", "", "sessionId"},
+		{"GET", "/snapshots/..", "", "scopeId"},
+		{"DELETE", "/snapshots/%2E", "", "scopeId"},
+		{"POST", "/snapshots/../prewarm", `{"shell":{"name":"bash","path":"/bin/bash"}}`, "scopeId"},
+		{"POST", "/exec", `{"processId":"..","argv":["true"]}`, "processId"},
+		{"POST", "/processes", `{"processId":".","argv":["true"]}`, "processId"},
+		{"POST", "/sessions", `{"sessionId":"..","shell":{"name":"bash","path":"/bin/bash"}}`, "sessionId"},
+		{"POST", "/sessions/s1/fork", `{"sessionId":"."}`, "sessionId"},
+		// A scope made under such an id could not be read or forgotten.
+		{"POST", "/exec", `{"argv":["/bin/bash","-lc","true"],"shellSnapshot":{"scopeId":"..","shell":{"name":"bash","path":"/bin/bash"}}}`, "shellSnapshot.scopeId"},
+		{"POST", "/processes", `{"argv":["/bin/bash","-lc","true"],"shellSnapshot":{"scopeId":".","shell":{"name":"bash","path":"/bin/bash"}}}`, "shellSnapshot.scopeId"},
+		{"POST", "/sessions", `{"shell":{"name":"bash","path":"/bin/bash"},"shellSnapshot":{"scopeId":".."}}`, "shellSnapshot.scopeId"},
+	} {
+		detail := tt.field + ` may not be \".\" or \"..\": a URL's dot segment, which clients and proxies remove from a path`
+		if inPath := strings.Contains(tt.target, ".") || strings.Contains(strings.ToUpper(tt.target), "%2E"); !inPath {
+			detail = `the value may not be \".\" or \"..\"`
+		}
+		tests = append(tests, handlerCase{
+			name: tt.method + " " + tt.target + " " + tt.body, method: tt.method, target: tt.target, body: tt.body,
+			svc: none, status: http.StatusBadRequest, want: `{"code":"invalid_request","field":"` + tt.field + `","detail":"` + detail + `"}`,
+		})
+	}
+	runHandlerCases(t, tests)
+}
+
+// TestUnknownQueryParameters: a query parameter the contract does not list
+// for the operation is 400 on its name, before anything is done: a
+// misspelled one (afterseq) would otherwise be ignored, and the client
+// answered as if it had not asked. The routes served by hand are checked as
+// the generated ones are.
+func TestUnknownQueryParameters(t *testing.T) {
+	none := func() *fakeService { return &fakeService{} }
+	var tests []handlerCase
+	for _, tt := range []struct{ method, target, body, field string }{
+		{"GET", "/processes/p-1?bogus=1", "", "bogus"},
+		{"GET", "/processes/p-1/output?afterseq=3", "", "afterseq"},
+		{"GET", "/processes/p-1/output?afterSeq=3&waitms=10", "", "waitms"},
+		{"POST", "/exec?timeoutMs=5", `{"argv":["true"]}`, "timeoutMs"},
+		{"GET", "/processes/p-1/events?afterSeq=2", "", "afterSeq"},
+		{"GET", "/processes/p-1/attach?seqs=true&after=2", "", "after"},
+		{"GET", "/files/content?path=/r/f&offset=2", "", "offset"},
+		{"PUT", "/files/content?path=/r/f&mode=0755", "x", "mode"},
+	} {
+		tests = append(tests, handlerCase{
+			name: tt.method + " " + tt.target, method: tt.method, target: tt.target, body: tt.body, svc: none,
+			status: http.StatusBadRequest, want: `{"code":"invalid_request","field":"` + tt.field + `","detail":"the operation takes no query parameter ` + tt.field + `"}`,
+		})
+	}
+	// The parameters it lists pass.
+	read := func() *fakeService {
+		return &fakeService{ReadFn: func(context.Context, string, service.ReadInput) (exec.ReadResult, error) {
+			return exec.ReadResult{NextSeq: 1}, nil
+		}}
+	}
+	tests = append(tests, handlerCase{name: "listed", method: "GET", target: "/processes/p-1/output?afterSeq=0&maxBytes=10&waitMs=0",
+		svc: read, status: http.StatusOK, calls: []string{"Read p-1"}})
+	runHandlerCases(t, tests)
 }

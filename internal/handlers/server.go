@@ -14,7 +14,7 @@ import (
 // Executor runs commands.
 type Executor interface {
 	Exec(ctx context.Context, in service.ExecInput) (service.ExecOutput, error)
-	StartExec(ctx context.Context, in service.ExecInput) (service.ProcessInfo, error)
+	StartExec(ctx context.Context, in service.ExecInput) (service.Follower, error)
 }
 
 // Processes is the process table, by process id.
@@ -43,7 +43,7 @@ type Snapshots interface {
 type Sessions interface {
 	CreateSession(ctx context.Context, in service.SessionInput) (session.Info, error)
 	SessionExec(ctx context.Context, id string, in service.SessionExecInput) (service.SessionExecOutput, error)
-	StartSessionExec(ctx context.Context, id string, in service.SessionExecInput) (service.ProcessInfo, func(context.Context) (service.SessionExecOutput, error), error)
+	StartSessionExec(ctx context.Context, id string, in service.SessionExecInput) (service.Follower, func(context.Context) (service.SessionExecOutput, error), error)
 	Sessions() []session.Info
 	Session(id string) (session.Info, error)
 	DeleteSession(id string) error

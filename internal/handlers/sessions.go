@@ -21,7 +21,7 @@ func (s *Server) CreateSession(ctx context.Context, req CreateSessionRequestObje
 		Sandbox:   sandboxFrom(b.Sandbox),
 	}
 	if b.ShellSnapshot != nil {
-		in.ScopeID = b.ShellSnapshot.ScopeId
+		in.ScopeID = &b.ShellSnapshot.ScopeId
 	}
 	info, err := s.sessions.CreateSession(ctx, in)
 	if err != nil {
@@ -82,14 +82,8 @@ func (s *Server) SessionExec(ctx context.Context, req SessionExecRequestObject) 
 		MaxOutputBytes: maxOutputBytes(b.MaxOutputBytes),
 	}
 	if wantsEventStream(ctx) {
-		p, result, err := s.sessions.StartSessionExec(ctx, req.SessionId, in)
+		f, result, err := s.sessions.StartSessionExec(ctx, req.SessionId, in)
 		if err != nil {
-			return nil, err
-		}
-		f, err := s.procs.Follow(p.ID, 0)
-		if err != nil {
-			// Only just started, the process is still the one its id names.
-			_, _ = s.procs.Terminate(p.ID)
 			return nil, err
 		}
 		return sessionStream{ctx: ctx, f: f, sessionID: req.SessionId, result: result}, nil

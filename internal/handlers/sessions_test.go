@@ -35,10 +35,19 @@ func TestSessionTranslation(t *testing.T) {
 	if rec.Code != http.StatusCreated {
 		t.Fatalf("POST /sessions = %d %s", rec.Code, rec.Body)
 	}
-	want := service.SessionInput{SessionID: "s1", Shell: shellsnap.Shell{Name: "bash", Path: "/bin/bash"}, Cwd: ptr("/w"), Env: map[string]string{"A": "1"}, ScopeID: "ws",
+	want := service.SessionInput{SessionID: "s1", Shell: shellsnap.Shell{Name: "bash", Path: "/bin/bash"}, Cwd: ptr("/w"), Env: map[string]string{"A": "1"}, ScopeID: ptr("ws"),
 		Sandbox: &sandbox.Policy{WritableRoots: []string{"/w"}, Network: sandbox.NetworkNone}}
 	if !reflect.DeepEqual(gotCreate, want) {
 		t.Errorf("POST /sessions gave %+v, want %+v", gotCreate, want)
+	}
+	// A scope given empty is the service's to refuse, not the absent scope.
+	for body, want := range map[string]*string{
+		`{"shell":{"name":"bash","path":"/bin/bash"},"shellSnapshot":{"scopeId":""}}`: ptr(""),
+		`{"shell":{"name":"bash","path":"/bin/bash"}}`:                                nil,
+	} {
+		if rec := serve(t, f, http.MethodPost, "/sessions", body, nil); rec.Code != http.StatusCreated || !reflect.DeepEqual(gotCreate.ScopeID, want) {
+			t.Errorf("POST /sessions %s = %d, scope %v; want 201, scope %v", body, rec.Code, gotCreate.ScopeID, want)
+		}
 	}
 	if !strings.Contains(rec.Body.String(), `"sandbox":{"network":"none","writableRoots":["/w"]}`) {
 		t.Errorf("POST /sessions answered %s, want the session's sandbox", rec.Body)

@@ -52,18 +52,12 @@ func wantsEventStream(ctx context.Context) bool {
 // execEvents starts an /exec command and answers with its events; a
 // command that never ran has its exit event alone.
 func (s *Server) execEvents(ctx context.Context, in service.ExecInput) (ExecResponseObject, error) {
-	p, err := s.exec.StartExec(ctx, in)
+	f, err := s.exec.StartExec(ctx, in)
 	var nr *service.NotRunError
 	if errors.As(err, &nr) {
 		return execNotRun(execResult(nr.Output())), nil
 	}
 	if err != nil {
-		return nil, err
-	}
-	f, err := s.procs.Follow(p.ID, 0)
-	if err != nil {
-		// Only just started, the process is still the one its id names.
-		_, _ = s.procs.Terminate(p.ID)
 		return nil, err
 	}
 	return execStream{ctx: ctx, f: f}, nil

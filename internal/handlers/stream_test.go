@@ -296,19 +296,20 @@ func TestProcessEvents(t *testing.T) {
 func TestExecEvents(t *testing.T) {
 	four := 4
 	newService := func(rd *reader) *fakeService {
-		f := &fakeService{
-			StartExecFn: func(_ context.Context, in service.ExecInput) (service.ProcessInfo, error) {
-				if in.Argv[0] == "nope" {
-					return service.ProcessInfo{}, fmt.Errorf("%w: nope", exec.ErrSpawn)
-				}
-				return proc("p-7"), nil
-			},
-		}
-		f.FollowFn = rd.follower(f, "p-7", proc("p-7"), func(context.Context) (service.ExecOutput, error) {
+		f := &fakeService{}
+		// The process started is followed by what StartExec gives, never
+		// looked up by its id (FollowFn is nil).
+		follower := rd.follower(f, "p-7", proc("p-7"), func(context.Context) (service.ExecOutput, error) {
 			return service.ExecOutput{ProcessID: "p-7", Pid: 4242, Result: exec.Result{
 				Status: exec.StatusExited, ExitCode: &four, Stdout: exec.Output{Data: []byte("tick 1\n"), Total: 7},
 			}, Snapshot: shellsnap.Receipt{Outcome: shellsnap.OutcomeNotRequested}}, nil
 		})
+		f.StartExecFn = func(_ context.Context, in service.ExecInput) (service.Follower, error) {
+			if in.Argv[0] == "nope" {
+				return nil, fmt.Errorf("%w: nope", exec.ErrSpawn)
+			}
+			return follower("p-7", 0)
+		}
 		return f
 	}
 	stream := map[string]string{"Accept": "text/event-stream"}
@@ -316,7 +317,7 @@ func TestExecEvents(t *testing.T) {
 	runStreamCases(t, newService, []streamCase{
 		{name: "events then exit", method: "POST", target: "/exec", body: `{"argv":["sh","-c","echo tick 1; exit 4"]}`, header: stream,
 			steps:  []readStep{ticks, {r: exec.ReadResult{NextSeq: 2, Exited: true, ExitCode: &four, Closed: true}}},
-			status: 200, events: []string{"stdout#1", "exit"}, calls: []string{"StartExec", "Follow p-7 0", "Next", "Next", "Result"},
+			status: 200, events: []string{"stdout#1", "exit"}, calls: []string{"StartExec", "Next", "Next", "Result"},
 			asked: []service.ReadInput{{Wait: heartbeat}, {Wait: heartbeat}},
 			check: func(t *testing.T, events []sseEvent) {
 				exit := events[len(events)-1].data
@@ -329,7 +330,7 @@ func TestExecEvents(t *testing.T) {
 			}},
 		{name: "client leaves", method: "POST", target: "/exec", body: `{"argv":["sleep","30"]}`, header: stream,
 			steps:  []readStep{ticks, {leave: true}},
-			status: 200, events: []string{"stdout#1"}, calls: []string{"StartExec", "Follow p-7 0", "Next", "Next", "Terminate"}},
+			status: 200, events: []string{"stdout#1"}, calls: []string{"StartExec", "Next", "Next", "Terminate"}},
 		{name: "refused", method: "POST", target: "/exec", body: `{"argv":["nope"]}`, header: stream,
 			status: 422, want: `{"code":"spawn_failed","field":"argv"}`, calls: []string{"StartExec"}},
 	})
@@ -343,9 +344,7 @@ func TestExecEventsAreFlushed(t *testing.T) {
 	seen := make(chan struct{})
 	zero := 0
 	var reads atomic.Int32
-	f := &fakeService{
-		StartExecFn: func(context.Context, service.ExecInput) (service.ProcessInfo, error) { return proc("p-1"), nil },
-	}
+	f := &fakeService{}
 	next := func(ctx context.Context, _ time.Duration) (exec.ReadResult, error) {
 		switch reads.Add(1) {
 		case 1:
@@ -363,7 +362,7 @@ func TestExecEventsAreFlushed(t *testing.T) {
 	result := func(context.Context) (service.ExecOutput, error) {
 		return service.ExecOutput{ProcessID: "p-1", Result: exec.Result{Status: exec.StatusExited, ExitCode: &zero}}, nil
 	}
-	f.FollowFn = func(string, int64) (service.Follower, error) {
+	f.StartExecFn = func(context.Context, service.ExecInput) (service.Follower, error) {
 		return &fakeFollower{svc: f, next: next, result: result}, nil
 	}
 	srv := serveRouter(t, newTestRouter(t, f, io.Discard), nil)

@@ -30,11 +30,28 @@ func (s *Service) Attach(id string, afterSeq int64) (*Attachment, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.attach(p, rec, afterSeq)
+}
+
+// attach attaches to p's output after afterSeq.
+func (s *Service) attach(p *exec.Process, rec record, afterSeq int64) (*Attachment, error) {
 	feed, err := p.Follow(afterSeq)
 	if err != nil {
 		return nil, err
 	}
 	return &Attachment{limits: s.limits, p: p, rec: rec, feed: feed}, nil
+}
+
+// follow is the follower of p, which its caller just started, from its
+// first output. A process it cannot follow, which no one would end, is
+// ended.
+func (s *Service) follow(p *exec.Process, rec record) (Follower, error) {
+	a, err := s.attach(p, rec, 0)
+	if err != nil {
+		p.Terminate(exec.StatusTerminated)
+		return nil, err
+	}
+	return a, nil
 }
 
 // Follower is what a client that only reads holds of a process (an

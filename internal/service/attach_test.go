@@ -123,3 +123,58 @@ func TestFollowerStaysWithItsProcess(t *testing.T) {
 		t.Errorf("the new X is %s after the old one's follower terminated, want running", got.Status)
 	}
 }
+
+// TestStartedCommandsAreFollowedFromTheStart: StartExec and
+// StartSessionExec give the follower of the process they started, which
+// holds it: however soon it ends and the table forgets it (here at once),
+// its output and its ending are read whole, where a follow by its id
+// would find no such process.
+func TestStartedCommandsAreFollowedFromTheStart(t *testing.T) {
+	s := newRealService(t, exec.Options{Retention: time.Nanosecond}, Options{})
+	readAll := func(f Follower) string {
+		t.Helper()
+		var text string
+		for {
+			r, err := f.Next(context.Background(), time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range r.Chunks {
+				text += string(c.Data)
+			}
+			if r.Closed {
+				return text
+			}
+		}
+	}
+	f, err := s.StartExec(context.Background(), ExecInput{Argv: []string{"sh", "-c", "echo hi; exit 3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	id := f.Info().ID
+	waitFor(t, "the process to be forgotten", func() bool {
+		_, err := s.Get(id)
+		return errors.Is(err, ErrNotFound)
+	})
+	out, err := f.Result(context.Background())
+	if text := readAll(f); text != "hi\n" || err != nil || out.ProcessID != id || out.Result.ExitCode == nil || *out.Result.ExitCode != 3 {
+		t.Errorf("StartExec's follower read %q and ended %+v, %v; want hi and exit 3 of %s", text, out, err, id)
+	}
+
+	bashSession(t, s, "followed")
+	sf, result, err := s.StartSessionExec(context.Background(), "followed", SessionExecInput{Script: "echo there; F=1", Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sf.Close()
+	id = sf.Info().ID
+	waitFor(t, "the session's process to be forgotten", func() bool {
+		_, err := s.Get(id)
+		return errors.Is(err, ErrNotFound)
+	})
+	end, err := result(context.Background())
+	if text := readAll(sf); text != "there\n" || err != nil || end.ProcessID != id || !end.Session.StateKept {
+		t.Errorf("StartSessionExec's follower read %q and ended %+v, %v; want there, its state kept, of %s", text, end, err, id)
+	}
+}

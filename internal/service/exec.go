@@ -75,15 +75,18 @@ func (s *Service) Exec(ctx context.Context, in ExecInput) (ExecOutput, error) {
 }
 
 // StartExec starts in as Exec runs it (its defaults, its errors), without
-// waiting: for a caller that follows its output (Read) and takes its ending
-// once the output is closed (Result). Such a caller terminates the process
-// if it goes away, as Exec does.
-func (s *Service) StartExec(ctx context.Context, in ExecInput) (ProcessInfo, error) {
+// waiting, and returns the follower of its process from its first output
+// (its id is Info's): for a caller that streams its output and takes its
+// ending once the output is closed (Result). The follower holds the
+// process itself: however soon it ends and the table forgets it, it is
+// followed to its end. Such a caller terminates the process if it goes away,
+// as Exec does, and closes the follower.
+func (s *Service) StartExec(ctx context.Context, in ExecInput) (Follower, error) {
 	p, rec, err := s.start(ctx, StartInput{ExecInput: in}, s.limits.DefaultTimeout)
 	if err != nil {
-		return ProcessInfo{}, err
+		return nil, err
 	}
-	return info(p, rec), nil
+	return s.follow(p, rec)
 }
 
 // ending is a process's ending as Exec answers it.

@@ -196,11 +196,7 @@ func TestExecDefaults(t *testing.T) {
 	if err != nil || out.Result.Status != exec.StatusTimedOut {
 		t.Errorf("Exec(sleep 30) with a default timeout of 200ms = %+v, %v; want timed_out", out.Result, err)
 	}
-	p, err := s.StartExec(context.Background(), ExecInput{Argv: []string{"sleep", "30"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := s.Follow(p.ID, 0)
+	f, err := s.StartExec(context.Background(), ExecInput{Argv: []string{"sleep", "30"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,7 +113,7 @@ func TestSessionSandbox(t *testing.T) {
 	bash := shellsnap.Shell{Name: "bash", Path: "/bin/bash"}
 	env := map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"}
 	policy := sandbox.Policy{WritableRoots: []string{home}}
-	info, err := s.CreateSession(context.Background(), SessionInput{SessionID: "confined", Shell: bash, Cwd: &home, Env: env, ScopeID: "confined", Sandbox: &policy})
+	info, err := s.CreateSession(context.Background(), SessionInput{SessionID: "confined", Shell: bash, Cwd: &home, Env: env, ScopeID: ptr("confined"), Sandbox: &policy})
 	if err != nil {
 		t.Fatalf("CreateSession with a sandbox: %v", err)
 	}
@@ -173,7 +173,7 @@ func TestSessionSandboxUnavailable(t *testing.T) {
 	}
 	_, err := s.CreateSession(context.Background(), SessionInput{
 		SessionID: "refused", Shell: shellsnap.Shell{Name: "bash", Path: "/bin/bash"}, Cwd: &home,
-		Env: map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"}, ScopeID: "refused",
+		Env: map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"}, ScopeID: ptr("refused"),
 		Sandbox: &sandbox.Policy{WritableRoots: []string{home}},
 	})
 	if !errors.Is(err, sandbox.ErrUnavailable) {

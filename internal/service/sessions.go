@@ -33,9 +33,11 @@ type SessionInput struct {
 	Cwd       *string
 	Env       map[string]string
 	EnvPolicy *envpolicy.Policy
-	// ScopeID, when set, starts the session from the scope's snapshot of
-	// Shell, Cwd, Env and EnvPolicy; otherwise from a bare shell.
-	ScopeID string
+	// ScopeID, when not nil, starts the session from the scope's snapshot of
+	// Shell, Cwd, Env and EnvPolicy (an empty or too long one is
+	// shellsnap.ErrInvalidScope, as a command's is); nil starts it from a
+	// bare shell.
+	ScopeID *string
 	// Sandbox confines every command of the session and the capture of its
 	// first state; nil means the server's default (Options.DefaultSandbox).
 	Sandbox *sandbox.Policy
@@ -122,8 +124,8 @@ func (s *Service) CreateSession(ctx context.Context, in SessionInput) (session.I
 		return session.Info{}, fieldErrorf("env", "POSIXLY_CORRECT would start each command's bash in posix mode, which runs no BASH_ENV, where the session's state comes in; turn posix mode on in a command (set -o posix), which the session keeps")
 	}
 	var snap *shellsnap.Snapshot
-	if in.ScopeID != "" {
-		req := shellsnap.Request{ScopeID: in.ScopeID, Shell: in.Shell}
+	if in.ScopeID != nil {
+		req := shellsnap.Request{ScopeID: *in.ScopeID, Shell: in.Shell}
 		l, err := s.prepareSnapshot(ctx, ExecInput{Argv: []string{in.Shell.Path, "-lc", ":"}, Snapshot: &req, Env: in.Env, Timeout: s.limits.DefaultTimeout, Sandbox: &confine},
 			shellsnap.Launch{Argv: []string{in.Shell.Path, "-lc", ":"}, Cwd: orZero(in.Cwd), Env: env, Policy: in.EnvPolicy, Sandbox: confine})
 		if err != nil {
@@ -166,15 +168,20 @@ func (s *Service) SessionExec(ctx context.Context, id string, in SessionExecInpu
 	return run.out, nil
 }
 
-// StartSessionExec starts in as SessionExec runs it, without waiting: for
-// a caller that follows its output (Read) and takes its ending with result
-// once the output is closed. The session takes the command's end state
-// when it ends, whoever waits for it; a caller that goes away terminates
-// the process, which leaves the session as it was.
-func (s *Service) StartSessionExec(ctx context.Context, id string, in SessionExecInput) (ProcessInfo, func(context.Context) (SessionExecOutput, error), error) {
+// StartSessionExec starts in as SessionExec runs it, without waiting, and
+// returns the follower of its process from its first output, as StartExec
+// does: for a caller that streams its output and takes its ending with
+// result once the output is closed. The session takes the command's end
+// state when it ends, whoever waits for it; a caller that goes away
+// terminates the process, which leaves the session as it was.
+func (s *Service) StartSessionExec(ctx context.Context, id string, in SessionExecInput) (Follower, func(context.Context) (SessionExecOutput, error), error) {
 	run, err := s.beginSession(ctx, id, in)
 	if err != nil {
-		return ProcessInfo{}, nil, err
+		return nil, nil, err
+	}
+	f, err := s.follow(run.p, run.rec)
+	if err != nil {
+		return nil, nil, err
 	}
 	result := func(ctx context.Context) (SessionExecOutput, error) {
 		select {
@@ -184,7 +191,7 @@ func (s *Service) StartSessionExec(ctx context.Context, id string, in SessionExe
 			return SessionExecOutput{}, ctx.Err()
 		}
 	}
-	return info(run.p, run.rec), result, nil
+	return f, result, nil
 }
 
 // beginSession validates in and starts it in session id.
@@ -232,7 +239,7 @@ func (s *Service) startSession(ctx context.Context, lease *session.Lease, in Ses
 	if listed {
 		if p, err := s.releaseSessionStandby(ctx, lease, in); p != nil || err != nil {
 			if err != nil {
-				abortSession(lease, in.Script)
+				lease.Abort()
 				return nil, err
 			}
 			return s.followSession(ctx, lease, in, p, listed, true), nil
@@ -240,7 +247,7 @@ func (s *Service) startSession(ctx context.Context, lease *session.Lease, in Ses
 	}
 	cmd, err := lease.Command(in.Script)
 	if err != nil {
-		abortSession(lease, in.Script)
+		lease.Abort()
 		return nil, err
 	}
 	spec := exec.Spec{
@@ -256,7 +263,7 @@ func (s *Service) startSession(ctx context.Context, lease *session.Lease, in Ses
 		p, err = s.procs.Spawn(spec)
 	}
 	if err != nil {
-		abortSession(lease, in.Script)
+		lease.Abort()
 		return nil, err
 	}
 	return s.followSession(ctx, lease, in, p, listed, false), nil
@@ -290,12 +297,6 @@ func (s *Service) followSession(ctx context.Context, lease *session.Lease, in Se
 		s.holdSessionStandby(lease.ID())
 	}()
 	return run
-}
-
-// abortSession gives back lease, whose command did not start.
-func abortSession(lease *session.Lease, script string) {
-	lease.End(script, "", exec.Result{})
-	lease.Settle()
 }
 
 // startDir is the directory a session command whose state is in cwd starts

@@ -38,7 +38,7 @@ func BenchmarkSessionExec(b *testing.B) {
 	s := newSessionService(b, session.Options{})
 	_, err := s.CreateSession(context.Background(), SessionInput{
 		SessionID: "bench", Shell: shellsnap.Shell{Name: "bash", Path: "/bin/bash"}, Cwd: &home,
-		Env: map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"}, ScopeID: "bench",
+		Env: map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"}, ScopeID: ptr("bench"),
 	})
 	if err != nil {
 		b.Fatal(err)

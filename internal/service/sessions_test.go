@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -119,6 +120,7 @@ func TestSessionCommandsAreOrderedAndForksRunAlongside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer p.Close()
 	if _, err := s.SessionExec(ctx, id, SessionExecInput{Script: "true"}); !errors.Is(err, session.ErrBusy) {
 		t.Fatalf("second command while one runs: %v, want ErrBusy", err)
 	}
@@ -133,7 +135,7 @@ func TestSessionCommandsAreOrderedAndForksRunAlongside(t *testing.T) {
 	if info, err := s.Session(id); err != nil || !info.Busy {
 		t.Fatalf("the parent's command ended before its fork's: %+v, %v", info, err)
 	}
-	if _, err := s.Terminate(p.ID); err != nil {
+	if _, err := s.Terminate(p.Info().ID); err != nil {
 		t.Fatal(err)
 	}
 	if end, err := result(ctx); err != nil || end.Session.StateKept {
@@ -222,10 +224,11 @@ func TestSessionClientGoneKeepsEarlierState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer p.Close()
 	// The client goes away: the handler terminates the process.
 	cancel()
-	if _, err := s.Terminate(p.ID); err != nil {
-		t.Fatal(err)
+	if !p.Terminate() {
+		t.Fatal("Terminate() of the running command = false")
 	}
 	end, err := result(context.Background())
 	if err != nil || end.Session.StateKept || end.Result.Status != exec.StatusTerminated {
@@ -314,10 +317,11 @@ func TestSessionDeletedWhileRunning(t *testing.T) {
 	id := bashSession(t, s, "deleted").ID
 	goOn := filepath.Join(t.TempDir(), "go-on")
 	script := "D=1; until [[ -e " + goOn + " ]]; do sleep 0.01; done; echo went on"
-	_, result, err := s.StartSessionExec(context.Background(), id, SessionExecInput{Script: script, Timeout: time.Minute})
+	f, result, err := s.StartSessionExec(context.Background(), id, SessionExecInput{Script: script, Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer f.Close()
 	if err := s.DeleteSession(id); err != nil {
 		t.Fatal(err)
 	}
@@ -336,5 +340,62 @@ func TestSessionDeletedWhileRunning(t *testing.T) {
 	}
 	if _, err := s.SessionExec(context.Background(), id, SessionExecInput{Script: "true", Timeout: time.Minute}); !errors.Is(err, session.ErrNotFound) {
 		t.Errorf("a command after the delete: %v, want ErrNotFound", err)
+	}
+}
+
+// TestSessionCommandRefusedAfterItsLeaseChangesNothing: a session command
+// refused once its session was taken (here by the process table's bound,
+// found only at the spawn) leaves the session exactly as it was: its state,
+// cwd, history, count of commands and last use; the next command runs in the
+// state before the refused one.
+func TestSessionCommandRefusedAfterItsLeaseChangesNothing(t *testing.T) {
+	s := newRealService(t, exec.Options{MaxRunning: 1}, Options{})
+	id := bashSession(t, s, "refused").ID
+	runIn(t, s, id, "cd /tmp; X=1", time.Minute)
+	before, err := s.Session(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats := s.SessionStats()
+	busy := start(t, s, StartInput{ExecInput: ExecInput{Argv: []string{"sleep", "600"}}})
+	if _, err := s.SessionExec(context.Background(), id, SessionExecInput{Script: "cd /; X=2", Timeout: time.Minute}); !errors.Is(err, exec.ErrTooManyProcesses) {
+		t.Fatalf("SessionExec beyond MaxRunning = %v, want exec.ErrTooManyProcesses", err)
+	}
+	after, err := s.Session(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(after, before) {
+		t.Errorf("the session after a refused command:\n%+v\nwant it as before:\n%+v", after, before)
+	}
+	if got := s.SessionStats(); got != stats {
+		t.Errorf("session stats after a refused command = %+v, want %+v", got, stats)
+	}
+	if _, err := s.Terminate(busy.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, s, busy.ID, exec.StatusTerminated)
+	out := runIn(t, s, id, `echo "$X $PWD"`, time.Minute)
+	if got := string(out.Result.Stdout.Data); got != "1 /tmp\n" {
+		t.Errorf("the command after a refused one printed %q, want %q", got, "1 /tmp\n")
+	}
+}
+
+// TestSessionEmptyScopeIsInvalid: a session from the snapshot of the empty
+// scope is shellsnap.ErrInvalidScope, as a command's is, and makes no
+// session; no scope at all is a bare shell's.
+func TestSessionEmptyScopeIsInvalid(t *testing.T) {
+	s := newRealService(t, exec.Options{}, Options{})
+	home := t.TempDir()
+	in := SessionInput{Shell: shellsnap.Shell{Name: "bash", Path: "/bin/bash"}, Cwd: &home, Env: map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"}, ScopeID: ptr("")}
+	if _, err := s.CreateSession(context.Background(), in); !errors.Is(err, shellsnap.ErrInvalidScope) {
+		t.Errorf("CreateSession with the empty scope = %v, want shellsnap.ErrInvalidScope", err)
+	}
+	if n := len(s.Sessions()); n != 0 {
+		t.Errorf("%d sessions after the refusal, want none", n)
+	}
+	in.ScopeID = nil
+	if _, err := s.CreateSession(context.Background(), in); err != nil {
+		t.Errorf("CreateSession without a scope = %v", err)
 	}
 }

@@ -27,10 +27,14 @@ func zshSession(t *testing.T, s *Service, id, scope string, files map[string]str
 			t.Fatal(err)
 		}
 	}
-	info, err := s.CreateSession(context.Background(), SessionInput{
-		SessionID: id, Shell: shellsnap.Shell{Name: "zsh", Path: zsh}, Cwd: &home, ScopeID: scope,
+	in := SessionInput{
+		SessionID: id, Shell: shellsnap.Shell{Name: "zsh", Path: zsh}, Cwd: &home,
 		Env: map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"},
-	})
+	}
+	if scope != "" {
+		in.ScopeID = &scope
+	}
+	info, err := s.CreateSession(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}

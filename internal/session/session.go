@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/metric"
 
@@ -80,7 +81,8 @@ type Config struct {
 // Command is one command in a session's history.
 type Command struct {
 	ProcessID string
-	// Script is the command's script, cut to its first 256 bytes.
+	// Script is the command's script, cut to its first 256 bytes at most,
+	// at a character's boundary.
 	Script    string
 	Status    exec.Status
 	ExitCode  *int
@@ -365,17 +367,35 @@ func (l *Lease) End(script, processID string, r exec.Result) Outcome {
 		t.stats.StateLost++
 	}
 	t.m.command(context.Background(), out.StateKept)
-	if len(script) > scriptShown {
-		script = script[:scriptShown]
-	}
 	s.history = append(s.history, Command{
-		ProcessID: processID, Script: script, Status: r.Status, ExitCode: r.ExitCode, Signal: r.Signal,
+		ProcessID: processID, Script: cutText(script, scriptShown), Status: r.Status, ExitCode: r.ExitCode, Signal: r.Signal,
 		StateKept: out.StateKept, StartedAt: l.start, Duration: time.Since(l.start),
 	})
 	if n := len(s.history) - t.opts.History; n > 0 {
 		s.history = slices.Delete(s.history, 0, n)
 	}
 	return out
+}
+
+// Abort gives the lease back for a command that never ran: one refused
+// after Begin or Create took the session (its spawn refused by the process
+// table, the sandbox or the kernel, its command not built). The session is
+// left exactly as it was, its state, cwd, history, counts and last use; a
+// session that Create added, whose first command this was, is removed, and
+// its id is free again. The command's files, if built, are removed. Abort
+// takes the place of End and Settle.
+func (l *Lease) Abort() {
+	l.stopEarly()
+	if l.cmd != nil {
+		l.cmd.Close()
+	}
+	t := l.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	l.s.busy = false
+	if l.first && t.sessions[l.s.id] == l.s {
+		delete(t.sessions, l.s.id)
+	}
 }
 
 // Settle does what End leaves, once the command's answer is given: it
@@ -392,6 +412,21 @@ func (l *Lease) Settle() {
 	if l.next != nil {
 		l.t.files.Ready(l.next)
 	}
+}
+
+// cutText is s cut to at most n bytes at a character's boundary, so that a
+// cut never leaves half a UTF-8 character, which JSON would carry as U+FFFD.
+// Bytes that are not UTF-8 are cut where they are.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for i := n; i > n-utf8.UTFMax && i > 0; i-- {
+		if utf8.RuneStart(s[i]) {
+			return s[:i]
+		}
+	}
+	return s[:n]
 }
 
 func (l *Lease) cwdLocked() string {

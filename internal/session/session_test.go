@@ -3,11 +3,14 @@ package session
 import (
 	"context"
 	"errors"
+	"os"
 	osexec "os/exec"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/shellsnap"
@@ -152,5 +155,84 @@ func TestTableBounds(t *testing.T) {
 	tb.Close()
 	if _, err := tb.Begin("a"); !errors.Is(err, ErrClosed) {
 		t.Errorf("Begin after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestAbortLeavesTheSessionAsItWas: a lease given back with Abort, its
+// command built but never run, leaves its session exactly as it was (state,
+// cwd, history, counts, last use), and its files gone; a session whose first
+// command is aborted was never created, and its id is free again.
+func TestAbortLeavesTheSessionAsItWas(t *testing.T) {
+	tb := newTable(t, Options{})
+	create(t, tb, "a")
+	l, _ := tb.Begin("a")
+	run(t, l, "cd /tmp; X=1")
+	before, _ := tb.Get("a")
+	stats := tb.Stats()
+
+	l, err := tb.Begin("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := l.Command("cd /; X=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Abort()
+	if after, _ := tb.Get("a"); !reflect.DeepEqual(after, before) {
+		t.Errorf("after Abort the session is\n%+v\nwant it as before\n%+v", after, before)
+	}
+	if got := tb.Stats(); got != stats {
+		t.Errorf("after Abort the stats are %+v, want %+v", got, stats)
+	}
+	if _, err := os.Stat(c.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the aborted command's directory %s: %v, want it removed", c.Dir, err)
+	}
+	l, err = tb.Begin("a")
+	if err != nil {
+		t.Fatalf("Begin after Abort: %v", err)
+	}
+	if _, out := run(t, l, `echo "$PWD $X"`); out != "/tmp 1\n" {
+		t.Errorf("the command after an aborted one printed %q, want %q", out, "/tmp 1\n")
+	}
+
+	first, err := tb.Create("b", Config{Shell: shellsnap.Shell{Name: "bash", Path: "/bin/bash"}, Cwd: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Abort()
+	if _, err := tb.Get("b"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get of a session whose first command was aborted: %v, want ErrNotFound", err)
+	}
+	create(t, tb, "b")
+}
+
+// TestHistoryCutsScriptsAtACharacter: a script longer than the history
+// keeps is cut to at most 256 bytes at a character's boundary, never inside
+// one, so that the history stays text (JSON would carry the half a
+// character as U+FFFD).
+func TestHistoryCutsScriptsAtACharacter(t *testing.T) {
+	tb := newTable(t, Options{})
+	create(t, tb, "a")
+	tests := []struct {
+		name, script, want string
+	}{
+		{"ascii", "#" + strings.Repeat("x", 300), "#" + strings.Repeat("x", 255)},
+		{"a character across the cut", ":" + strings.Repeat("é", 150), ":" + strings.Repeat("é", 127)},
+		{"a character ending at the cut", ":" + strings.Repeat("€", 100), ":" + strings.Repeat("€", 85)},
+		{"a four-byte character across the cut", ":" + strings.Repeat("x", 253) + "𝄞", ":" + strings.Repeat("x", 253)},
+		{"short", ": é", ": é"},
+	}
+	for _, tt := range tests {
+		l, err := tb.Begin("a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		run(t, l, tt.script)
+		info, _ := tb.Get("a")
+		got := info.History[len(info.History)-1].Script
+		if got != tt.want || len(got) > 256 || !utf8.ValidString(got) {
+			t.Errorf("%s: history keeps %q (%d bytes), want %q (%d bytes)", tt.name, got, len(got), tt.want, len(tt.want))
+		}
 	}
 }
