@@ -44,8 +44,8 @@ shopt -s expand_aliases
 set -o pipefail
 `)
 	real := NewCapturer(newTestProcs(t))
-	corrupt := func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy) ([]byte, error) {
-		out, err := real(ctx, argv, cwd, env, sb)
+	corrupt := func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy, newSession bool) ([]byte, error) {
+		out, err := real(ctx, argv, cwd, env, sb, newSession)
 		// Only the capture's declare -f output holds this text; the
 		// validation and the replay read the corrupted function.
 		return bytes.Replace(out, []byte("echo BREAK_ME"), []byte("if then fi"), 1), err

@@ -46,7 +46,11 @@ package shellsnap
 // attributes are listed for the functions that have any, and the files the
 // functions come from once each ("- 0 FILE"), so that a profile of many
 // functions fits MaxSnapshotBytes nearly as it did in the reference's format.
-const bashCaptureProfile = `if [[ -n ${__SNAPEXEC_BASH_ENV+x} ]]; then BASH_ENV=$__SNAPEXEC_BASH_ENV; \builtin export BASH_ENV; \builtin unset -v __SNAPEXEC_BASH_ENV; fi
+const bashCaptureProfile = bashCaptureLogin + bashCaptureRC
+
+// bashCaptureLogin is bashCaptureProfile up to the profile's end: the login
+// sequence, watched.
+const bashCaptureLogin = `if [[ -n ${__SNAPEXEC_BASH_ENV+x} ]]; then BASH_ENV=$__SNAPEXEC_BASH_ENV; \builtin export BASH_ENV; \builtin unset -v __SNAPEXEC_BASH_ENV; fi
 __snapexec_n=@NONCE@
 __snapexec_pwd=$PWD
 __snapexec_args=("$@")
@@ -72,7 +76,13 @@ if [[ -e ~/.bash_profile ]]; then . ~/.bash_profile; elif [[ -e ~/.bash_login ]]
 __snapexec_bg=${!-}
 ` + bashShoptsListed + `__snapexec_shopts=$BASHOPTS
 \command shopt -u expand_aliases
-__snapexec_rc=
+`
+
+// bashCaptureRC is the end of bashCaptureProfile: it sources ~/.bashrc by
+// the reference's rule, when BASH_ENV is empty and the profile did not
+// source it already. A login terminal's capture (bashTerminalCapture) has
+// no such rule: an interactive login shell reads no ~/.bashrc of its own.
+const bashCaptureRC = `__snapexec_rc=
 if [[ -z ${BASH_ENV:-} && -r ~/.bashrc ]]; then
   __snapexec_rc=1
   for __snapexec_f in "${__snapexec_srcs[@]}"; do
@@ -114,7 +124,10 @@ const bashCapture = bashCaptureProfile + bashDump
 // need). It changes the shell's options and traps: it runs last. A session
 // command's end has a dump of its own (bashSessionEnd), which shares the
 // parts below.
-const bashDump = `__snapexec_so=$SHELLOPTS
+const bashDump = bashDumpBody + bashDumpEnd
+
+// bashDumpBody is bashDump but for its end (bashDumpEnd): the records.
+const bashDumpBody = `__snapexec_so=$SHELLOPTS
 \command set +T
 \command mapfile -t __snapexec_tl <<<"$(\command trap -p)"
 \command trap - ` + bashDumpTraps + `
@@ -203,8 +216,29 @@ fi
 for __snapexec_f in "${!__snapexec_fn0[@]}"; do
   \command printf '%s fn0 %q\n%s\n' "$__snapexec_n" "$__snapexec_f" "${__snapexec_fn0[$__snapexec_f]}"
 done
-\command printf '%s end\n\n\0' "$__snapexec_n"
+`
+
+// bashDumpEnd ends a dump: the end record, then the environment.
+const bashDumpEnd = `\command printf '%s end\n\n\0' "$__snapexec_n"
 \command /usr/bin/env -0
+`
+
+// bashTerminalCapture is the capture of a login terminal's state
+// (docs/design/snapshots.md#login-terminals). Go runs it as [shell,
+// "--noprofile", "-ilc", script] in a session of its own: an interactive
+// login shell, which sources the profile as bashCapture does but no
+// ~/.bashrc by the reference's rule (bashCaptureRC), since `bash -il` reads
+// none of its own. Once env has printed the environment,
+// it empties the history list and unsets HISTFILE, so that the capture's
+// shell never writes the user's history file: an interactive bash writes
+// it at its exit, and before an exec, whether history is on or not. Its
+// EXIT trap is gone with the dump's, and a shell that reaches the end of
+// its -c string reads no ~/.bash_logout.
+const bashTerminalCapture = bashCaptureLogin + bashDumpBody + `\command printf '%s end\n\n\0' "$__snapexec_n"
+\command /usr/bin/env -0
+\command history -c
+\command set +o history
+\command unset -v HISTFILE 2>/dev/null || \command :
 `
 
 // bashDumpTraps are the traps a dump clears once it has listed them: none

@@ -32,10 +32,19 @@ if [[ -e ${ZDOTDIR:-$HOME}/.zshenv ]]; then \builtin source ${ZDOTDIR:-$HOME}/.z
 // reference's rule, when no startup file did. zshDump follows it. It lists
 // the loaded modules first, before the dump's use of zsh/parameter's arrays
 // loads that module. @NONCE@ is the capture's token.
-const zshCaptureProfile = `__snapexec_u=$_
+const zshCaptureProfile = zshCaptureStart + zshCaptureRC
+
+// zshCaptureStart is the start of every capture's -c string: $_, the
+// modules, the nonce.
+const zshCaptureStart = `__snapexec_u=$_
 __snapexec_mods=$(\builtin zmodload -L)
 __snapexec_n=@NONCE@
-__snapexec_rc=${ZDOTDIR:-$HOME}/.zshrc
+`
+
+// zshCaptureRC sources ~/.zshrc by the reference's rule. A login
+// terminal's capture has no such rule: its interactive shell reads .zshrc
+// itself, or not, as the user's own would.
+const zshCaptureRC = `__snapexec_rc=${ZDOTDIR:-$HOME}/.zshrc
 if [[ -r $__snapexec_rc ]]; then
   __snapexec_seen=
   for __snapexec_f in "${__snapexec_srcs[@]}"; do
@@ -66,7 +75,10 @@ const zshCapture = zshCaptureProfile + zshDump
 // __snapexec_limits (the limits a change is relative to) and
 // __snapexec_srcs (the files sourced). It changes the shell's options and
 // traps: it runs last.
-const zshDump = `() { \builtin emulate -L zsh; __snapexec_on=(${(k)options}) }
+const zshDump = zshDumpBody + zshDumpEnd
+
+// zshDumpBody is zshDump but for its end (zshDumpEnd): the records.
+const zshDumpBody = `() { \builtin emulate -L zsh; __snapexec_on=(${(k)options}) }
 __snapexec_opts=()
 for __snapexec_o in "${__snapexec_on[@]}"; do
   if [[ -o $__snapexec_o ]]; then __snapexec_opts+=("$__snapexec_o on"); else __snapexec_opts+=("$__snapexec_o off"); fi
@@ -122,6 +134,25 @@ fi
 for __snapexec_f in "${__snapexec_srcs[@]}" "${functions_source[@]}"; do
   if [[ -n $__snapexec_f && $__snapexec_f != zsh ]]; then \builtin print -rl -- "$__snapexec_n file" "$__snapexec_f"; fi
 done
-\builtin print -rn -- "$__snapexec_n end"$'\n\n\0'
+`
+
+// zshDumpEnd ends a dump: the end record, then the environment.
+const zshDumpEnd = `\builtin print -rn -- "$__snapexec_n end"$'\n\n\0'
 /usr/bin/env -0
+`
+
+// zshTerminalCapture is the -c string of a login terminal's capture
+// (docs/design/snapshots.md#login-terminals), which Go runs as [shell,
+// "-ilc", script] in a session of its own: an interactive login shell, so
+// that zsh runs .zshrc (and /etc/zsh/zshrc) itself. Once env has printed
+// the environment, it
+// unsets HISTFILE, removes the zshexit hooks (the dump removed the EXIT
+// trap) and turns rcs off, so that the capture's shell neither saves
+// history nor runs a hook or .zlogout at its exit, which an exec would
+// not spare it either.
+const zshTerminalCapture = zshCaptureStart + zshDumpBody + `\builtin print -rn -- "$__snapexec_n end"$'\n\n\0'
+/usr/bin/env -0
+\builtin unset HISTFILE zshexit_functions 2>/dev/null
+\builtin unfunction zshexit 2>/dev/null
+\builtin setopt norcs
 `
