@@ -130,7 +130,7 @@ func (c snapshotCapture) keep(snap *Snapshot, plan *restorePlan, recs []record) 
 	c.files.own(snap, path)
 	snap.definitions = bashDefinitions(recs)
 	if c.terminal {
-		if snap.terminal, err = c.files.write(bashTerminalRC(path)); err != nil {
+		if snap.terminal, err = c.files.write(bashTerminalRC(path, bashBindings(byKind(recs)))); err != nil {
 			return err
 		}
 		c.files.own(snap, snap.terminal)

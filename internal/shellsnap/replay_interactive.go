@@ -39,7 +39,8 @@ func LoginTerminal(shell Shell, argv []string) bool {
 // holds the functions, aliases, options, traps and every variable (PS1,
 // PROMPT_COMMAND, HISTFILE, HISTSIZE included) as the interactive startup
 // files left them, the profile's changes applied to the request's
-// environment.
+// environment, and for bash readline's bindings and variables as the
+// startup files changed them.
 //
 // zsh is started as asked: a login shell finds the restore's .zshenv and
 // .zlogin through ZDOTDIR, and no other file in it. bash is started as
@@ -78,10 +79,15 @@ func ReplayInteractive(in ReplayInput) (command []string, env map[string]string,
 // restore file is restore: the restore, then job control, which the
 // capture's interactive shell, on no terminal, could not have (a profile
 // that turns it off is not seen: the terminal has it on, as a new
-// interactive shell has). Every other option (history, its expansion,
+// interactive shell has), then bindings, the bind commands of readline's
+// changes (bashBindings). Every other option (history, its expansion,
 // aliases, emacs or vi) is the capture's, an interactive shell's.
-func bashTerminalRC(restore string) string {
-	return `. ` + quote(restore) + `
+func bashTerminalRC(restore, bindings string) string {
+	rc := `. ` + quote(restore) + `
 { \builtin set -o monitor; } 2>/dev/null
 `
+	if bindings != "" {
+		rc += "{\n" + bindings + "\n} 2>/dev/null\n"
+	}
+	return rc
 }

@@ -145,7 +145,7 @@ for __snapexec_f in "${__snapexec_tl[@]}"; do if [[ -n $__snapexec_f ]]; then \c
   for __snapexec_f in "${__snapexec_xs[@]}"; do
     if [[ ! -R $__snapexec_f && ${!__snapexec_f@a} != *[aAr]* ]]; then \command printf -v "$__snapexec_f" ''; fi
   done
-  \command unset -v __snapexec_u __snapexec_last __snapexec_xs BASH_EXECUTION_STRING
+  \command unset -v __snapexec_u __snapexec_last __snapexec_xs __snapexec_keys0 BASH_EXECUTION_STRING
   \command declare -p
 )
 \command printf '\n'
@@ -228,18 +228,44 @@ const bashDumpEnd = `\command printf '%s end\n\n\0' "$__snapexec_n"
 // "--noprofile", "-ilc", script] in a session of its own: an interactive
 // login shell, which sources the profile as bashCapture does but no
 // ~/.bashrc by the reference's rule (bashCaptureRC), since `bash -il` reads
-// none of its own. Once env has printed the environment,
+// none of its own. Before the profile it lists readline's variables and
+// bindings (bashKeysListing), as readline read them from the inputrc; after
+// the dump, again: when the profile changed them, both listings are records
+// (bindings0, bindings), from which Go makes the bind commands of the
+// terminal's rc file (bashBindings). Once env has printed the environment,
 // it empties the history list and unsets HISTFILE, so that the capture's
 // shell never writes the user's history file: an interactive bash writes
 // it at its exit, and before an exec, whether history is on or not. Its
 // EXIT trap is gone with the dump's, and a shell that reaches the end of
 // its -c string reads no ~/.bash_logout.
-const bashTerminalCapture = bashCaptureLogin + bashDumpBody + `\command printf '%s end\n\n\0' "$__snapexec_n"
+const bashTerminalCapture = `__snapexec_keys0=$(` + bashKeysListing + `)
+` + bashCaptureLogin + bashDumpBody + `\command enable bind
+__snapexec_keys=$(` + bashKeysListing + `)
+if [[ $__snapexec_keys != "$__snapexec_keys0" ]]; then
+  \command printf '%s bindings0\n%s\n' "$__snapexec_n" "$__snapexec_keys0"
+  \command printf '%s bindings\n%s\n' "$__snapexec_n" "$__snapexec_keys"
+fi
+\command printf '%s end\n\n\0' "$__snapexec_n"
 \command /usr/bin/env -0
 \command history -c
 \command set +o history
 \command unset -v HISTFILE 2>/dev/null || \command :
 `
+
+// bashKeysListing lists readline's variables (bind -v) and, per keymap,
+// its bindings to functions (-p), macros (-s) and shell commands (-X), each
+// listing after a line "@@ KEYMAP KIND" ("@@ v" for the variables), which
+// no line of bind's starts with.
+const bashKeysListing = `{ \command printf '@@ v\n'; \command bind -v
+  for __snapexec_m in ` + bashKeymaps + `; do
+    \command printf '@@ %s p\n' "$__snapexec_m"; \command bind -m "$__snapexec_m" -p
+    \command printf '@@ %s s\n' "$__snapexec_m"; \command bind -m "$__snapexec_m" -s
+    \command printf '@@ %s x\n' "$__snapexec_m"; \command bind -m "$__snapexec_m" -X
+  done; } 2>/dev/null`
+
+// bashKeymaps are the keymaps a terminal's capture lists: emacs's (with
+// its prefixes' maps) and vi's two.
+const bashKeymaps = "emacs vi-insert vi-command"
 
 // bashDumpTraps are the traps a dump clears once it has listed them: none
 // may act on the dump, and the EXIT trap must not run it again.
