@@ -76,6 +76,9 @@ func (c snapshotCapture) capture(ctx context.Context) (*Snapshot, []fileStamp, e
 		plan = shPlan
 	}
 	p := plan(recs, c.env, final, filterEnv(final, c.policy))
+	if c.terminal && c.shell == "zsh" {
+		zshTerminalSteps(p, byKind(recs))
+	}
 	snap.Unrestored = append(p.unrestored, c.validate(ctx, p)...)
 	snap.FunctionCount, snap.AliasCount, snap.OptionCount = p.counts()
 	stamps = append(stamps, sourcedStamps(recs, stamps, started)...)

@@ -39,8 +39,8 @@ func LoginTerminal(shell Shell, argv []string) bool {
 // holds the functions, aliases, options, traps and every variable (PS1,
 // PROMPT_COMMAND, HISTFILE, HISTSIZE included) as the interactive startup
 // files left them, the profile's changes applied to the request's
-// environment, and for bash readline's bindings and variables as the
-// startup files changed them.
+// environment, and the line editor's changed bindings (readline's for bash,
+// zle's keymaps and widgets for zsh).
 //
 // zsh is started as asked: a login shell finds the restore's .zshenv and
 // .zlogin through ZDOTDIR, and no other file in it. bash is started as

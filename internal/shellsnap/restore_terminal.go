@@ -8,9 +8,9 @@ import (
 // A login terminal's snapshot is an interactive login shell's state
 // (Launch.Terminal), and its restore has what a command's has not: the line
 // editor as the startup files left it. Its capture lists the editor's
-// keymaps before and after the startup files (bashKeysListing) and, when
-// they differ, keeps both listings as records (bindings0, bindings); the
-// restore replays the difference.
+// keymaps before and after the startup files (bashKeysListing,
+// zshKeysListing) and, when they differ, keeps both listings as records
+// (bindings0, bindings); the restore replays the difference.
 
 // keySections splits a keymaps listing into its sections, by the name of
 // each ("@@ NAME" starts one), every line in the order it came.
@@ -142,4 +142,57 @@ func bindXSpec(line string) (spec string, ok bool) {
 		return `"` + seq + `": ` + c, true
 	}
 	return "", false
+}
+
+// zshOwnAliases are the aliases every zsh defines itself at start, before
+// any startup file: a profile that removed them has them back in any new
+// shell, a replayed terminal's too.
+var zshOwnAliases = []string{"run-help", "which-command"}
+
+// zshTerminalSteps adds a login terminal's extras to a zsh plan. Before its
+// aliases, every alias the replayed shell has is removed: zsh defines some
+// itself (zshOwnAliases), which the startup files may have removed, and the
+// terminal then has exactly theirs, none twice. After its other steps, the
+// widgets and keymaps that the startup files changed, from the capture's
+// bindings0 and bindings records (zshKeysListing): the widgets they
+// defined or removed, each keymap they changed as a whole (emptied, then
+// bound as listed, ranges and all), and the keymap that main stands for.
+func zshTerminalSteps(p *restorePlan, rs records) {
+	clear := step{tail: true, code: `\builtin unalias -m '*' 2>/dev/null; \builtin unalias -s -m '*' 2>/dev/null`}
+	i := slices.IndexFunc(p.steps, func(s step) bool { return s.kind == "alias" })
+	if i < 0 {
+		i = len(p.steps)
+	}
+	p.steps = slices.Insert(p.steps, i, clear)
+
+	before, ok0 := rs.one("bindings0")
+	after, ok1 := rs.one("bindings")
+	if !ok0 || !ok1 {
+		return
+	}
+	b, a := keySections(before), keySections(after)
+	var lines []string
+	for _, line := range added(a["widgets"], b["widgets"]) {
+		if f := strings.Fields(line); len(f) >= 3 && f[0] == "zle" {
+			lines = append(lines, `\builtin zle -D `+f[2])
+		}
+	}
+	for _, line := range added(b["widgets"], a["widgets"]) {
+		lines = append(lines, `\builtin `+line)
+	}
+	for _, keymap := range []string{"emacs", "viins", "vicmd"} {
+		if slices.Equal(a[keymap], b[keymap]) {
+			continue
+		}
+		lines = append(lines, `\builtin bindkey -M `+keymap+` -rp ''`)
+		for _, line := range a[keymap] {
+			lines = append(lines, `\builtin `+line)
+		}
+	}
+	if m := a["main"]; len(m) == 1 && !slices.Equal(m, b["main"]) {
+		lines = append(lines, `\builtin `+m[0])
+	}
+	if len(lines) > 0 {
+		p.add(step{tail: true, code: "{\n" + strings.Join(lines, "\n") + "\n} 2>/dev/null"})
+	}
 }

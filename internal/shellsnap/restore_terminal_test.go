@@ -110,3 +110,30 @@ set editing-mode vi
 		t.Errorf("bashBindings() of no records = %q, want none: nothing changed", got)
 	}
 }
+
+// TestZshTerminalSteps: a zsh terminal's plan removes every alias before
+// its own, then replays the widgets and whole keymaps the startup files
+// changed, and the keymap main stands for when that changed.
+func TestZshTerminalSteps(t *testing.T) {
+	p := &restorePlan{shell: "zsh", steps: []step{
+		{tail: true, kind: "function", name: "w", code: "w() { :; }"},
+		{tail: true, kind: "alias", name: "ll", code: "aliases[ll]='ls -l'"},
+	}}
+	before := "@@ main\nbindkey -A emacs main\n@@ emacs\nbindkey -M emacs \"^A\" beginning-of-line\n@@ viins\n@@ vicmd\nbindkey -a \"q\" x\n@@ widgets\nzle -N gone"
+	after := "@@ main\nbindkey -A viins main\n@@ emacs\nbindkey -M emacs \"^Xw\" w\n@@ viins\n@@ vicmd\nbindkey -a \"q\" x\n@@ widgets\nzle -N w"
+	zshTerminalSteps(p, records{"bindings0": {{payload: before}}, "bindings": {{payload: after}}})
+	var codes []string
+	for _, s := range p.steps {
+		codes = append(codes, s.code)
+	}
+	want := []string{
+		"w() { :; }",
+		`\builtin unalias -m '*' 2>/dev/null; \builtin unalias -s -m '*' 2>/dev/null`,
+		"aliases[ll]='ls -l'",
+		"{\n" + `\builtin zle -D gone` + "\n" + `\builtin zle -N w` + "\n" + `\builtin bindkey -M emacs -rp ''` + "\n" +
+			`\builtin bindkey -M emacs "^Xw" w` + "\n" + `\builtin bindkey -A viins main` + "\n} 2>/dev/null",
+	}
+	if strings.Join(codes, "\n--\n") != strings.Join(want, "\n--\n") {
+		t.Errorf("zshTerminalSteps() steps =\n%s\nwant\n%s", strings.Join(codes, "\n--\n"), strings.Join(want, "\n--\n"))
+	}
+}

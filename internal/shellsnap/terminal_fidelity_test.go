@@ -12,7 +12,8 @@ import (
 // The differential test of login terminals (docs/design/snapshots.md#login-terminals):
 // startup files that set what only an interactive shell has (an alias, a
 // function and a key binding behind `[[ $- == *i* ]]`, the prompts,
-// PROMPT_COMMAND, shell options, readline's bindings and variables), a real interactive login shell on a pseudo-terminal, and
+// PROMPT_COMMAND, shell options, readline's or zle's bindings, variables
+// and widgets), a real interactive login shell on a pseudo-terminal, and
 // a terminal replayed from the scope's login terminal snapshot on another:
 // the same probe, typed into each, must print the same.
 
@@ -40,12 +41,32 @@ bind 'set completion-ignore-case on'
 bind -m vi-insert '"\C-l": clear-screen'
 `,
 	},
+	"zsh": {
+		".zprofile": `export MYVAR=from-profile
+`,
+		".zshrc": `[[ -o interactive ]] || return
+alias ll='ls -l'
+alias -g G='| grep'
+alias -s txt=less
+unalias run-help
+greet() { echo "hello $1"; }
+PS1='snap> ' PS2='cont> ' RPROMPT='%#'
+HISTSIZE=77
+setopt noclobber autocd histignorespace
+my-widget() { LBUFFER+=x; }
+zle -N my-widget
+bindkey '^Xw' my-widget
+bindkey -s '^Xh' 'hello'
+bindkey -r '^A'
+bindkey -M vicmd 'q' vi-quoted-insert
+`,
+	},
 }
 
 // terminalProbes print, between the lines @@begin and @@end, what the
 // startup files may have set: $-, aliases, functions, options, the line
-// editor's variables and bindings, the prompts and a few variables, the
-// traps and completions.
+// editor's variables, bindings and widgets, the prompts and a few
+// variables, the traps.
 var terminalProbes = map[string]string{
 	"bash": `printf '@@begin\n'
 printf 'flags %s\n' "$-"
@@ -60,6 +81,18 @@ trap -p
 complete -p
 printf '@@end\n'
 `,
+	"zsh": `print -r -- '@@begin'
+print -r -- "flags $-"
+alias -L; alias -sL
+functions
+setopt
+bindkey -lL main
+for __m in emacs viins vicmd; do bindkey -LM $__m; done; unset __m
+zle -lL
+typeset -p PS1 PS2 RPROMPT HISTSIZE MYVAR 2>&1
+trap
+print -r -- '@@end'
+`,
 }
 
 // probeShows are lines of what the profile set, which the real terminal's
@@ -67,6 +100,7 @@ printf '@@end\n'
 var probeShows = map[string][]string{
 	"bash": {"alias ll='ls -l'", "greet ()", `declare -- PS1="snap> "`, "shopt -s globstar", "noclobber      \ton",
 		`"\C-xg": "hello"`, `"\C-xh": "echo \"$HOME\" hi"`, `"\C-a": end-of-line`, "set completion-ignore-case on", `"\C-l": clear-screen`},
+	"zsh": {"alias ll='ls -l'", "greet () {", "typeset PS1='snap> '", "noclobber", `bindkey -M emacs "^Xw" my-widget`, "zle -N my-widget"},
 }
 
 // terminalDesign are the lines a replayed terminal prints otherwise by
@@ -83,7 +117,7 @@ var terminalDesign = map[string]map[string]string{
 // terminal's snapshot has what a real interactive login shell of the same
 // startup files has, line editor included, without sourcing them.
 func TestLoginTerminalMatchesARealOne(t *testing.T) {
-	for _, name := range []string{"bash"} {
+	for _, name := range []string{"bash", "zsh"} {
 		t.Run(name, func(t *testing.T) {
 			sh := shellByName(t, name)
 			home := t.TempDir()
