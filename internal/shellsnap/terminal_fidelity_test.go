@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The differential test of login terminals (docs/design/snapshots.md#login-terminals):
@@ -236,5 +237,48 @@ func TestTerminalCaptureLeavesNoTrace(t *testing.T) {
 				t.Errorf("a command's snapshot = %+v, %v; want ~/.bashrc's alias, by the reference's rule", cmd.Receipt, err)
 			}
 		})
+	}
+}
+
+// BenchmarkTerminalCapture times a whole capture (the capture shell, the
+// parse, the validation, the restore files) of interactiveProfiles, whose
+// ~/.bashrc and .zshrc bind keys: as a command's snapshot (`-lc`) and as a
+// login terminal's (an interactive login shell, which lists the line
+// editor's keymaps before and after the startup files). Besides the mean it
+// reports the median (ms/median), which a shared machine's stray slow
+// capture moves less, and the state's size (state-bytes).
+func BenchmarkTerminalCapture(b *testing.B) {
+	for _, name := range []string{"bash", "zsh"} {
+		sh := shellByName(b, name)
+		home := b.TempDir()
+		writeHomeFiles(b, home, interactiveProfiles[name])
+		env := loginEnv(home)
+		env["TERM"] = "xterm"
+		c := newTestCache(b, Options{Capture: NewCapturer(newTestProcs(b))})
+		b.Cleanup(c.Close)
+		req := &Request{ScopeID: "bench", Shell: Shell{Name: name, Path: sh.path}}
+		for _, l := range []Launch{
+			{Argv: []string{sh.path, "-lc", "true"}, Cwd: home, Env: env},
+			{Argv: []string{sh.path, "-il"}, Cwd: home, Env: env, Terminal: true},
+		} {
+			kind := map[bool]string{false: "command", true: "terminal"}[l.Terminal]
+			b.Run(name+"/"+kind, func(b *testing.B) {
+				var took []time.Duration
+				size := 0
+				for b.Loop() {
+					c.Forget("bench")
+					started := time.Now()
+					p, err := c.Prepare(context.Background(), req, l)
+					took = append(took, time.Since(started))
+					if err != nil || p.Receipt.Outcome != OutcomeUsed || p.Receipt.State != StateOnDemand {
+						b.Fatalf("Prepare(%s) = %+v, %v; want a capture, used", kind, p.Receipt, err)
+					}
+					size = p.Snapshot.StateBytes
+				}
+				slices.Sort(took)
+				b.ReportMetric(float64(took[len(took)/2])/float64(time.Millisecond), "ms/median")
+				b.ReportMetric(float64(size), "state-bytes")
+			})
+		}
 	}
 }
