@@ -375,7 +375,8 @@ func TestLoginTerminalFromASnapshot(t *testing.T) {
 		wantProfileRan             bool
 	}{
 		{"replayed", "", "used", false},
-		{"capture fails", "[[ $- == *i* ]] || exit 3\n", "fallback", true},
+		// A capture is an interactive login shell, but on no terminal.
+		{"capture fails", "[[ -t 0 ]] || exit 3\n", "fallback", true},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -55,8 +55,9 @@ func (a *app) terminalCommand() *cobra.Command {
 		Use:   "terminal [--scope SCOPE] [--shell PATH] [--cwd DIR]",
 		Short: "Open a login shell on a new terminal on the server, and attach to it",
 		Long: `Start SHELL -l on a terminal of this one's size and attach to it, as attach does.
-With --scope, the shell opens with the scope's shell snapshot (its functions,
-aliases, options and variables) instead of sourcing the profile. The shell is
+With --scope, the shell opens with the scope's login terminal snapshot (the
+functions, aliases, options, variables and key bindings its interactive startup
+files set) instead of sourcing them. The shell is
 ended when snapexec is interrupted or loses the server for good.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {

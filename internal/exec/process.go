@@ -313,6 +313,10 @@ func start(id string, spec Spec, cfg procConfig) (*Process, heldEnds, error) {
 		// reaches it and every descendant that did not leave the group.
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
+	if spec.NewSession {
+		// A new session leads a new group too, whose id is the child's pid.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	if cfg.null.r != nil { // else os/exec opens /dev/null itself
 		cmd.Stdin, cmd.Stderr = cfg.null.r, cfg.null.w
 	}

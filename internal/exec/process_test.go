@@ -363,3 +363,30 @@ func TestChildWithoutPipesHasDevNull(t *testing.T) {
 		}
 	}
 }
+
+// TestNewSession: a process with NewSession leads a session of its own and
+// has no controlling terminal, so that an interactive shell cannot take the
+// server's; without it, it shares the server's session in a group of its
+// own.
+func TestNewSession(t *testing.T) {
+	m := testManager()
+	// /proc/PID/stat after the name: state ppid pgrp session tty_nr.
+	probe := `read -r pid name state ppid pgrp sid tty rest </proc/$$/stat; echo "$pid $pgrp $sid $tty"`
+	for _, newSession := range []bool{false, true} {
+		got := run(t, m, Spec{Argv: []string{"/bin/sh", "-c", probe}, NewSession: newSession})
+		f := strings.Fields(string(got.Stdout.Data))
+		if len(f) != 4 {
+			t.Fatalf("NewSession %t: /proc/PID/stat read %q", newSession, got.Stdout.Data)
+		}
+		pid, pgrp, sid, tty := f[0], f[1], f[2], f[3]
+		if pgrp != pid {
+			t.Errorf("NewSession %t: group %s of child %s, want its own", newSession, pgrp, pid)
+		}
+		if (sid == pid) != newSession {
+			t.Errorf("NewSession %t: session %s of child %s, want a session of its own %t", newSession, sid, pid, newSession)
+		}
+		if newSession && tty != "0" {
+			t.Errorf("NewSession: controlling terminal %s, want none (0)", tty)
+		}
+	}
+}

@@ -39,6 +39,12 @@ type Spec struct {
 	// DiscardStderr do not apply), Signal reaches the terminal's foreground
 	// group, and Resize changes its size.
 	TTY *TTYSize
+	// NewSession runs the process in a new session of its own, without a
+	// controlling terminal (it leads its group as ever): an interactive
+	// shell that is not on a terminal of its own (a login terminal's
+	// snapshot capture) then cannot open the server's terminal, nor take
+	// its foreground. A TTY process always leads a new session.
+	NewSession bool
 	// DiscardStderr sends stderr to /dev/null: the process has no stderr output.
 	DiscardStderr bool
 	// Timeout ends the process group when it has run this long; zero means none.

@@ -612,10 +612,13 @@ type ExecRequest struct {
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
 
 	// ShellSnapshot Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
-	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope), and not "."
-	// or ".." (400 invalid_request: a URL's dot segments, which no /snapshots/{scopeId} could
-	// name); a shell other than bash, zsh or sh is 422 unsupported_shell, whatever the argv;
-	// any other argv shape runs unchanged (outcome ineligible).
+	// With tty, a login shell of bash or zsh ([shell.path, "-l"], "-il" or "--login") opens
+	// instead from the scope's login terminal snapshot, an interactive login shell's state
+	// (a snapshot entry with terminal true). Checked in this order: a scope id is 1 to 256
+	// bytes (else 422 invalid_scope), and not "." or ".." (400 invalid_request: a URL's dot
+	// segments, which no /snapshots/{scopeId} could name); a shell other than bash, zsh or
+	// sh is 422 unsupported_shell, whatever the argv; any other argv shape runs unchanged
+	// (outcome ineligible).
 	ShellSnapshot *ShellSnapshotRequest `json:"shellSnapshot,omitempty"`
 
 	// Stdin Written to the child, then closed; without it stdin is /dev/null. On a terminal (tty) stdin stays open, as a terminal's does; end the input as a keyboard does, with the byte 0x04 (Ctrl-D) at the start of a line.
@@ -1179,10 +1182,13 @@ type ShellInfo struct {
 }
 
 // ShellSnapshotRequest Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
-// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope), and not "."
-// or ".." (400 invalid_request: a URL's dot segments, which no /snapshots/{scopeId} could
-// name); a shell other than bash, zsh or sh is 422 unsupported_shell, whatever the argv;
-// any other argv shape runs unchanged (outcome ineligible).
+// With tty, a login shell of bash or zsh ([shell.path, "-l"], "-il" or "--login") opens
+// instead from the scope's login terminal snapshot, an interactive login shell's state
+// (a snapshot entry with terminal true). Checked in this order: a scope id is 1 to 256
+// bytes (else 422 invalid_scope), and not "." or ".." (400 invalid_request: a URL's dot
+// segments, which no /snapshots/{scopeId} could name); a shell other than bash, zsh or
+// sh is 422 unsupported_shell, whatever the argv; any other argv shape runs unchanged
+// (outcome ineligible).
 type ShellSnapshotRequest struct {
 	ScopeId string    `json:"scopeId"`
 	Shell   ShellInfo `json:"shell"`
@@ -1256,6 +1262,11 @@ type SnapshotEntry struct {
 	// State failed is in backoff or retryable; exhausted has spent its retry budget.
 	State      SnapshotEntryState `json:"state"`
 	StateBytes int                `json:"stateBytes"`
+
+	// Terminal A login terminal's snapshot, part of the key: captured by an interactive login shell,
+	// so with what the startup files set for one only (aliases, prompts, key bindings), and
+	// replayed only into a login shell on a terminal. The scope's commands have their own.
+	Terminal bool `json:"terminal"`
 
 	// Unrestored The pieces of the ready snapshot's state that the shell cannot read back, which every
 	// replay leaves out (its commands' outcome is then partial). Names only.
@@ -1413,10 +1424,13 @@ type StartProcessRequest struct {
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
 
 	// ShellSnapshot Replay the scope's cached login-shell state when argv is [shell.path, "-lc", script, ...].
-	// Checked in this order: a scope id is 1 to 256 bytes (else 422 invalid_scope), and not "."
-	// or ".." (400 invalid_request: a URL's dot segments, which no /snapshots/{scopeId} could
-	// name); a shell other than bash, zsh or sh is 422 unsupported_shell, whatever the argv;
-	// any other argv shape runs unchanged (outcome ineligible).
+	// With tty, a login shell of bash or zsh ([shell.path, "-l"], "-il" or "--login") opens
+	// instead from the scope's login terminal snapshot, an interactive login shell's state
+	// (a snapshot entry with terminal true). Checked in this order: a scope id is 1 to 256
+	// bytes (else 422 invalid_scope), and not "." or ".." (400 invalid_request: a URL's dot
+	// segments, which no /snapshots/{scopeId} could name); a shell other than bash, zsh or
+	// sh is 422 unsupported_shell, whatever the argv; any other argv shape runs unchanged
+	// (outcome ineligible).
 	ShellSnapshot *ShellSnapshotRequest `json:"shellSnapshot,omitempty"`
 
 	// Stdin Written to the child first; with pipeStdin stdin then stays open for writes.

@@ -64,6 +64,7 @@ func entry(e shellsnap.EntryInfo) SnapshotEntry {
 		ScopeId:       e.ScopeID,
 		Shell:         ShellInfo{Name: e.Shell.Name, Path: e.Shell.Path},
 		Cwd:           e.Cwd,
+		Terminal:      e.Terminal,
 		EnvPolicy:     policyView(e.Policy),
 		Sandbox:       sandboxView(e.Sandbox),
 		State:         SnapshotEntryState(e.State),

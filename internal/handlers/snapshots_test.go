@@ -35,7 +35,7 @@ func readyEntry(scope string) shellsnap.EntryInfo {
 // entries as the contract shows them (names, never values), the scope's, a
 // forget, and a prewarm that waits (200) or not (202), with its errors.
 func TestSnapshotHandlers(t *testing.T) {
-	failed := shellsnap.EntryInfo{ScopeID: "bad", Shell: shellsnap.Shell{Name: "bash", Path: "/bin/bash"}, State: shellsnap.EntryFailed,
+	failed := shellsnap.EntryInfo{ScopeID: "bad", Shell: shellsnap.Shell{Name: "bash", Path: "/bin/bash"}, Terminal: true, State: shellsnap.EntryFailed,
 		Attempts: 1, MaxAttempts: 3, RetryAt: time.Date(2026, 12, 1, 10, 0, 1, 0, time.UTC),
 		LastError: &shellsnap.CaptureError{Reason: shellsnap.ReasonTimeout, Message: "shell snapshot capture timed out"}}
 	registry := func() *fakeService {
@@ -68,11 +68,11 @@ func TestSnapshotHandlers(t *testing.T) {
 	runHandlerCases(t, []handlerCase{
 		{name: "list", method: "GET", target: "/snapshots", svc: registry, status: 200, calls: []string{"Snapshots"},
 			want: `{"capacity":` + strconv.Itoa(shellsnap.MaxCachedSnapshots) + `,"entries":[
-				{"key":"k-1","scopeId":"ws","shell":{"name":"bash","path":"/bin/bash"},"cwd":"/w","state":"ready",
+				{"key":"k-1","scopeId":"ws","shell":{"name":"bash","path":"/bin/bash"},"cwd":"/w","terminal":false,"state":"ready",
 				 "envPolicy":{"inherit":"core","ignoreDefaultExcludes":false,"setNames":["A_SET","B_SET"]},
 				 "attempts":1,"maxAttempts":3,"captureMs":12.5,"capturedAt":"2026-12-01T10:00:00Z","stateBytes":99,
 				 "envNames":["PLAIN"],"envCount":1,"functionCount":2,"aliasCount":1,"optionCount":3,"hits":4},
-				{"scopeId":"bad","state":"failed","retryAt":"2026-12-01T10:00:01Z","envNames":[],"envCount":0,
+				{"scopeId":"bad","terminal":true,"state":"failed","retryAt":"2026-12-01T10:00:01Z","envNames":[],"envCount":0,
 				 "lastError":{"reason":"timeout","message":"shell snapshot capture timed out"}}]}`,
 			check: func(t *testing.T, rec *httptest.ResponseRecorder) {
 				if strings.Contains(rec.Body.String(), "set-secret") {

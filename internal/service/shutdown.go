@@ -65,12 +65,10 @@ func (s *Service) prepareSnapshot(ctx context.Context, in ExecInput, l shellsnap
 	}
 	ctx, cancel := s.waitContext(ctx, in.Timeout)
 	defer cancel()
-	// A login terminal uses the snapshot a `shell -lc` command of the scope
-	// uses, as a prewarm asks for it.
+	// A login terminal uses a snapshot of its own, an interactive login
+	// shell's (docs/design/snapshots.md#login-terminals).
 	terminal := in.TTY != nil && shellsnap.LoginTerminal(in.Snapshot.Shell, l.Argv)
-	if terminal {
-		l.Argv = []string{l.Argv[0], "-lc", "true"}
-	}
+	l.Terminal = terminal
 	ctx, end := s.snapshotSpan(ctx, *in.Snapshot, shellsnap.Execution)
 	p, err := s.snapshots.Prepare(ctx, in.Snapshot, l)
 	if err == nil && p.Snapshot != nil {
@@ -84,8 +82,9 @@ func (s *Service) prepareSnapshot(ctx context.Context, in ExecInput, l shellsnap
 		}
 		if terminal {
 			// No standby serves a terminal: replay stays nil. A snapshot
-			// without a restore (none is, today) gives a real login terminal,
-			// as a command's failed capture gives the command as asked.
+			// without a terminal's restore (none is, today) gives a real login
+			// terminal, as a command's failed capture gives the command as
+			// asked.
 			var ok bool
 			if out.argv, out.env, ok = shellsnap.ReplayInteractive(*replay); !ok {
 				p.Receipt.Outcome, p.Receipt.Reason = shellsnap.OutcomeFallback, "the snapshot has no restore for a terminal"

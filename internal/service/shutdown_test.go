@@ -16,7 +16,7 @@ import (
 
 // hangingCapture is a capture that hangs until its context ends, as a
 // profile that never returns does.
-func hangingCapture(ctx context.Context, _ []string, _ string, _ map[string]string, _ sandbox.Policy) ([]byte, error) {
+func hangingCapture(ctx context.Context, _ []string, _ string, _ map[string]string, _ sandbox.Policy, _ bool) ([]byte, error) {
 	<-ctx.Done()
 	return nil, &shellsnap.CaptureError{Reason: shellsnap.ReasonTimeout, Message: "shell snapshot capture timed out"}
 }
@@ -175,7 +175,7 @@ func TestTimeoutBoundsTheWholeRequest(t *testing.T) {
 // the request's after its wait for the capture.
 func TestProcessGetsWhatRemains(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		slow := func(ctx context.Context, argv []string, _ string, _ map[string]string, _ sandbox.Policy) ([]byte, error) {
+		slow := func(ctx context.Context, argv []string, _ string, _ map[string]string, _ sandbox.Policy, _ bool) ([]byte, error) {
 			time.Sleep(400 * time.Millisecond)
 			// An empty state as the capture script prints it, under the
 			// nonce the script carries (shellsnap's records.go).

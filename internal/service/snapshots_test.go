@@ -52,3 +52,34 @@ func TestPrewarmChecksTheCwd(t *testing.T) {
 		t.Errorf("Prewarm() in a relative cwd = %v, want a field error on cwd", err)
 	}
 }
+
+// TestLoginTerminalHasItsOwnSnapshot: a login shell on a terminal uses the
+// scope's login terminal snapshot, an interactive shell's, which the
+// registry shows as such; a `bash -lc` command of the same scope has the
+// snapshot of its own, as before, without what the profile sets for an
+// interactive shell only.
+func TestLoginTerminalHasItsOwnSnapshot(t *testing.T) {
+	s := newRealService(t, exec.Options{}, Options{})
+	home := bashHome(t, ".bash_profile", "if [[ $- == *i* ]]; then alias term='echo in a terminal'; fi\nPS1='snap> '\n")
+	in := snapshotExec(home, "alias", "terminals", "bash", "/bin/bash")
+	terminal := in
+	terminal.Argv, terminal.TTY = []string{"/bin/bash", "-l"}, &exec.TTYSize{Cols: 80, Rows: 24}
+	p := start(t, s, StartInput{ExecInput: terminal})
+	if p.Snapshot.Outcome != shellsnap.OutcomeUsed || p.Snapshot.State != shellsnap.StateOnDemand {
+		t.Errorf("the terminal's receipt = %+v, want used on_demand", p.Snapshot)
+	}
+	out, err := s.Exec(context.Background(), in)
+	if err != nil || out.Snapshot.Outcome != shellsnap.OutcomeUsed || out.Snapshot.State != shellsnap.StateOnDemand {
+		t.Fatalf("the command's receipt = %+v, %v; want used on_demand: a snapshot of its own", out.Snapshot, err)
+	}
+	if got := string(out.Result.Stdout.Data); got != "" {
+		t.Errorf("the command's aliases = %q, want none: its login shell is not interactive", got)
+	}
+	entries, err := s.ScopeSnapshots("terminals")
+	if err != nil || len(entries) != 2 || !entries[0].Terminal || entries[0].AliasCount != 1 || entries[1].Terminal || entries[1].AliasCount != 0 {
+		t.Errorf("ScopeSnapshots() = %+v, %v; want the terminal's (Terminal, 1 alias), then the command's (no alias)", entries, err)
+	}
+	if _, err := s.Terminate(p.ID); err != nil {
+		t.Errorf("Terminate(terminal) = %v", err)
+	}
+}

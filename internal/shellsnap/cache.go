@@ -34,8 +34,10 @@ const DefaultSlotWait = 500 * time.Millisecond
 
 // Capturer runs a capture command and returns its stdout; the real one is
 // NewCapturer's, on the server's exec.Manager. Tests substitute fakes.
-// It runs the capture confined by sb, the command's sandbox.
-type Capturer func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy) ([]byte, error)
+// It runs the capture confined by sb, the command's sandbox, and with
+// newSession in a session of its own without a controlling terminal
+// (exec.Spec.NewSession), as an interactive shell's capture must run.
+type Capturer func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy, newSession bool) ([]byte, error)
 
 // Options configures a Cache.
 type Options struct {
@@ -336,7 +338,7 @@ func (c *Cache) runCapture(ctx context.Context, req Request, l Launch, purpose P
 	started := time.Now()
 	snap, stamps, err := snapshotCapture{
 		run: c.capture, files: &c.files, shell: req.Shell.Name,
-		argv: l.Argv, cwd: l.Cwd, env: l.Env, policy: l.Policy, sandbox: l.Sandbox,
+		argv: l.Argv, cwd: l.Cwd, env: l.Env, policy: l.Policy, sandbox: l.Sandbox, terminal: l.Terminal,
 	}.capture(captureCtx)
 	elapsed := time.Since(started)
 	c.metrics.captured(ctx, elapsed, err == nil)

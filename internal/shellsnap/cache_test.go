@@ -26,17 +26,21 @@ type fakeCapturer struct {
 	calls   map[string]int
 	release chan struct{} // when non-nil, every capture waits for it to close, or for its ctx to end
 	fail    error
-	// sandboxes are the sandboxes of the captures, in order.
+	// sandboxes are the sandboxes of the captures, in order; argvs their
+	// commands, and sessions whether each ran in a session of its own.
 	sandboxes []sandbox.Policy
+	argvs     [][]string
+	sessions  []bool
 }
 
-func (f *fakeCapturer) capture(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy) ([]byte, error) {
+func (f *fakeCapturer) capture(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy, newSession bool) ([]byte, error) {
 	f.mu.Lock()
 	if f.calls == nil {
 		f.calls = map[string]int{}
 	}
 	f.calls[cwd]++
 	f.sandboxes = append(f.sandboxes, sb)
+	f.argvs, f.sessions = append(f.argvs, argv), append(f.sessions, newSession)
 	release, fail := f.release, f.fail
 	f.mu.Unlock()
 	if release != nil {
@@ -141,6 +145,67 @@ func TestSandboxesKeepTheirSnapshots(t *testing.T) {
 		l.Sandbox = sb
 		if e, ok := c.Entry(*bashRequest("s"), l); !ok || e.Sandbox.Key() != sb.Key() {
 			t.Errorf("Entry of the launch in %+v = %+v, %v; want the entry showing that sandbox", sb, e.Sandbox, ok)
+		}
+	}
+}
+
+// TestLoginTerminalHasASnapshotOfItsOwn: a login terminal's launch
+// (Launch.Terminal) is captured by an interactive login shell in a session
+// of its own, under a key of its own that the registry shows; a command of
+// the same scope has its own snapshot, captured as ever, which
+// ReplayInteractive refuses, and the terminal's is the only one it takes.
+func TestLoginTerminalHasASnapshotOfItsOwn(t *testing.T) {
+	f := &fakeCapturer{}
+	c := newTestCache(t, Options{Capture: f.capture})
+	terminal := bashCommand("/t")
+	terminal.Argv, terminal.Terminal = []string{"/bin/bash", "-il"}, true
+	command := bashCommand("/t")
+	var snaps []*Snapshot
+	for i, l := range []Launch{terminal, command, terminal, command} {
+		p, err := c.Prepare(context.Background(), bashRequest("s"), l)
+		wantState := StateOnDemand
+		if i >= 2 {
+			wantState = StateCacheHit
+		}
+		if err != nil || p.Receipt.Outcome != OutcomeUsed || p.Receipt.State != wantState {
+			t.Fatalf("Prepare #%d (%q, terminal %t) = %+v, %v; want used, %s", i, l.Argv, l.Terminal, p.Receipt, err, wantState)
+		}
+		snaps = append(snaps, p.Snapshot)
+	}
+	if len(f.argvs) != 2 {
+		t.Fatalf("%d captures, want 2 (one per key)", len(f.argvs))
+	}
+	if a := f.argvs[0]; len(a) != 4 || a[0] != "/bin/bash" || a[1] != "--noprofile" || a[2] != "-ilc" || !f.sessions[0] {
+		t.Errorf("the terminal's capture ran %q, new session %t; want [/bin/bash --noprofile -ilc CAPTURE] in a session of its own", a[:min(len(a), 3)], f.sessions[0])
+	}
+	if a := f.argvs[1]; a[1] != "--noprofile" || a[2] != "-lc" || f.sessions[1] {
+		t.Errorf("the command's capture ran %q, new session %t; want [/bin/bash --noprofile -lc CAPTURE] as ever", a[:3], f.sessions[1])
+	}
+	entries := c.Scope("s")
+	if len(entries) != 2 || !entries[0].Terminal || entries[1].Terminal || entries[0].Key == entries[1].Key {
+		t.Errorf("entries = %+v; want the terminal's (Terminal) and the command's, two keys", entries)
+	}
+	in := ReplayInput{Shell: "bash", Command: terminal.Argv, Env: terminal.Env}
+	for i, want := range []bool{true, false} {
+		in.Snapshot = snaps[i]
+		if _, _, ok := ReplayInteractive(in); ok != want {
+			t.Errorf("ReplayInteractive of the %s's snapshot: ok %t, want %t", []string{"terminal", "command"}[i], ok, want)
+		}
+	}
+
+	for _, tt := range []struct {
+		name string
+		req  *Request
+		argv []string
+	}{
+		{"a command's argv", bashRequest("s"), []string{"/bin/bash", "-lc", "true"}},
+		{"not a login shell", bashRequest("s"), []string{"/bin/bash", "-i"}},
+		{"sh", &Request{ScopeID: "s", Shell: Shell{Name: "sh", Path: "/bin/sh"}}, []string{"/bin/sh", "-l"}},
+	} {
+		l := bashCommand("/t-" + tt.name)
+		l.Argv, l.Terminal = tt.argv, true
+		if p, err := c.Prepare(context.Background(), tt.req, l); err != nil || p.Receipt.Outcome != OutcomeIneligible || p.Snapshot != nil {
+			t.Errorf("Prepare(terminal, %s: %q) = %+v, %v; want ineligible", tt.name, tt.argv, p.Receipt, err)
 		}
 	}
 }
@@ -530,7 +595,7 @@ func processRunning(pid int) bool {
 func TestMaxConcurrentCaptures(t *testing.T) {
 	var running, peak atomic.Int32
 	release := make(chan struct{})
-	capture := func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy) ([]byte, error) {
+	capture := func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy, newSession bool) ([]byte, error) {
 		n := running.Add(1)
 		defer running.Add(-1)
 		for {
@@ -581,9 +646,9 @@ func TestFailedPrewarmEntryIsFailedWithoutBackoff(t *testing.T) {
 // hangingCapturer hangs the captures of cwds under /hang until hang closes
 // (or their ctx ends), and hands the others to f.
 func hangingCapturer(f *fakeCapturer, hang <-chan struct{}) Capturer {
-	return func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy) ([]byte, error) {
+	return func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy, newSession bool) ([]byte, error) {
 		if !strings.HasPrefix(cwd, "/hang") {
-			return f.capture(ctx, argv, cwd, env, sb)
+			return f.capture(ctx, argv, cwd, env, sb, newSession)
 		}
 		select {
 		case <-hang:
@@ -663,11 +728,11 @@ func TestPrewarmWaitsForASlotWithinTheCaptureLimit(t *testing.T) {
 		defer close(hang)
 		// The hung capture ignores its own limit, which would otherwise end
 		// at the instant the prewarm's slot wait does.
-		capture := func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy) ([]byte, error) {
+		capture := func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy, newSession bool) ([]byte, error) {
 			if cwd == "/hang-a" {
 				<-hang
 			}
-			return f.capture(ctx, argv, cwd, env, sb)
+			return f.capture(ctx, argv, cwd, env, sb, newSession)
 		}
 		c := newTestCache(t, Options{Capture: capture, MaxConcurrentCaptures: 1, Timeout: 3 * time.Second})
 		if _, err := c.StartPrewarm(*bashRequest("a"), bashCommand("/hang-a")); err != nil {

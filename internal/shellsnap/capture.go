@@ -18,33 +18,28 @@ import (
 // kill ends it, its Shutdown ends it, and its Reaper's keeper knows its group,
 // while the process table, client ids and MaxRunning know nothing of it.
 func NewCapturer(procs *exec.Manager) Capturer {
-	return func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy) ([]byte, error) {
-		return runCapture(ctx, procs, argv, cwd, env, sb)
+	return func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy, newSession bool) ([]byte, error) {
+		return runCapture(ctx, procs, exec.Spec{Argv: argv, Dir: cwd, Env: envpolicy.List(env), Sandbox: sb, NewSession: newSession})
 	}
 }
 
 // runCapture runs a capture command (docs/design/snapshots.md#capture) as an
-// unlisted process of procs and returns its stdout: env is exactly the child's
-// environment, sb its sandbox, stdin is /dev/null and stderr is discarded. ctx bounds the
+// unlisted process of procs and returns its stdout: spec is the command,
+// its cwd, exactly the child's environment, its sandbox and whether it runs
+// in a session of its own; stdin is /dev/null and stderr is discarded. ctx bounds the
 // whole capture; when it ends, or when the output passes MaxSnapshotBytes,
 // the group is ended at once. Once the shell has exited, whatever it left in
 // its group (a background job a profile started, which may hold stdout) has
 // the manager's drain (100 ms) to let go before the group is ended, so it
 // neither hangs the capture nor outlives it.
-func runCapture(ctx context.Context, procs *exec.Manager, argv []string, cwd string, env map[string]string, sb sandbox.Policy) ([]byte, error) {
-	if len(argv) == 0 {
+func runCapture(ctx context.Context, procs *exec.Manager, spec exec.Spec) ([]byte, error) {
+	if len(spec.Argv) == 0 {
 		return nil, &CaptureError{Reason: ReasonMissingCommand, Message: "missing shell snapshot command"}
 	}
 	// Step 1: spawn. The result keeps one byte past the limit, so that a
 	// snapshot that is too large is told from one that just fits.
-	p, err := procs.Spawn(exec.Spec{
-		Argv:           argv,
-		Dir:            cwd,
-		Env:            envpolicy.List(env),
-		MaxOutputBytes: MaxSnapshotBytes + 1,
-		DiscardStderr:  true,
-		Sandbox:        sb,
-	})
+	spec.MaxOutputBytes, spec.DiscardStderr = MaxSnapshotBytes+1, true
+	p, err := procs.Spawn(spec)
 	if err != nil {
 		return nil, &CaptureError{Reason: ReasonSpawnFailed, Message: "cannot capture shell snapshot: " + err.Error()}
 	}

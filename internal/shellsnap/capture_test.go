@@ -56,7 +56,7 @@ func TestCaptureContract(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(tt.timeout, 20*time.Second))
 			defer cancel()
-			out, err := capture(ctx, tt.argv, home, map[string]string{"ONLY": "1"}, sandbox.Policy{})
+			out, err := capture(ctx, tt.argv, home, map[string]string{"ONLY": "1"}, sandbox.Policy{}, false)
 			var ce *CaptureError
 			switch {
 			case tt.wantReason == "" && (err != nil || string(out) != tt.want):
@@ -104,7 +104,7 @@ func TestCaptureRunsInTheSandbox(t *testing.T) {
 // has the drain to let go; the capture then succeeds and the job is ended.
 func TestCaptureLeavesNoJob(t *testing.T) {
 	capture := NewCapturer(newTestProcs(t))
-	out, err := capture(context.Background(), []string{"/bin/sh", "-c", "sleep 60 & echo $!"}, t.TempDir(), nil, sandbox.Policy{})
+	out, err := capture(context.Background(), []string{"/bin/sh", "-c", "sleep 60 & echo $!"}, t.TempDir(), nil, sandbox.Policy{}, false)
 	if err != nil {
 		t.Fatalf("capture with a background job = %v", err)
 	}
@@ -128,7 +128,7 @@ func TestCaptureIsAnUnlistedProcess(t *testing.T) {
 	pids := filepath.Join(dir, "pids")
 	done := make(chan error, 1)
 	go func() {
-		_, err := NewCapturer(m)(context.Background(), []string{"/bin/sh", "-c", `sleep 60 & echo $$ $! > "$1.tmp"; mv "$1.tmp" "$1"; wait`, "sh", pids}, dir, nil, sandbox.Policy{})
+		_, err := NewCapturer(m)(context.Background(), []string{"/bin/sh", "-c", `sleep 60 & echo $$ $! > "$1.tmp"; mv "$1.tmp" "$1"; wait`, "sh", pids}, dir, nil, sandbox.Policy{}, false)
 		done <- err
 	}()
 	var shell, job int

@@ -40,6 +40,9 @@ type snapshotCapture struct {
 	// sandbox confines the capture and its validation as it confines the
 	// command.
 	sandbox sandbox.Policy
+	// terminal captures a login terminal's state: an interactive login
+	// shell's, in a session of its own (Launch.Terminal).
+	terminal bool
 }
 
 // capture runs the capture, parses its output and validates it: a second
@@ -56,7 +59,7 @@ func (c snapshotCapture) capture(ctx context.Context) (*Snapshot, []fileStamp, e
 	// made during it makes the snapshot stale rather than going unnoticed.
 	stamps := stampFiles(startupFiles(c.shell, c.env))
 	started := time.Now()
-	out, err := c.run(ctx, argv, c.cwd, env, c.sandbox)
+	out, err := c.run(ctx, argv, c.cwd, env, c.sandbox, c.terminal)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -73,6 +76,9 @@ func (c snapshotCapture) capture(ctx context.Context) (*Snapshot, []fileStamp, e
 		plan = shPlan
 	}
 	p := plan(recs, c.env, final, filterEnv(final, c.policy))
+	if c.terminal && c.shell == "zsh" {
+		zshTerminalSteps(p, byKind(recs))
+	}
 	snap.Unrestored = append(p.unrestored, c.validate(ctx, p)...)
 	snap.FunctionCount, snap.AliasCount, snap.OptionCount = p.counts()
 	stamps = append(stamps, sourcedStamps(recs, stamps, started)...)
@@ -89,9 +95,11 @@ func (c snapshotCapture) capture(ctx context.Context) (*Snapshot, []fileStamp, e
 }
 
 // keep writes snap's restore files from plan: the replay's and, for bash,
-// a login terminal's rc file (bashTerminalRC) and the standby's
-// (bashStandbyRender), and the names recs define (bash and zsh).
+// the standby's (bashStandbyRender), or a login terminal's rc file
+// (bashTerminalRC); and the names recs define (bash and zsh). No standby
+// serves a login terminal.
 func (c snapshotCapture) keep(snap *Snapshot, plan *restorePlan, recs []record) error {
+	snap.interactive = c.terminal
 	if c.shell == "zsh" {
 		zshenv, zlogin := zshRender(plan)
 		path, err := c.files.writeDir(map[string]string{".zshenv": zshenv, ".zlogin": zlogin})
@@ -101,7 +109,7 @@ func (c snapshotCapture) keep(snap *Snapshot, plan *restorePlan, recs []record) 
 		snap.restore = path
 		c.files.own(snap, path)
 		snap.zsh, snap.definitions = true, zshDefinitions(recs)
-		if goAhead, ok := zshStandby(recs); ok {
+		if goAhead, ok := zshStandby(recs); ok && !c.terminal {
 			// The standby restores from the replay's own directory: its
 			// environment is then exactly Replay's.
 			snap.standby, snap.goAhead = path, goAhead
@@ -123,11 +131,14 @@ func (c snapshotCapture) keep(snap *Snapshot, plan *restorePlan, recs []record) 
 	}
 	snap.restore = path
 	c.files.own(snap, path)
-	if snap.terminal, err = c.files.write(bashTerminalRC(path)); err != nil {
-		return err
-	}
-	c.files.own(snap, snap.terminal)
 	snap.definitions = bashDefinitions(recs)
+	if c.terminal {
+		if snap.terminal, err = c.files.write(bashTerminalRC(path, bashBindings(byKind(recs)))); err != nil {
+			return err
+		}
+		c.files.own(snap, snap.terminal)
+		return nil
+	}
 	file, goAhead, ok := bashStandbyRender(plan, recs)
 	if !ok {
 		return nil
@@ -162,7 +173,7 @@ func (c snapshotCapture) validate(ctx context.Context, plan *restorePlan) []Piec
 		return nil
 	}
 	defer os.Remove(path)
-	out, err := c.run(ctx, append(argv, path), c.cwd, validationEnv(c.env), c.sandbox)
+	out, err := c.run(ctx, append(argv, path), c.cwd, validationEnv(c.env), c.sandbox, false)
 	if err != nil {
 		return nil
 	}
@@ -182,7 +193,8 @@ func validationEnv(env map[string]string) map[string]string {
 }
 
 // command returns the command and environment that capture the state of
-// the login-shell launch c.argv ([path, "-lc", script, args...]) with c.env.
+// the login-shell launch c.argv ([path, "-lc", script, args...], or a login
+// terminal: [path, "-il"]) with c.env.
 func (c snapshotCapture) command(nonce string) ([]string, map[string]string, error) {
 	env := maps.Clone(c.env)
 	switch c.shell {
@@ -190,6 +202,9 @@ func (c snapshotCapture) command(nonce string) ([]string, map[string]string, err
 		if v, ok := env["BASH_ENV"]; ok {
 			env[userBashEnvVar] = v
 			delete(env, "BASH_ENV")
+		}
+		if c.terminal {
+			return []string{c.argv[0], "--noprofile", "-ilc", strings.ReplaceAll(bashTerminalCapture, "@NONCE@", nonce)}, env, nil
 		}
 		argv := []string{c.argv[0], "--noprofile", "-lc", strings.ReplaceAll(bashCapture, "@NONCE@", nonce)}
 		return append(argv, c.argv[3:]...), env, nil
@@ -202,6 +217,9 @@ func (c snapshotCapture) command(nonce string) ([]string, map[string]string, err
 			env[userZdotdirVar] = v
 		}
 		env["ZDOTDIR"] = dir
+		if c.terminal {
+			return []string{c.argv[0], "-ilc", strings.ReplaceAll(zshTerminalCapture, "@NONCE@", nonce)}, env, nil
+		}
 		argv := slices.Clone(c.argv)
 		argv[2] = strings.ReplaceAll(zshCapture, "@NONCE@", nonce)
 		return argv, env, nil

@@ -21,7 +21,8 @@ type Request struct {
 // unless a snapshot is replayed into it.
 type Launch struct {
 	// Argv is the command to run; a snapshot applies when it is
-	// [Shell.Path, "-lc", script, extra...].
+	// [Shell.Path, "-lc", script, extra...], or for a Terminal a login
+	// terminal (LoginTerminal: [Shell.Path, "-l"], "-il", ...).
 	Argv []string
 	Cwd  string
 	// Env is the child's environment (policy result with the request's env laid
@@ -32,6 +33,11 @@ type Launch struct {
 	// Sandbox confines the command, and so its capture: a login profile
 	// writes and reaches no more than the command may.
 	Sandbox sandbox.Policy
+	// Terminal asks for the snapshot of a login terminal: an interactive
+	// login shell's state (docs/design/snapshots.md#login-terminals),
+	// captured by one, under a key of its own, which only ReplayInteractive
+	// replays. A command's snapshot is a non-interactive login shell's.
+	Terminal bool
 }
 
 // check runs the checks of docs/design/snapshots.md#eligibility-and-check-order:
@@ -50,7 +56,11 @@ func check(req *Request, l Launch) (Receipt, error) {
 	if !supportedShell(req.Shell.Name) {
 		return Receipt{}, ErrUnsupportedShell
 	}
-	if ok, why := eligible(*req, l.Argv); !ok {
+	if l.Terminal {
+		if !LoginTerminal(req.Shell, l.Argv) {
+			return Receipt{Outcome: OutcomeIneligible, Reason: "argv is not a login terminal of shell.path ([shell.path, \"-l\"] or \"-il\"), or the shell is sh"}, nil
+		}
+	} else if ok, why := eligible(*req, l.Argv); !ok {
 		return Receipt{Outcome: OutcomeIneligible, Reason: why}, nil
 	}
 	if _, posix := l.Env["POSIXLY_CORRECT"]; posix && req.Shell.Name == "bash" {

@@ -28,7 +28,10 @@ type EntryInfo struct {
 	Cwd     string
 	Policy  *envpolicy.Policy
 	// Sandbox is the sandbox the snapshot was captured in, part of the key.
-	Sandbox       sandbox.Policy
+	Sandbox sandbox.Policy
+	// Terminal is set for a login terminal's snapshot, captured by an
+	// interactive login shell (Launch.Terminal), part of the key.
+	Terminal      bool
 	State         EntryState
 	Prewarmed     bool
 	Attempts      int
@@ -143,6 +146,7 @@ func (e *entry) info() EntryInfo {
 		Cwd:         e.key.cwd,
 		Policy:      e.policy,
 		Sandbox:     e.sandbox,
+		Terminal:    e.key.terminal,
 		State:       EntryPending,
 		Attempts:    e.attempts,
 		MaxAttempts: MaxSnapshotAttempts,

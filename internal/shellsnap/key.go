@@ -8,7 +8,8 @@ import (
 	"encoding/json"
 )
 
-// key identifies a cache entry: the whole request, the cwd and the policy
+// key identifies a cache entry: the whole request, the cwd, the policy, the
+// sandbox and whether it is a login terminal's
 // (docs/design/snapshots.md#cache-key). The env is deliberately not part of it.
 type key struct {
 	scopeID   string
@@ -20,10 +21,13 @@ type key struct {
 	// for none: a state captured under one sandbox is never replayed under
 	// another, nor unconfined, and the other way round.
 	sandbox string
+	// terminal is set for a login terminal's snapshot (Launch.Terminal),
+	// an interactive shell's state that no command replays.
+	terminal bool
 }
 
 func keyOf(req Request, l Launch) key {
-	k := key{scopeID: req.ScopeID, shellName: req.Shell.Name, shellPath: req.Shell.Path, cwd: l.Cwd, sandbox: l.Sandbox.Key()}
+	k := key{scopeID: req.ScopeID, shellName: req.Shell.Name, shellPath: req.Shell.Path, cwd: l.Cwd, sandbox: l.Sandbox.Key(), terminal: l.Terminal}
 	if policy := l.Policy; policy != nil {
 		// json.Marshal sorts map keys, and keeps the ordered lists in order,
 		// which is the reference's structural equality.
@@ -47,6 +51,9 @@ func keyID(secret []byte, k key) string {
 	for _, f := range []string{k.scopeID, k.shellName, k.shellPath, k.cwd, k.policy, k.sandbox} {
 		h.Write([]byte(f))
 		h.Write([]byte{0})
+	}
+	if k.terminal {
+		h.Write([]byte("terminal"))
 	}
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }

@@ -34,9 +34,12 @@ type Snapshot struct {
 	// the line its go-ahead runs before the command; standby is empty when
 	// no standby can serve the snapshot.
 	standby, goAhead string
-	// terminal is a bash snapshot's rc file of a login terminal
-	// (bashTerminalRC), which sources restore.
-	terminal string
+	// interactive is set for a login terminal's snapshot, captured by an
+	// interactive login shell (Launch.Terminal), which ReplayInteractive
+	// alone replays; terminal is its rc file for bash (bashTerminalRC),
+	// which sources restore and then sets readline's bindings.
+	interactive bool
+	terminal    string
 
 	// definitions are the names a bash or zsh state defines
 	// (bashDefinitions, zshDefinitions), which a standby reads; nil for sh.

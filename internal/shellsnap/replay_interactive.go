@@ -32,11 +32,15 @@ func LoginTerminal(shell Shell, argv []string) bool {
 
 // ReplayInteractive rewrites a login terminal's launch (LoginTerminal:
 // in.Command is [shell, flags...] at in.ShellStart) so that an interactive
-// shell opens with the snapshot's state without sourcing any profile, from
-// the snapshot's restore, the one a command's replay reads
-// (docs/design/snapshots.md#replay): the functions, aliases, options, traps
-// and every variable (PS1, PROMPT_COMMAND, HISTFILE, HISTSIZE included),
-// the profile's changes applied to the request's environment.
+// shell opens with the snapshot's state without sourcing any profile. The
+// snapshot must be a login terminal's (Launch.Terminal), captured by an
+// interactive login shell (docs/design/snapshots.md#login-terminals): its
+// restore is built as a command's is (docs/design/snapshots.md#replay) and
+// holds the functions, aliases, options, traps and every variable (PS1,
+// PROMPT_COMMAND, HISTFILE, HISTSIZE included) as the interactive startup
+// files left them, the profile's changes applied to the request's
+// environment, and the line editor's changed bindings (readline's for bash,
+// zle's keymaps and widgets for zsh).
 //
 // zsh is started as asked: a login shell finds the restore's .zshenv and
 // .zlogin through ZDOTDIR, and no other file in it. bash is started as
@@ -49,11 +53,12 @@ func LoginTerminal(shell Shell, argv []string) bool {
 // Debian's bash reads /etc/bash.bashrc first, as a login shell's
 // /etc/profile does; the restore comes after it, as the profile does.
 //
-// ok is false, and the launch is returned as is, for a snapshot without a
-// restore or a launch that is not a login terminal.
+// ok is false, and the launch is returned as is, for a snapshot that is no
+// login terminal's or has no restore, or a launch that is not a login
+// terminal.
 func ReplayInteractive(in ReplayInput) (command []string, env map[string]string, ok bool) {
 	command = slices.Clone(in.Command)
-	if in.Snapshot == nil || in.Snapshot.restore == "" || in.Shell == "bash" && in.Snapshot.terminal == "" || in.ShellStart < 0 || in.ShellStart >= len(command) ||
+	if in.Snapshot == nil || !in.Snapshot.interactive || in.Snapshot.restore == "" || in.Shell == "bash" && in.Snapshot.terminal == "" || in.ShellStart < 0 || in.ShellStart >= len(command) ||
 		!LoginTerminal(Shell{Name: in.Shell, Path: command[in.ShellStart]}, command[in.ShellStart:]) {
 		return command, in.Env, false
 	}
@@ -70,15 +75,19 @@ func ReplayInteractive(in ReplayInput) (command []string, env map[string]string,
 	}
 }
 
-// bashTerminalRC is the rc file of a login terminal of the bash snapshot
-// whose restore file is restore: the restore, then the options an
-// interactive shell starts with and a non-interactive one without (the
-// capture's), which the restore turned off again: history, its expansion,
-// job control, aliases, and emacs editing unless the profile chose vi. A
-// profile that turns one of them off is not seen by a capture, where it
-// is off already: the terminal has it on, as a new interactive shell has.
-func bashTerminalRC(restore string) string {
-	return `. ` + quote(restore) + `
-{ \builtin set -o history -o histexpand -o monitor; \builtin shopt -s expand_aliases; [[ -o vi ]] || \builtin set -o emacs; } 2>/dev/null
+// bashTerminalRC is the rc file of a login terminal's bash snapshot whose
+// restore file is restore: the restore, then job control, which the
+// capture's interactive shell, on no terminal, could not have (a profile
+// that turns it off is not seen: the terminal has it on, as a new
+// interactive shell has), then bindings, the bind commands of readline's
+// changes (bashBindings). Every other option (history, its expansion,
+// aliases, emacs or vi) is the capture's, an interactive shell's.
+func bashTerminalRC(restore, bindings string) string {
+	rc := `. ` + quote(restore) + `
+{ \builtin set -o monitor; } 2>/dev/null
 `
+	if bindings != "" {
+		rc += "{\n" + bindings + "\n} 2>/dev/null\n"
+	}
+	return rc
 }

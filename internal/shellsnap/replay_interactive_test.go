@@ -69,6 +69,14 @@ const terminalProbe = `greet you; hi; echo "R:$MYVAR"; [[ -o noclobber ]] && ech
 // probe once the prompt shows, and returns everything the terminal showed.
 func runTerminal(t *testing.T, argv []string, env map[string]string, home string) string {
 	t.Helper()
+	return typeInTerminal(t, argv, env, home, terminalProbe)
+}
+
+// typeInTerminal runs argv on a pseudo-terminal in home with env, types
+// input once the prompt "snap> " shows, and returns everything the
+// terminal showed until it closed; input must end the shell.
+func typeInTerminal(t *testing.T, argv []string, env map[string]string, home, input string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -86,7 +94,7 @@ func runTerminal(t *testing.T, argv []string, env map[string]string, home string
 		out.Write(buf[:n])
 		if !typed && strings.Contains(out.String(), "snap> ") {
 			typed = true
-			if _, err := io.WriteString(f, terminalProbe); err != nil {
+			if _, err := io.WriteString(f, input); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -128,7 +136,7 @@ func TestReplayInteractiveMatchesALoginTerminal(t *testing.T) {
 			c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
 			t.Cleanup(c.Close)
 			req := &Request{ScopeID: "terminal", Shell: Shell{Name: name, Path: sh.path}}
-			p, err := c.Prepare(context.Background(), req, Launch{Argv: []string{sh.path, "-lc", "true"}, Cwd: home, Env: env})
+			p, err := c.Prepare(context.Background(), req, Launch{Argv: []string{sh.path, "-il"}, Cwd: home, Env: env, Terminal: true})
 			if err != nil || p.Snapshot == nil {
 				t.Fatalf("Prepare() = %+v, %v; want a snapshot", p.Receipt, err)
 			}

@@ -44,8 +44,8 @@ shopt -s expand_aliases
 set -o pipefail
 `)
 	real := NewCapturer(newTestProcs(t))
-	corrupt := func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy) ([]byte, error) {
-		out, err := real(ctx, argv, cwd, env, sb)
+	corrupt := func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy, newSession bool) ([]byte, error) {
+		out, err := real(ctx, argv, cwd, env, sb, newSession)
 		// Only the capture's declare -f output holds this text; the
 		// validation and the replay read the corrupted function.
 		return bytes.Replace(out, []byte("echo BREAK_ME"), []byte("if then fi"), 1), err
@@ -181,4 +181,26 @@ func runShell(t *testing.T, home string, argv []string, env map[string]string) (
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	_ = cmd.Run()
 	return out.String(), errOut.String()
+}
+
+// TestZshValidationRunsNoExitHook: a zsh validation defines the state's
+// functions and variables, zshexit, TRAPEXIT and zshexit_functions among
+// them, and runs none of them at its exit: a capture runs no code of the
+// profile but the login sequence's.
+func TestZshValidationRunsNoExitHook(t *testing.T) {
+	sh := shellByName(t, "zsh")
+	plan := &restorePlan{shell: "zsh", steps: []step{
+		{kind: "function", name: "zshexit", code: "zshexit() { print ran zshexit; }"},
+		{kind: "function", name: "TRAPEXIT", code: "TRAPEXIT() { print ran TRAPEXIT; }"},
+		{kind: "function", name: "hook", code: "hook() { print ran hook; }"},
+		{kind: "variable", name: "zshexit_functions", code: "typeset -a zshexit_functions=( hook )"},
+	}}
+	path := filepath.Join(t.TempDir(), "validation")
+	if err := os.WriteFile(path, []byte(zshValidation(plan)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(sh.path, "-f", path).CombinedOutput()
+	if err != nil || len(out) != 0 {
+		t.Errorf("zsh -f VALIDATION = %q, %v; want no output: no piece failed, nothing ran at the exit", out, err)
+	}
 }

@@ -352,12 +352,19 @@ func zshRender(p *restorePlan) (zshenv, zlogin string) {
 }
 
 // zshValidation is the script a zsh runs (zsh -f FILE) to check a plan's
-// pieces.
+// pieces. It ends by removing what of them zsh would run at its exit (the
+// functions zshexit and TRAPEXIT, the hooks of zshexit_functions): a
+// validation runs none of the profile's code.
 func zshValidation(p *restorePlan) string {
 	return p.validation("", func(i int, code string) string {
 		return `\builtin eval -- ` + quote(code) + ` >/dev/null 2>&1 || \builtin print "F ` + strconv.Itoa(i) + `"`
-	})
+	}) + zshValidationEnd
 }
+
+// zshValidationEnd removes from a validation's shell what it would run at
+// its exit.
+const zshValidationEnd = `{ \builtin unfunction zshexit; \builtin unfunction TRAPEXIT; \builtin unset zshexit_functions; } 2>/dev/null
+`
 
 // zshDefinitions returns the names a zsh capture's records define: its
 // functions, its aliases (global ones among them) and suffix aliases, and

@@ -46,7 +46,11 @@ package shellsnap
 // attributes are listed for the functions that have any, and the files the
 // functions come from once each ("- 0 FILE"), so that a profile of many
 // functions fits MaxSnapshotBytes nearly as it did in the reference's format.
-const bashCaptureProfile = `if [[ -n ${__SNAPEXEC_BASH_ENV+x} ]]; then BASH_ENV=$__SNAPEXEC_BASH_ENV; \builtin export BASH_ENV; \builtin unset -v __SNAPEXEC_BASH_ENV; fi
+const bashCaptureProfile = bashCaptureLogin + bashCaptureRC
+
+// bashCaptureLogin is bashCaptureProfile up to the profile's end: the login
+// sequence, watched.
+const bashCaptureLogin = `if [[ -n ${__SNAPEXEC_BASH_ENV+x} ]]; then BASH_ENV=$__SNAPEXEC_BASH_ENV; \builtin export BASH_ENV; \builtin unset -v __SNAPEXEC_BASH_ENV; fi
 __snapexec_n=@NONCE@
 __snapexec_pwd=$PWD
 __snapexec_args=("$@")
@@ -72,7 +76,13 @@ if [[ -e ~/.bash_profile ]]; then . ~/.bash_profile; elif [[ -e ~/.bash_login ]]
 __snapexec_bg=${!-}
 ` + bashShoptsListed + `__snapexec_shopts=$BASHOPTS
 \command shopt -u expand_aliases
-__snapexec_rc=
+`
+
+// bashCaptureRC is the end of bashCaptureProfile: it sources ~/.bashrc by
+// the reference's rule, when BASH_ENV is empty and the profile did not
+// source it already. A login terminal's capture (bashTerminalCapture) has
+// no such rule: an interactive login shell reads no ~/.bashrc of its own.
+const bashCaptureRC = `__snapexec_rc=
 if [[ -z ${BASH_ENV:-} && -r ~/.bashrc ]]; then
   __snapexec_rc=1
   for __snapexec_f in "${__snapexec_srcs[@]}"; do
@@ -114,7 +124,10 @@ const bashCapture = bashCaptureProfile + bashDump
 // need). It changes the shell's options and traps: it runs last. A session
 // command's end has a dump of its own (bashSessionEnd), which shares the
 // parts below.
-const bashDump = `__snapexec_so=$SHELLOPTS
+const bashDump = bashDumpBody + bashDumpEnd
+
+// bashDumpBody is bashDump but for its end (bashDumpEnd): the records.
+const bashDumpBody = `__snapexec_so=$SHELLOPTS
 \command set +T
 \command mapfile -t __snapexec_tl <<<"$(\command trap -p)"
 \command trap - ` + bashDumpTraps + `
@@ -132,7 +145,7 @@ for __snapexec_f in "${__snapexec_tl[@]}"; do if [[ -n $__snapexec_f ]]; then \c
   for __snapexec_f in "${__snapexec_xs[@]}"; do
     if [[ ! -R $__snapexec_f && ${!__snapexec_f@a} != *[aAr]* ]]; then \command printf -v "$__snapexec_f" ''; fi
   done
-  \command unset -v __snapexec_u __snapexec_last __snapexec_xs BASH_EXECUTION_STRING
+  \command unset -v __snapexec_u __snapexec_last __snapexec_xs __snapexec_keys0 BASH_EXECUTION_STRING
   \command declare -p
 )
 \command printf '\n'
@@ -203,9 +216,56 @@ fi
 for __snapexec_f in "${!__snapexec_fn0[@]}"; do
   \command printf '%s fn0 %q\n%s\n' "$__snapexec_n" "$__snapexec_f" "${__snapexec_fn0[$__snapexec_f]}"
 done
-\command printf '%s end\n\n\0' "$__snapexec_n"
+`
+
+// bashDumpEnd ends a dump: the end record, then the environment.
+const bashDumpEnd = `\command printf '%s end\n\n\0' "$__snapexec_n"
 \command /usr/bin/env -0
 `
+
+// bashTerminalCapture is the capture of a login terminal's state
+// (docs/design/snapshots.md#login-terminals). Go runs it as [shell,
+// "--noprofile", "-ilc", script] in a session of its own: an interactive
+// login shell, which sources the profile as bashCapture does but no
+// ~/.bashrc by the reference's rule (bashCaptureRC), since `bash -il` reads
+// none of its own. Before the profile it lists readline's variables and
+// bindings (bashKeysListing), as readline read them from the inputrc; after
+// the dump, again: when the profile changed them, both listings are records
+// (bindings0, bindings), from which Go makes the bind commands of the
+// terminal's rc file (bashBindings). Once env has printed the environment,
+// it empties the history list and unsets HISTFILE, so that the capture's
+// shell never writes the user's history file: an interactive bash writes
+// it at its exit, and before an exec, whether history is on or not. Its
+// EXIT trap is gone with the dump's, and a shell that reaches the end of
+// its -c string reads no ~/.bash_logout.
+const bashTerminalCapture = `__snapexec_keys0=$(` + bashKeysListing + `)
+` + bashCaptureLogin + bashDumpBody + `\command enable bind
+__snapexec_keys=$(` + bashKeysListing + `)
+if [[ $__snapexec_keys != "$__snapexec_keys0" ]]; then
+  \command printf '%s bindings0\n%s\n' "$__snapexec_n" "$__snapexec_keys0"
+  \command printf '%s bindings\n%s\n' "$__snapexec_n" "$__snapexec_keys"
+fi
+\command printf '%s end\n\n\0' "$__snapexec_n"
+\command /usr/bin/env -0
+\command history -c
+\command set +o history
+\command unset -v HISTFILE 2>/dev/null || \command :
+`
+
+// bashKeysListing lists readline's variables (bind -v) and, per keymap,
+// its bindings to functions (-p), macros (-s) and shell commands (-X), each
+// listing after a line "@@ KEYMAP KIND" ("@@ v" for the variables), which
+// no line of bind's starts with.
+const bashKeysListing = `{ \command printf '@@ v\n'; \command bind -v
+  for __snapexec_m in ` + bashKeymaps + `; do
+    \command printf '@@ %s p\n' "$__snapexec_m"; \command bind -m "$__snapexec_m" -p
+    \command printf '@@ %s s\n' "$__snapexec_m"; \command bind -m "$__snapexec_m" -s
+    \command printf '@@ %s x\n' "$__snapexec_m"; \command bind -m "$__snapexec_m" -X
+  done; } 2>/dev/null`
+
+// bashKeymaps are the keymaps a terminal's capture lists: emacs's (with
+// its prefixes' maps) and vi's two.
+const bashKeymaps = "emacs vi-insert vi-command"
 
 // bashDumpTraps are the traps a dump clears once it has listed them: none
 // may act on the dump, and the EXIT trap must not run it again.

@@ -13,7 +13,8 @@ package shellsnap
 // zsh finds the user's .zprofile and .zlogin where the user's own .zshenv
 // leaves ZDOTDIR, notes where the shell started (its limits in a subshell,
 // where loading zsh/rlimits for ulimit leaves the shell's modules alone),
-// sets a DEBUG trap that
+// lists zle's keymaps and widgets in an interactive shell (a login
+// terminal's capture: zshTerminalCapture), sets a DEBUG trap that
 // notes every file the startup sources (%x, at any depth), and sources the
 // user's .zshenv. zsh runs every other startup file itself.
 const zshCaptureEnv = `if (( ${+__SNAPEXEC_ZDOTDIR} )); then ZDOTDIR=$__SNAPEXEC_ZDOTDIR; else \builtin unset ZDOTDIR; fi
@@ -23,6 +24,7 @@ __snapexec_args=("$@")
 __snapexec_limits=$(\builtin ulimit -S -a; \builtin print -r -- --; \builtin ulimit -H -a)
 __snapexec_src=
 __snapexec_srcs=()
+if [[ -o interactive ]]; then __snapexec_keys0=$(` + zshKeysListing + `); fi
 \builtin trap '[[ ${(%):-%x} == "$__snapexec_src" ]] || { __snapexec_src=${(%):-%x}; __snapexec_srcs+=("$__snapexec_src"); }' DEBUG
 if [[ -e ${ZDOTDIR:-$HOME}/.zshenv ]]; then \builtin source ${ZDOTDIR:-$HOME}/.zshenv; fi
 `
@@ -32,10 +34,19 @@ if [[ -e ${ZDOTDIR:-$HOME}/.zshenv ]]; then \builtin source ${ZDOTDIR:-$HOME}/.z
 // reference's rule, when no startup file did. zshDump follows it. It lists
 // the loaded modules first, before the dump's use of zsh/parameter's arrays
 // loads that module. @NONCE@ is the capture's token.
-const zshCaptureProfile = `__snapexec_u=$_
+const zshCaptureProfile = zshCaptureStart + zshCaptureRC
+
+// zshCaptureStart is the start of every capture's -c string: $_, the
+// modules, the nonce.
+const zshCaptureStart = `__snapexec_u=$_
 __snapexec_mods=$(\builtin zmodload -L)
 __snapexec_n=@NONCE@
-__snapexec_rc=${ZDOTDIR:-$HOME}/.zshrc
+`
+
+// zshCaptureRC sources ~/.zshrc by the reference's rule. A login
+// terminal's capture has no such rule: its interactive shell reads .zshrc
+// itself, or not, as the user's own would.
+const zshCaptureRC = `__snapexec_rc=${ZDOTDIR:-$HOME}/.zshrc
 if [[ -r $__snapexec_rc ]]; then
   __snapexec_seen=
   for __snapexec_f in "${__snapexec_srcs[@]}"; do
@@ -66,7 +77,12 @@ const zshCapture = zshCaptureProfile + zshDump
 // __snapexec_limits (the limits a change is relative to) and
 // __snapexec_srcs (the files sourced). It changes the shell's options and
 // traps: it runs last.
-const zshDump = `() { \builtin emulate -L zsh; __snapexec_on=(${(k)options}) }
+const zshDump = zshDumpBody + zshDumpEnd
+
+// zshDumpBody is zshDump but for its end (zshDumpEnd): the records. The
+// listing of zle's keymaps before the profile (__snapexec_keys0) is no
+// variable of the state.
+const zshDumpBody = `() { \builtin emulate -L zsh; __snapexec_on=(${(k)options}) }
 __snapexec_opts=()
 for __snapexec_o in "${__snapexec_on[@]}"; do
   if [[ -o $__snapexec_o ]]; then __snapexec_opts+=("$__snapexec_o on"); else __snapexec_opts+=("$__snapexec_o off"); fi
@@ -82,7 +98,7 @@ done
 \builtin trap - DEBUG EXIT ZERR
 \builtin emulate -R zsh
 \builtin print -rl -- "$__snapexec_n options" "${__snapexec_opts[@]}" ''
-for __snapexec_f in ${(ok)parameters}; do
+for __snapexec_f in ${(ok)parameters:#__snapexec_keys*}; do
   case ${parameters[$__snapexec_f]} in
     (*hide*|*readonly*special*) ;;
     (scalar-export|scalar-export-special|scalar-tied-export-special)
@@ -122,6 +138,40 @@ fi
 for __snapexec_f in "${__snapexec_srcs[@]}" "${functions_source[@]}"; do
   if [[ -n $__snapexec_f && $__snapexec_f != zsh ]]; then \builtin print -rl -- "$__snapexec_n file" "$__snapexec_f"; fi
 done
-\builtin print -rn -- "$__snapexec_n end"$'\n\n\0'
+`
+
+// zshDumpEnd ends a dump: the end record, then the environment.
+const zshDumpEnd = `\builtin print -rn -- "$__snapexec_n end"$'\n\n\0'
 /usr/bin/env -0
 `
+
+// zshTerminalCapture is the -c string of a login terminal's capture
+// (docs/design/snapshots.md#login-terminals), which Go runs as [shell,
+// "-ilc", script] in a session of its own: an interactive login shell, so
+// that zsh runs .zshrc (and /etc/zsh/zshrc) itself. zshCaptureEnv listed
+// zle's keymaps and widgets before the user's .zshenv; after the dump they
+// are listed again, and when the startup files changed them, both
+// listings are records (bindings0, bindings), which the restore's .zlogin
+// replays (zshTerminalSteps). Once env has printed the environment, it
+// unsets HISTFILE, removes the zshexit hooks (the dump removed the EXIT
+// trap) and turns rcs off, so that the capture's shell neither saves
+// history nor runs a hook or .zlogout at its exit, which an exec would
+// not spare it either.
+const zshTerminalCapture = zshCaptureStart + zshDumpBody + `__snapexec_keys=$(` + zshKeysListing + `)
+if [[ $__snapexec_keys != "$__snapexec_keys0" ]]; then
+  \builtin print -rl -- "$__snapexec_n bindings0" "$__snapexec_keys0" "$__snapexec_n bindings" "$__snapexec_keys"
+fi
+\builtin print -rn -- "$__snapexec_n end"$'\n\n\0'
+/usr/bin/env -0
+\builtin unset HISTFILE zshexit_functions 2>/dev/null
+\builtin unfunction zshexit 2>/dev/null
+\builtin setopt norcs
+`
+
+// zshKeysListing lists the keymap main stands for (bindkey -lL main), the
+// bindings of emacs, viins and vicmd (bindkey -LM) and the user's widgets
+// (zle -lL), each listing after a line "@@ NAME", which no line of theirs
+// starts with.
+const zshKeysListing = `{ \builtin print -r -- '@@ main'; \builtin bindkey -lL main
+  for __snapexec_m in emacs viins vicmd; do \builtin print -r -- "@@ $__snapexec_m"; \builtin bindkey -LM $__snapexec_m; done
+  \builtin print -r -- '@@ widgets'; \builtin zle -lL; } 2>/dev/null`

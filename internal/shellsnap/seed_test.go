@@ -86,9 +86,9 @@ func snapshotFailureRetries(t *testing.T, recoveryAttempt int, prewarmFailsFirst
 	cache, err := New(Options{
 		Now:   clock.Now,
 		Meter: provider.Meter("test"),
-		Capture: func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy) ([]byte, error) {
+		Capture: func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy, newSession bool) ([]byte, error) {
 			started <- struct{}{}
-			return capture(ctx, argv, cwd, env, sb)
+			return capture(ctx, argv, cwd, env, sb, newSession)
 		},
 	})
 	if err != nil {

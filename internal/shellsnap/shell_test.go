@@ -391,8 +391,8 @@ func TestReplayLeavesOutBrokenPieces(t *testing.T) {
 			home := t.TempDir()
 			writeHomeFiles(t, home, map[string]string{tt.file: profile})
 			real := NewCapturer(newTestProcs(t))
-			corrupt := func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy) ([]byte, error) {
-				out, err := real(ctx, argv, cwd, env, sb)
+			corrupt := func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy, newSession bool) ([]byte, error) {
+				out, err := real(ctx, argv, cwd, env, sb, newSession)
 				return bytes.Replace(out, []byte("echo BREAK_ME"), []byte("fi"), 1), err
 			}
 			c := newTestCache(t, Options{Capture: corrupt})

@@ -195,8 +195,8 @@ func TestStandbyReportsBrokenState(t *testing.T) {
 	home := t.TempDir()
 	writeFile(t, filepath.Join(home, ".bash_profile"), "broken_fn() { echo BREAK_ME; }\nafter_fn() { echo after; }\n")
 	real := shellsnap.NewCapturer(newTestProcs(t))
-	corrupt := func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy) ([]byte, error) {
-		out, err := real(ctx, argv, cwd, env, sb)
+	corrupt := func(ctx context.Context, argv []string, cwd string, env map[string]string, sb sandbox.Policy, newSession bool) ([]byte, error) {
+		out, err := real(ctx, argv, cwd, env, sb, newSession)
 		return bytes.Replace(out, []byte("echo BREAK_ME"), []byte("if then fi"), 1), err
 	}
 	c, err := shellsnap.New(shellsnap.Options{Capture: corrupt})
