@@ -309,8 +309,8 @@ type Outcome struct {
 	Changes shellsnap.SessionChanges
 }
 
-// End gives the lease back after its command ended with r (process id
-// pid): the command's end state becomes the session's when it ended by
+// End gives the lease back after its command, which started (Command or a
+// standby), ended with r (process id pid): the command's end state becomes the session's when it ended by
 // itself (exited) and left one; otherwise the session keeps its state. A
 // session deleted meanwhile keeps nothing.
 func (l *Lease) End(script, processID string, r exec.Result) Outcome {
@@ -318,8 +318,6 @@ func (l *Lease) End(script, processID string, r exec.Result) Outcome {
 	var changes shellsnap.SessionChanges
 	out := Outcome{}
 	switch {
-	case l.cmd == nil:
-		out.Reason = "the command did not start"
 	case r.Status != exec.StatusExited:
 		out.Reason = "the command was ended (" + string(r.Status) + "): the session keeps the state it had before it"
 	default:
