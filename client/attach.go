@@ -155,8 +155,9 @@ func (a *Attachment) Read(p []byte) (int, error) {
 
 // Next returns the next batch of output. At the process's end it returns
 // io.EOF and Result holds the ending. Any other error ends the attachment:
-// a problem answer on reconnecting (an *Error), a context ended, Close, or
-// five redials in a row that could not connect (a connection that opens and
+// the server's problem answer on reconnecting (an *Error), a context ended,
+// Close, or five redials in a row that could not connect or got a gateway's
+// 502, 503 or 504 (a connection that opens and
 // breaks again only makes the next redial wait longer, up to 2 s).
 func (a *Attachment) Next() (AttachOutput, error) {
 	for a.err == nil {

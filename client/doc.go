@@ -19,9 +19,10 @@
 // after the last output delivered: at once, then waiting 100 ms, doubling up
 // to 2 s, for as long as connections break before bringing any output. A
 // connection that opens and breaks again only makes the next redial wait;
-// five redials in a row that cannot connect (no connection, no handshake)
-// end the stream, its Next or Read returning the last one's error. A problem
-// answer on redialling (an [*Error], such as not_found once the server has
+// five redials in a row that cannot connect (no connection, no handshake, a
+// proxy's 502, 503 or 504 without a problem code) end the stream, its Next or
+// Read returning the last one's error. The server's problem answer on
+// redialling (an [*Error] with a Code, such as not_found once the server has
 // forgotten the process) ends it at once. A server that accepts and drops
 // every connection is redialled every 2 s for as long as the context lasts:
 // bound it there.

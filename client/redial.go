@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -38,9 +39,11 @@ func (r *redialer) delivered() { r.quiet = 0 }
 func (r *redialer) broke(err error) { r.quiet, r.lastErr = r.quiet+1, err }
 
 // redial calls dial until it succeeds, waiting the backoff before each call
-// but the first after output. It returns dial's problem answer (an *Error)
-// and ctx's end at once, and gives up on `what` (such as "the attachment to
-// ID") after maxFailedRedials failures in a row, with the last one's error.
+// but the first after output. It returns the server's problem answer (an
+// *Error) and ctx's end at once; a gateway's error on the way (onTheWay) is a
+// failed redial, as a refused connection is. It gives up on `what` (such as
+// "the attachment to ID") after maxFailedRedials failures in a row, with the
+// last one's error.
 func (r *redialer) redial(ctx context.Context, what string, dial func() error) error {
 	for {
 		if r.quiet > 1 {
@@ -58,7 +61,7 @@ func (r *redialer) redial(ctx context.Context, what string, dial func() error) e
 			return nil
 		case ctx.Err() != nil:
 			return ctx.Err()
-		case errors.As(err, &problem):
+		case errors.As(err, &problem) && !problem.onTheWay():
 			return err
 		}
 		r.quiet, r.failed, r.lastErr = r.quiet+1, r.failed+1, err
@@ -77,4 +80,15 @@ func backoff(n int) time.Duration {
 		d *= 2
 	}
 	return min(d, maxRedialBackoff)
+}
+
+// onTheWay reports whether e is a gateway's answer rather than the server's:
+// a 502, 503 or 504 without a problem code, from a proxy whose server may be
+// back at the next redial.
+func (e *Error) onTheWay() bool {
+	switch e.Status {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return e.Code == ""
+	}
+	return false
 }

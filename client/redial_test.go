@@ -47,6 +47,12 @@ func repeat(err error, n int) []error { return slices.Repeat([]error{err}, n) }
 
 func TestRedial(t *testing.T) {
 	notFound := &Error{Status: 404, Code: ProblemCodeNotFound}
+	// Answers from something on the way (no problem code): the server
+	// behind it may be back at the next redial.
+	badGateway := &Error{Status: 502, Title: "Bad Gateway"}
+	proxyUnavailable := &Error{Status: 503, Title: "Service Unavailable"}
+	gatewayTimeout := &Error{Status: 504, Title: "Gateway Timeout"}
+	shuttingDown := &Error{Status: 503, Code: ProblemCodeShuttingDown}
 	tests := []struct {
 		name    string
 		results []error
@@ -57,6 +63,9 @@ func TestRedial(t *testing.T) {
 		{name: "backing off", results: repeat(errRefused, 3), wantAt: ms(0, 100, 300, 700)},
 		{name: "five failures give up", results: repeat(errRefused, 9), wantAt: ms(0, 100, 300, 700, 1500), wantErr: errRefused},
 		{name: "a problem answer ends at once", results: []error{errRefused, notFound}, wantAt: ms(0, 100), wantErr: notFound},
+		{name: "a proxy's 502 and 504 are failed redials", results: []error{badGateway, gatewayTimeout}, wantAt: ms(0, 100, 300)},
+		{name: "a proxy's 503s give up as failures do", results: repeat(proxyUnavailable, 9), wantAt: ms(0, 100, 300, 700, 1500), wantErr: proxyUnavailable},
+		{name: "the server's own 503 ends at once", results: []error{shuttingDown}, wantAt: ms(0), wantErr: shuttingDown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -106,8 +106,9 @@ func (s *Stream) Result() *ExecResult { return s.result }
 
 // Next returns the next chunk of output. At the process's end it returns
 // io.EOF and Result holds the ending. Any other error ends the stream: a
-// problem answer on reconnecting (an *Error), a context ended, or five
-// redials in a row that could not connect (a connection that opens and
+// server's problem answer on reconnecting (an *Error), a context ended, or
+// five redials in a row that could not connect or got a gateway's 502, 503
+// or 504 (a connection that opens and
 // breaks again only makes the next redial wait longer, up to 2 s).
 func (s *Stream) Next() (OutputChunk, error) {
 	for s.err == nil {
