@@ -1470,7 +1470,7 @@ type StdinResult struct {
 	// Closed Stdin is now closed.
 	Closed bool `json:"closed"`
 
-	// Duplicate Earlier calls with the same writeId wrote all of it
+	// Duplicate Earlier calls with the same writeId wrote all of it, and closed stdin if this call asks to; nothing was done.
 	Duplicate bool `json:"duplicate"`
 
 	// Written Bytes written by this call.
