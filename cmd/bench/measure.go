@@ -307,7 +307,7 @@ func (b *bench) latency(ctx context.Context, rounds int) ([]summary, error) {
 		return nil, err
 	}
 	trueSandboxed := b.sandboxed(b.execBody([]string{"/bin/true"}, "", b.home))
-	if _, _, err := b.prewarm(ctx, "bench-prewarm", b.home); err != nil {
+	if _, _, err := b.prewarm(ctx, "bench-prewarm", b.home, false); err != nil {
 		return nil, err
 	}
 	var nonce atomic.Int64
@@ -502,7 +502,7 @@ func (b *bench) fillCache(ctx context.Context, tmp string, m *memoryFigures) err
 			if err := os.WriteFile(filepath.Join(home, ".bash_profile"), []byte(fullProfile(i, count)), 0o644); err != nil {
 				return err
 			}
-			e, tooLarge, err := b.prewarm(ctx, scope, home)
+			e, tooLarge, err := b.prewarm(ctx, scope, home, false)
 			if tooLarge && attempt < 8 {
 				count -= (8 << 10) / per
 				continue
@@ -710,17 +710,17 @@ func (b *bench) spawn(ctx context.Context, stdout string, argv ...string) (sampl
 
 // prewarm captures scope's snapshot for home ahead of need and checks it is
 // ready; tooLarge reports a capture the server rejected as too large.
-func (b *bench) prewarm(ctx context.Context, scope, home string) (e *client.SnapshotEntry, tooLarge bool, err error) {
+func (b *bench) prewarm(ctx context.Context, scope, home string, terminal bool) (e *client.SnapshotEntry, tooLarge bool, err error) {
 	env := envFor(home)
-	e, err = client.Result(b.srv.api.PrewarmSnapshotWithResponse(ctx, scope, nil, client.PrewarmRequest{Shell: bashShell, Cwd: &home, Env: &env}))
+	e, err = client.Result(b.srv.api.PrewarmSnapshotWithResponse(ctx, scope, nil, client.PrewarmRequest{Shell: bashShell, Cwd: &home, Env: &env, Terminal: &terminal}))
 	if problem, ok := errors.AsType[*client.Error](err); ok {
 		tooLarge = problem.Code == client.ProblemCodeCaptureFailed && strings.HasPrefix(problem.Detail, "too_large")
 	}
 	if err != nil {
 		return nil, tooLarge, fmt.Errorf("POST /snapshots/%s/prewarm: %w", scope, err)
 	}
-	if e.State != client.SnapshotEntryStateReady {
-		return nil, false, fmt.Errorf("POST /snapshots/%s/prewarm: the entry is %s, want ready", scope, e.State)
+	if e.State != client.SnapshotEntryStateReady || e.Terminal != terminal {
+		return nil, false, fmt.Errorf("POST /snapshots/%s/prewarm: the entry is %s (terminal %t), want ready (terminal %t)", scope, e.State, e.Terminal, terminal)
 	}
 	return e, false, nil
 }

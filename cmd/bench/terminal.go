@@ -60,11 +60,11 @@ func (b *bench) terminals(ctx context.Context, keystrokes, prompts int) ([]summa
 	if err != nil {
 		return nil, err
 	}
-	// The prewarm captures the scope's commands' snapshot; a login
-	// terminal's own (docs/design/snapshots.md#login-terminals), which no
-	// prewarm asks for, is captured by the warmup round's first prompt.
+	// The prewarm captures the scope's login terminals' own snapshot
+	// (docs/design/snapshots.md#login-terminals), which every prompt from a
+	// snapshot then opens from.
 	const scope = "bench-terminal"
-	if _, _, err := b.prewarm(ctx, scope, b.home); err != nil {
+	if _, _, err := b.prewarm(ctx, scope, b.home, true); err != nil {
 		return nil, err
 	}
 	n := 0

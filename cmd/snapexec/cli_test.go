@@ -244,6 +244,12 @@ func TestJSONOutputsParse(t *testing.T) {
 		}
 		return ""
 	})
+	check([]string{"prewarm", "cli-json-scope", "--terminal"}, func(out []byte) string {
+		if e := decodeLines[client.SnapshotEntry](t, out)[0]; !e.Terminal {
+			return "--terminal gave a command's snapshot"
+		}
+		return ""
+	})
 	check([]string{"snapshots"}, func(out []byte) string {
 		if len(decodeLines[client.SnapshotList](t, out)[0].Entries) == 0 {
 			return "no entries"
@@ -251,8 +257,8 @@ func TestJSONOutputsParse(t *testing.T) {
 		return ""
 	})
 	check([]string{"snapshots", "cli-json-scope"}, func(out []byte) string {
-		if len(decodeLines[client.SnapshotEntries](t, out)[0].Entries) != 1 {
-			return "not one entry"
+		if len(decodeLines[client.SnapshotEntries](t, out)[0].Entries) != 2 {
+			return "not two entries, the commands' and the terminals'"
 		}
 		return ""
 	})

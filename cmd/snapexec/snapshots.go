@@ -61,12 +61,15 @@ func (a *app) snapshotsCommand() *cobra.Command {
 func (a *app) prewarmCommand() *cobra.Command {
 	var shell, shellPath, cwd string
 	var env []string
+	var terminal bool
 	cmd := &cobra.Command{
 		Use:   "prewarm SCOPE",
 		Short: "Capture a scope's shell snapshot now, ahead of the commands that use it",
 		Long: `Capture SCOPE's login-shell snapshot and wait for it. A later command uses it when it
 runs the same shell (by path, as its argv[0]), in the same directory, with the same
-environment: give prewarm what those commands will give exec.`,
+environment: give prewarm what those commands will give exec. With --terminal it captures
+instead the snapshot the scope's login terminals open from (snapexec terminal), by an
+interactive login shell.`,
 		Example:           `  snapexec prewarm ws-1 --shell-path /bin/bash --cwd /src --env HOME --env PATH`,
 		Args:              usageArgs(cobra.ExactArgs(1)),
 		ValidArgsFunction: cobra.NoFileCompletions,
@@ -75,6 +78,9 @@ environment: give prewarm what those commands will give exec.`,
 				shell = path.Base(shellPath)
 			}
 			req := client.PrewarmRequest{Shell: client.ShellInfo{Name: shell, Path: shellPath}}
+			if terminal {
+				req.Terminal = &terminal
+			}
 			if cwd != "" {
 				req.Cwd = &cwd
 			}
@@ -110,6 +116,7 @@ environment: give prewarm what those commands will give exec.`,
 	f.StringVar(&shell, "shell", "", "the shell's name: bash, zsh or sh (default the base name of --shell-path)")
 	f.StringVar(&cwd, "cwd", "", "the commands' working directory, absolute (default the server's)")
 	f.StringArrayVar(&env, "env", nil, "K=V, or K for this shell's value: the commands' environment (repeatable)")
+	f.BoolVar(&terminal, "terminal", false, "capture the login terminals' snapshot (bash and zsh), not the commands'")
 	return cmd
 }
 

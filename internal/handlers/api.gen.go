@@ -819,6 +819,12 @@ type PrewarmRequest struct {
 	// missing, and nothing runs; a writable root that is not a directory is 400.
 	Sandbox *Sandbox  `json:"sandbox,omitempty"`
 	Shell   ShellInfo `json:"shell"`
+
+	// Terminal Prewarm the snapshot the scope's login terminals open from (a process with tty whose
+	// argv is [shell.path, "-l"], "-il" or "--login"), captured by an interactive login
+	// shell, instead of the one its `-lc` commands use: the entry has terminal true. bash
+	// and zsh only: with sh it is 400 on terminal. To warm both, prewarm twice.
+	Terminal *bool `json:"terminal,omitempty"`
 }
 
 // Problem defines model for Problem.

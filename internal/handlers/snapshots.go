@@ -38,6 +38,7 @@ func (s *Server) PrewarmSnapshot(ctx context.Context, req PrewarmSnapshotRequest
 		Env:       orZero(b.Env),
 		EnvPolicy: policyFrom(b.EnvPolicy),
 		Sandbox:   sandboxFrom(b.Sandbox),
+		Terminal:  orZero(b.Terminal),
 		Wait:      req.Params.Wait == nil || *req.Params.Wait,
 	}
 	info, err := s.snapshots.Prewarm(ctx, in)

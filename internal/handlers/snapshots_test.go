@@ -113,6 +113,8 @@ func TestPrewarmTranslation(t *testing.T) {
 		{"every field", "/snapshots/ws/prewarm?wait=false", `{"shell":{"name":"bash","path":"/bin/bash"},"cwd":"/w","env":{"HOME":"/w"},"envPolicy":{"exclude":["X"]}}`,
 			service.PrewarmInput{ScopeID: "ws", Shell: shellsnap.Shell{Name: "bash", Path: "/bin/bash"}, Cwd: ptr("/w"),
 				Env: map[string]string{"HOME": "/w"}, EnvPolicy: &envpolicy.Policy{Inherit: envpolicy.InheritAll, Exclude: []string{"X"}}}},
+		{"a login terminal's", "/snapshots/ws/prewarm", `{"shell":{"name":"bash","path":"/bin/bash"},"terminal":true}`,
+			service.PrewarmInput{ScopeID: "ws", Shell: shellsnap.Shell{Name: "bash", Path: "/bin/bash"}, Terminal: true, Wait: true}},
 		{"relative cwd goes to the service", "/snapshots/ws/prewarm?wait=true", `{"shell":{"name":"bash","path":"/bin/bash"},"cwd":"w"}`,
 			service.PrewarmInput{ScopeID: "ws", Shell: shellsnap.Shell{Name: "bash", Path: "/bin/bash"}, Cwd: ptr("w"), Wait: true}},
 	}

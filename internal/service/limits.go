@@ -96,6 +96,9 @@ func checkTTY(field string, size *exec.TTYSize) error {
 // Validate reports the first field of in that l refuses, as ExecInput's
 // Validate does.
 func (in PrewarmInput) Validate(l Limits) error {
+	if in.Terminal && in.Shell.Name == "sh" {
+		return &FieldError{Field: "terminal", Reason: "sh has no login terminal snapshot: a login terminal's snapshot is bash's or zsh's"}
+	}
 	return l.checkLaunch(in.Cwd, in.Env, in.EnvPolicy)
 }
 

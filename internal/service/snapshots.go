@@ -20,13 +20,18 @@ type PrewarmInput struct {
 	// Sandbox confines the capture, as the commands that will use it; nil
 	// means the server's default.
 	Sandbox *sandbox.Policy
+	// Terminal prewarms the snapshot a login terminal of the scope opens
+	// from, captured by an interactive login shell, instead of the one its
+	// commands use (docs/design/snapshots.md#login-terminals): bash and zsh.
+	Terminal bool
 	// Wait makes Prewarm return once the capture is done; otherwise it returns
 	// at once with the entry as it is.
 	Wait bool
 }
 
 // Prewarm captures the snapshot a command `shell -lc ...` with in's cwd, env
-// and policy would use (docs/design/snapshots.md#cache-key). An input that Validate
+// and policy would use (docs/design/snapshots.md#cache-key), or with
+// in.Terminal the one a login terminal `shell -l` would. An input that Validate
 // refuses is its error, and a cwd that is not a directory
 // exec.ErrCwdNotFound. A failure of this prewarm's own capture is returned
 // as a *shellsnap.CaptureError and nothing is cached. After Shutdown began,
@@ -54,11 +59,15 @@ func (s *Service) prewarm(ctx context.Context, in PrewarmInput) (shellsnap.Entry
 	}
 	req := shellsnap.Request{ScopeID: in.ScopeID, Shell: in.Shell}
 	l := shellsnap.Launch{
-		Argv:    []string{in.Shell.Path, "-lc", "true"},
-		Cwd:     orZero(in.Cwd),
-		Env:     s.childEnv(in.Env, in.EnvPolicy),
-		Policy:  in.EnvPolicy,
-		Sandbox: confine,
+		Argv:     []string{in.Shell.Path, "-lc", "true"},
+		Cwd:      orZero(in.Cwd),
+		Env:      s.childEnv(in.Env, in.EnvPolicy),
+		Policy:   in.EnvPolicy,
+		Sandbox:  confine,
+		Terminal: in.Terminal,
+	}
+	if in.Terminal {
+		l.Argv = []string{in.Shell.Path, "-l"}
 	}
 	if !in.Wait {
 		return s.snapshots.StartPrewarm(req, l)

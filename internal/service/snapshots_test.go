@@ -83,3 +83,36 @@ func TestLoginTerminalHasItsOwnSnapshot(t *testing.T) {
 		t.Errorf("Terminate(terminal) = %v", err)
 	}
 }
+
+// TestPrewarmALoginTerminal: a prewarm with Terminal captures the login
+// terminal's snapshot, which the scope's next login terminal opens from
+// (prewarm_ready), and no command's; sh has no login terminal snapshot.
+func TestPrewarmALoginTerminal(t *testing.T) {
+	s := newRealService(t, exec.Options{}, Options{})
+	home := bashHome(t, ".bash_profile", "if [[ $- == *i* ]]; then alias term='echo in a terminal'; fi\n")
+	bash := shellsnap.Shell{Name: "bash", Path: "/bin/bash"}
+	env := map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"}
+	e, err := s.Prewarm(context.Background(), PrewarmInput{ScopeID: "warm-terminal", Shell: bash, Cwd: &home, Env: env, Terminal: true, Wait: true})
+	if err != nil || !e.Terminal || e.State != shellsnap.EntryReady || e.AliasCount != 1 {
+		t.Fatalf("Prewarm(terminal) = %+v, %v; want a ready terminal entry with its alias", e, err)
+	}
+	terminal := snapshotExec(home, "", "warm-terminal", "bash", "/bin/bash")
+	terminal.Argv, terminal.TTY = []string{"/bin/bash", "-l"}, &exec.TTYSize{Cols: 80, Rows: 24}
+	p := start(t, s, StartInput{ExecInput: terminal})
+	if p.Snapshot.Outcome != shellsnap.OutcomeUsed || p.Snapshot.State != shellsnap.StatePrewarmReady {
+		t.Errorf("the terminal's receipt = %+v, want used prewarm_ready", p.Snapshot)
+	}
+	if _, err := s.Terminate(p.ID); err != nil {
+		t.Errorf("Terminate(terminal) = %v", err)
+	}
+	if entries, err := s.ScopeSnapshots("warm-terminal"); err != nil || len(entries) != 1 {
+		t.Errorf("ScopeSnapshots() = %+v, %v; want the terminal's alone", entries, err)
+	}
+	sh := shellsnap.Shell{Name: "sh", Path: "/bin/sh"}
+	if _, err := s.Prewarm(context.Background(), PrewarmInput{ScopeID: "sh-terminal", Shell: sh, Terminal: true}); fieldOf(err) != "terminal" {
+		t.Errorf("Prewarm(sh, terminal) = %v, want an error on terminal", err)
+	}
+	if entries, err := s.ScopeSnapshots("sh-terminal"); err == nil && len(entries) != 0 {
+		t.Errorf("a refused prewarm left entries %+v", entries)
+	}
+}
