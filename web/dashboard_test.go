@@ -340,6 +340,32 @@ func TestDashboard(t *testing.T) {
 		t.Errorf("failed prewarm result line = %q, want the scope, the problem code and status", got)
 	}
 
+	// A login terminal's snapshot: the form's checkbox asks for it (sh has
+	// none: 400 on terminal), and its row says so beside the shell.
+	b.do("terminal prewarm of sh through the form", 15*time.Second,
+		chromedp.SetValue(chromedp.CSS("#pw-scope"), "dash-sh-terminal"),
+		chromedp.SetValue(chromedp.CSS("#pw-path"), "/bin/sh"),
+		chromedp.Click(chromedp.CSS(`[data-testid="prewarm-terminal"]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="prewarm-submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="action-result"][data-action="prewarm"][data-status="error"]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="prewarm-terminal"]`)),
+	)
+	if got := b.text(`[data-testid="action-result"]`); !strings.Contains(got, "invalid_request (400)") || !strings.Contains(got, "terminal") {
+		t.Errorf("terminal prewarm of sh result line = %q, want invalid_request (400) on terminal", got)
+	}
+	termHome := t.TempDir()
+	if code, got := post(t, s.URL, "/snapshots/dash-terminal/prewarm", map[string]any{
+		"shell": map[string]string{"name": "bash", "path": "/bin/bash"}, "cwd": termHome, "terminal": true,
+		"env": map[string]string{"HOME": termHome, "PATH": "/usr/bin:/bin"},
+	}); code != http.StatusOK {
+		t.Fatalf("POST /snapshots/dash-terminal/prewarm (terminal) = %d %v", code, got)
+	}
+	termRow := selector(`[data-testid="snapshot-row"][data-scope=%q]`, "dash-terminal")
+	b.do("terminal snapshot row", 10*time.Second, chromedp.WaitVisible(chromedp.CSS(termRow)))
+	if got := b.text(termRow + ` td.shell`); got != "bash · terminal" {
+		t.Errorf("a login terminal's snapshot row shows shell %q, want bash · terminal", got)
+	}
+
 	// 2. A failing scope: the form sends no env, so it comes from an /exec
 	// whose login shell exits 7.
 	bad := t.TempDir()

@@ -492,8 +492,9 @@ function updateSnapshotRow(tr, e) {
   if (e.envPolicy) about.push(policyText(e.envPolicy));
   setAttr(scope, "title", about.length ? about.join("\n") : null);
   const sh = e.shell || {};
-  setText(shell, sh.name || "–");
-  setAttr(shell, "title", sh.path || null);
+  // A login terminal's snapshot is kept apart from its scope's commands'.
+  setText(shell, (sh.name || "–") + (e.terminal ? " · terminal" : ""));
+  setAttr(shell, "title", sh.path ? sh.path + (e.terminal ? " (login terminals' snapshot)" : "") : null);
   setText(cwd, e.cwd || "–");
   setAttr(cwd, "title", e.cwd || null);
   const badge = stateTd.firstChild;
@@ -580,6 +581,7 @@ async function prewarm(ev) {
   const name = $("pw-shell").value;
   const path = $("pw-path").value.trim();
   const cwd = $("pw-cwd").value.trim();
+  const terminal = $("pw-terminal").checked;
   if (!scope) {
     showResult("prewarm", false, "Prewarm: enter a scope id.");
     $("pw-scope").focus();
@@ -594,6 +596,7 @@ async function prewarm(ev) {
   showPending("prewarm", `Prewarming scope “${scope}”…`); // the next poll shows the pending entry
   const body = { shell: { name, path } };
   if (cwd) body.cwd = cwd;
+  if (terminal) body.terminal = true;
   try {
     const r = await api("POST", "/snapshots/" + encodeURIComponent(scope) + "/prewarm", body);
     const e = (r.ok && r.data) || {};
