@@ -822,7 +822,7 @@ type PrewarmRequest struct {
 	Sandbox *Sandbox  `json:"sandbox,omitempty"`
 	Shell   ShellInfo `json:"shell"`
 
-	// Terminal Prewarm the snapshot the scope's login terminals open from (a process with tty whose
+	// Terminal (Default false.) Prewarm the snapshot the scope's login terminals open from (a process with tty whose
 	// argv is [shell.path, "-l"], "-il" or "--login"), captured by an interactive login
 	// shell, instead of the one its `-lc` commands use: the entry has terminal true. bash
 	// and zsh only: with sh it is 400 on terminal. To warm both, prewarm twice.
