@@ -1795,8 +1795,9 @@ type ClientInterface interface {
 	// the ranges that lie within the file; when none does (a range from the file's length on,
 	// a suffix of zero bytes: bytes=-0, any but a suffix of an empty file) it is 416
 	// range_not_satisfiable with Content-Range: bytes */length, and a suffix of an empty file
-	// answers 200 with the file. If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
-	// is the version stat gives. A directory is 409 is_a_directory; a FIFO, socket or device
+	// answers 200 with the file, as does a Range of another unit than bytes (ignored). If-None-Match
+	// with the ETag answers 304; If-Range resumes only the same version. ETag is the version stat
+	// gives. A directory is 409 is_a_directory; a FIFO, socket or device
 	// 409 not_a_regular_file, and is never opened.
 	//
 	// Corresponds with GET /files/content (the `ReadFile` operationId).
@@ -2342,8 +2343,9 @@ func (c *APIClient) Exec(ctx context.Context, body ExecJSONRequestBody, reqEdito
 // the ranges that lie within the file; when none does (a range from the file's length on,
 // a suffix of zero bytes: bytes=-0, any but a suffix of an empty file) it is 416
 // range_not_satisfiable with Content-Range: bytes */length, and a suffix of an empty file
-// answers 200 with the file. If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
-// is the version stat gives. A directory is 409 is_a_directory; a FIFO, socket or device
+// answers 200 with the file, as does a Range of another unit than bytes (ignored). If-None-Match
+// with the ETag answers 304; If-Range resumes only the same version. ETag is the version stat
+// gives. A directory is 409 is_a_directory; a FIFO, socket or device
 // 409 not_a_regular_file, and is never opened.
 //
 // Corresponds with GET /files/content (the `ReadFile` operationId).
@@ -4941,8 +4943,9 @@ type ClientWithResponsesInterface interface {
 	// the ranges that lie within the file; when none does (a range from the file's length on,
 	// a suffix of zero bytes: bytes=-0, any but a suffix of an empty file) it is 416
 	// range_not_satisfiable with Content-Range: bytes */length, and a suffix of an empty file
-	// answers 200 with the file. If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
-	// is the version stat gives. A directory is 409 is_a_directory; a FIFO, socket or device
+	// answers 200 with the file, as does a Range of another unit than bytes (ignored). If-None-Match
+	// with the ETag answers 304; If-Range resumes only the same version. ETag is the version stat
+	// gives. A directory is 409 is_a_directory; a FIFO, socket or device
 	// 409 not_a_regular_file, and is never opened.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -8084,8 +8087,9 @@ func (c *ClientWithResponses) ExecWithResponse(ctx context.Context, body ExecJSO
 // the ranges that lie within the file; when none does (a range from the file's length on,
 // a suffix of zero bytes: bytes=-0, any but a suffix of an empty file) it is 416
 // range_not_satisfiable with Content-Range: bytes */length, and a suffix of an empty file
-// answers 200 with the file. If-None-Match with the ETag answers 304; If-Range resumes only the same version. ETag
-// is the version stat gives. A directory is 409 is_a_directory; a FIFO, socket or device
+// answers 200 with the file, as does a Range of another unit than bytes (ignored). If-None-Match
+// with the ETag answers 304; If-Range resumes only the same version. ETag is the version stat
+// gives. A directory is 409 is_a_directory; a FIFO, socket or device
 // 409 not_a_regular_file, and is never opened.
 //
 // Returns a wrapper object for the known response body format(s).

@@ -45,7 +45,11 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer f.Close()
-	if h := r.Header.Get("Range"); h != "" {
+	if h := r.Header.Get("Range"); h != "" && !bytesRange(h) {
+		// A unit ServeContent does not know either: ignored, as RFC
+		// 9110 (14.2) requires, where ServeContent answers 416.
+		r.Header.Del("Range")
+	} else if h != "" {
 		// ServeContent sends a suffix of zero as "bytes 5-4/5", and
 		// ignores any range of an empty file, or sends "bytes 0--1/0":
 		// it is given the ranges RFC 9110 satisfies, and still checks the
@@ -67,6 +71,14 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(&contentWriter{ResponseWriter: w, r: r, size: info.Size}, r, "", info.ModTime, f)
 }
 
+// bytesRange reports whether the Range value h is of the unit bytes, the
+// one range unit a file's content has; a value without "=" is taken to be,
+// and left to satisfiableRanges and ServeContent to refuse.
+func bytesRange(h string) bool {
+	unit, _, found := strings.Cut(h, "=")
+	return !found || strings.EqualFold(strings.TrimSpace(unit), "bytes")
+}
+
 // unsatisfiableRange stands for a Range of which no range can be satisfied:
 // a value that ServeContent refuses, 416, whatever the file's size, once
 // the conditions are checked (its own no-overlap answer is a 200 for an
@@ -79,8 +91,8 @@ const unsatisfiableRange = "bytes=unsatisfiable"
 // the numbers cut to the file, or "" when there are none. ok is false for a
 // value that does not parse, left to ServeContent.
 func satisfiableRanges(h string, size int64) (kept string, ok bool) {
-	unit, set, found := strings.Cut(h, "=")
-	if !found || !strings.EqualFold(strings.TrimSpace(unit), "bytes") {
+	_, set, found := strings.Cut(h, "=")
+	if !found || !bytesRange(h) {
 		return "", false
 	}
 	var keep []string

@@ -256,7 +256,7 @@ func TestFilesUploadCutShort(t *testing.T) {
 // length other than zero; the unsatisfiable ones of a set are left out; a
 // set of none is 416 with Content-Range: bytes */length, an empty file's
 // too; and a suffix of an empty file, which no 206 can say, is the whole
-// file, 200. The conditions come first: an If-Range of another version
+// file, 200; a Range of another unit is ignored. The conditions come first: an If-Range of another version
 // sends the whole file.
 func TestReadFileRanges(t *testing.T) {
 	dir := t.TempDir()
@@ -279,6 +279,10 @@ func TestReadFileRanges(t *testing.T) {
 		{"a suffix and a range of an empty file", "", "bytes=0-1,-5", "", 200, "", ""},
 		{"unsatisfiable under If-Range of another version", "", "bytes=0-", `"other"`, 200, "", ""},
 		{"unsatisfiable under If-Range of this version", "", "bytes=0-", `"e"`, 416, "bytes */0", ""},
+		// A unit other than bytes is ignored (14.2: MUST).
+		{"another unit", "hello", "items=0-1", "", 200, "", "hello"},
+		{"another unit beyond the end", "hello", "lines=9-", "", 200, "", "hello"},
+		{"the unit's case", "hello", "Bytes=0-0", "", 206, "bytes 0-0/5", "h"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
