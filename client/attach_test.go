@@ -142,14 +142,9 @@ func TestAttachQuietAcrossCuts(t *testing.T) {
 // last dial's, within a few seconds.
 func TestAttachGivesUp(t *testing.T) {
 	ctx := testContext(t)
-	direct := newClient(t, "")
-	p, err := direct.Start(ctx, client.StartProcessRequest{Argv: []string{"/bin/sh", "-c", "echo up; exec sleep 60"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = direct.TerminateProcessWithResponse(context.Background(), p.ProcessId) })
+	id := startUp(ctx, t)
 	server := &vanishing{}
-	a, err := newClient(t, "", client.WithHTTPClient(server.client())).Attach(ctx, p.ProcessId, client.AttachOptions{})
+	a, err := newClient(t, "", client.WithHTTPClient(server.client())).Attach(ctx, id, client.AttachOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -276,14 +276,9 @@ func TestStreamQuietAcrossCuts(t *testing.T) {
 // dial's.
 func TestStreamGivesUp(t *testing.T) {
 	ctx := testContext(t)
-	direct := newClient(t, "")
-	p, err := direct.Start(ctx, client.StartProcessRequest{Argv: []string{"/bin/sh", "-c", "echo up; exec sleep 60"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = direct.TerminateProcessWithResponse(context.Background(), p.ProcessId) })
+	id := startUp(ctx, t)
 	server := &vanishing{}
-	s, err := newClient(t, "", client.WithHTTPClient(server.client())).Events(ctx, p.ProcessId, 0)
+	s, err := newClient(t, "", client.WithHTTPClient(server.client())).Events(ctx, id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,4 +439,17 @@ func TestOutputHelpers(t *testing.T) {
 	if got, want := res.StderrData(), []byte{0xff, 0xfe}; !bytes.Equal(got, want) || res.StderrBase64 == nil {
 		t.Errorf("StderrData() = %q (as base64: %v), want %q as base64", got, res.StderrBase64 != nil, want)
 	}
+}
+
+// startUp starts a process that prints "up" and sleeps, terminated when the
+// test ends, and returns its id.
+func startUp(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	direct := newClient(t, "")
+	p, err := direct.Start(ctx, client.StartProcessRequest{Argv: []string{"/bin/sh", "-c", "echo up; exec sleep 60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = direct.TerminateProcessWithResponse(context.Background(), p.ProcessId) })
+	return p.ProcessId
 }
