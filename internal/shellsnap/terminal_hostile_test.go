@@ -29,6 +29,9 @@ var hostileTerminals = []struct {
 	// mayChange are the files of the home the capture may change, as the
 	// real shell does (docs/FIDELITY.md#login-terminals).
 	mayChange []string
+	// written are the files the capture writes, as the real shell does,
+	// and what they must hold.
+	written map[string]string
 }{
 	{name: "reads stdin", shell: "bash", want: OutcomeUsed, files: map[string]string{
 		".bash_profile": "PS1='snap> '\nread -r x\nread -t 5 y\nalias after=true\n",
@@ -80,6 +83,16 @@ var hostileTerminals = []struct {
 	{name: "job control", shell: "bash", want: OutcomeUsed, files: map[string]string{
 		".bash_profile": "PS1='snap> '\nset -m\nsleep 1000 & echo $! >~/pid-monitor\n",
 	}},
+	{name: "debug trap and prompt array", shell: "bash", want: OutcomeUsed, files: map[string]string{
+		".bash_profile": ". ~/.bashrc\n",
+		".bashrc":       "PS1='snap> '\nPROMPT_COMMAND=(':' 'LAST=$?')\nPS0='run\\n'\ntrap '[[ $BASH_COMMAND == x ]] || :' DEBUG\nalias after=true\n",
+	}, probe: "trap -p DEBUG; alias after; echo R:${#PROMPT_COMMAND[@]}", shows: []string{"trap -- '[[ $BASH_COMMAND == x ]] || :' DEBUG", "alias after='true'", "R:2"}},
+	{name: "output logged", shell: "bash", want: OutcomeUsed, files: map[string]string{
+		".bash_profile": "PS1='snap> '\nexec > >(tee -a ~/term.log) 2>&1\necho logged\n",
+	}, written: map[string]string{"term.log": "logged\n"}},
+	{name: "output hidden", shell: "bash", want: OutcomeUsed, files: map[string]string{
+		".bash_profile": "PS1='snap> '\nexec >/dev/null\nalias after=true\n",
+	}, probe: "alias after >&2", shows: []string{"alias after='true'"}},
 	{name: "not a tty", shell: "zsh", want: OutcomeUsed, files: map[string]string{
 		".zshrc": "PS1='snap> '\nread -r x\nstty -echo\ntput setaf 1\nexport GPG_TTY=$(tty)\nalias after=true\n",
 	}, probe: "alias after", shows: []string{"after=true"}},
@@ -152,8 +165,16 @@ func TestHostileTerminalStartupFiles(t *testing.T) {
 				}
 			}
 			for name, now := range after {
-				if _, ok := before[name]; !ok && !strings.HasPrefix(name, "pid") && !strings.HasPrefix(name, ".zcompdump") {
+				if _, ok := tt.written[name]; ok {
+					continue
+				}
+				if _, ok := before[name]; !ok && !slices.Contains(tt.mayChange, name) && !strings.HasPrefix(name, "pid") && !strings.HasPrefix(name, ".zcompdump") {
 					t.Errorf("the capture wrote %s: %q", name, now)
+				}
+			}
+			for name, want := range tt.written {
+				if b, err := os.ReadFile(filepath.Join(home, name)); err != nil || string(b) != want {
+					t.Errorf("the capture wrote %s: %q, %v; want %q, what the startup files printed", name, b, err, want)
 				}
 			}
 			if tt.want != OutcomeUsed {
