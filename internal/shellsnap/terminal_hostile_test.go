@@ -96,6 +96,12 @@ var hostileTerminals = []struct {
 	{name: "not a tty", shell: "zsh", want: OutcomeUsed, files: map[string]string{
 		".zshrc": "PS1='snap> '\nread -r x\nstty -echo\ntput setaf 1\nexport GPG_TTY=$(tty)\nalias after=true\n",
 	}, probe: "alias after", shows: []string{"after=true"}},
+	{name: "output logged", shell: "zsh", want: OutcomeUsed, files: map[string]string{
+		".zshrc": "PS1='snap> '\nexec > >(tee -a ~/term.log) 2>&1\necho logged\n",
+	}, written: map[string]string{"term.log": "logged\n"}},
+	{name: "output hidden", shell: "zsh", want: OutcomeUsed, files: map[string]string{
+		".zshrc": "PS1='snap> '\nexec >/dev/null\nalias after=true\n",
+	}, probe: "alias after >&2", shows: []string{"after=true"}},
 	{name: "exec sleep", shell: "zsh", want: OutcomeFallback, files: map[string]string{
 		".zshrc": "PS1='snap> '\necho $$ >~/pid-exec\nexec sleep 1000\n",
 	}},
