@@ -17,13 +17,15 @@ type killer struct {
 	pgid   int
 	grace  time.Duration
 	reaper *Reaper
-	// tty is set for a process that runs on a terminal, and so leads a
-	// session: every group of the session (a shell's jobs, in groups of
-	// their own) is ended with the process's, and the first step is SIGHUP
-	// rather than SIGTERM, as when a terminal closes.
-	tty  *terminal
-	step int              // 0: nothing sent, 1: SIGTERM sent, 2: SIGKILL sent, 3: given up
-	next <-chan time.Time // fires when the next step is due
+	// tty is set for a process that runs on a terminal: the first step is
+	// SIGHUP rather than SIGTERM, as when a terminal closes.
+	tty *terminal
+	// session is set for a process that leads a session (on a terminal, or
+	// Spec.NewSession): every group of the session (a job-control shell's
+	// jobs, in groups of their own) is ended with the process's.
+	session bool
+	step    int              // 0: nothing sent, 1: SIGTERM sent, 2: SIGKILL sent, 3: given up
+	next    <-chan time.Time // fires when the next step is due
 }
 
 // terminate starts the kill unless it has started, and returns the ending to
@@ -57,12 +59,12 @@ func (k *killer) escalate() {
 	k.next = time.After(k.grace)
 }
 
-// signal sends sig to the group and, for a process on a terminal, to every
-// other group of its session. The session is read from /proc only here, at
+// signal sends sig to the group and, for a process that leads a session, to
+// every other group of its session. The session is read from /proc only here, at
 // a step of a kill, never while the process runs.
 func (k *killer) signal(sig syscall.Signal) {
 	signalGroup(k.pgid, sig)
-	if k.tty == nil {
+	if !k.session {
 		return
 	}
 	for _, g := range sessionGroups(k.pgid) {
@@ -86,7 +88,7 @@ func sessionGroups(sid int) []int {
 // reap runs after the group's leader has exited. Descendants may still run and
 // hold the pipes: it gives them drain (or the rest of the grace, once a kill has
 // started) to finish, then ends whatever is left of the group (for a process
-// on a terminal, of its session: alive), so that no request ever leaves a
+// that leads a session, of its session: alive), so that no request ever leaves a
 // process behind. It returns once the group is empty and
 // the pipes are closed (pipesClosed: the readers have read them to the end),
 // once the group is empty after the drain and a write end is still open
@@ -132,12 +134,12 @@ func (k *killer) reap(pipesClosed <-chan struct{}, writersGone func() bool, drai
 }
 
 // alive reports whether a process of the group is left, or, for a process
-// on a terminal, of its session: a job-control shell's jobs run in groups of
+// that leads a session, of its session: a job-control shell's jobs run in groups of
 // their own, which the kill's steps reach (signal), and which must be waited
 // for as the group is. The session is read from /proc only once the group
 // is empty.
 func (k *killer) alive() bool {
-	return groupAlive(k.pgid) || k.tty != nil && len(sessionGroups(k.pgid)) > 0
+	return groupAlive(k.pgid) || k.session && len(sessionGroups(k.pgid)) > 0
 }
 
 // pipeWritersGone reports whether every write end of the pipe r reads is

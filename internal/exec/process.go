@@ -44,6 +44,7 @@ type Process struct {
 	lastOutput     atomic.Int64 // unix nanoseconds of the last output byte
 	stdin          *stdinPipe   // nil without PipeStdin or a terminal
 	tty            *terminal    // nil without one
+	leadsSession   bool         // on a terminal or with Spec.NewSession: its kill reaches the session
 
 	// armed is closed when the limits below are set and the process counts
 	// as started: at once, or when a held process is released (held.go).
@@ -344,26 +345,27 @@ func start(id string, spec Spec, cfg procConfig) (*Process, heldEnds, error) {
 	}
 
 	p := &Process{
-		id:        id,
-		pid:       cmd.Process.Pid,
-		argv:      append([]string(nil), spec.Argv...),
-		dir:       spec.Dir,
-		pipeStdin: spec.PipeStdin || tty != nil,
-		started:   time.Now(),
-		grace:     cfg.grace,
-		drain:     cfg.drain,
-		reaper:    cfg.reaper,
-		maxOutput: maxOutput,
-		sandbox:   report,
-		ring:      newRing(cfg.ringBytes, cfg.ringChunks),
-		out:       Stdout,
-		tty:       tty,
-		stdout:    newHeadTail(maxOutput),
-		stderr:    newHeadTail(maxOutput),
-		stop:      make(chan Status, 1),
-		finished:  cfg.finished,
-		done:      make(chan struct{}),
-		armed:     make(chan struct{}),
+		id:           id,
+		pid:          cmd.Process.Pid,
+		argv:         append([]string(nil), spec.Argv...),
+		dir:          spec.Dir,
+		pipeStdin:    spec.PipeStdin || tty != nil,
+		started:      time.Now(),
+		grace:        cfg.grace,
+		drain:        cfg.drain,
+		reaper:       cfg.reaper,
+		maxOutput:    maxOutput,
+		sandbox:      report,
+		ring:         newRing(cfg.ringBytes, cfg.ringChunks),
+		out:          Stdout,
+		tty:          tty,
+		leadsSession: tty != nil || spec.NewSession,
+		stdout:       newHeadTail(maxOutput),
+		stderr:       newHeadTail(maxOutput),
+		stop:         make(chan Status, 1),
+		finished:     cfg.finished,
+		done:         make(chan struct{}),
+		armed:        make(chan struct{}),
 	}
 	if tty != nil {
 		p.out, p.ttySize = Pty, *spec.TTY
@@ -445,7 +447,7 @@ func (p *Process) supervise(cmd *exec.Cmd, outR, errR *os.File) {
 	)
 	var (
 		ending Status // set when we end the group ourselves
-		k      = killer{pgid: p.pid, grace: p.grace, reaper: p.reaper, tty: p.tty}
+		k      = killer{pgid: p.pid, grace: p.grace, reaper: p.reaper, tty: p.tty, session: p.leadsSession}
 		state  *os.ProcessState
 	)
 	for state == nil {

@@ -390,3 +390,24 @@ func TestNewSession(t *testing.T) {
 		}
 	}
 }
+
+// TestNewSessionEndsTheSession: a process with NewSession leads its
+// session, so that what it leaves is ended with it even outside its group:
+// a job-control shell's jobs run in groups of their own (a profile's
+// `set -m`), which no group kill reaches.
+func TestNewSessionEndsTheSession(t *testing.T) {
+	m := testManager()
+	got := run(t, m, Spec{Argv: []string{"/bin/bash", "-c", "set -m; sleep 1000 >/dev/null 2>&1 & echo $!"}, NewSession: true})
+	pid, err := strconv.Atoi(strings.TrimSpace(string(got.Stdout.Data)))
+	if err != nil {
+		t.Fatalf("the shell printed %q, want its job's pid", got.Stdout.Data)
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	deadline := time.Now().Add(3 * time.Second)
+	for pidAlive(pid) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pidAlive(pid) {
+		t.Errorf("the job %d in a group of its own outlived its session's leader", pid)
+	}
+}

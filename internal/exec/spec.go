@@ -43,7 +43,9 @@ type Spec struct {
 	// controlling terminal (it leads its group as ever): an interactive
 	// shell that is not on a terminal of its own (a login terminal's
 	// snapshot capture) then cannot open the server's terminal, nor take
-	// its foreground. A TTY process always leads a new session.
+	// its foreground. A TTY process always leads a new session. Its kill,
+	// and the end of its leader, reach every group of the session (a
+	// job-control shell's jobs), as a terminal's do.
 	NewSession bool
 	// DiscardStderr sends stderr to /dev/null: the process has no stderr output.
 	DiscardStderr bool

@@ -3,7 +3,9 @@ package service
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/snapexec/snapexec/internal/exec"
 	"github.com/snapexec/snapexec/internal/shellsnap"
@@ -114,5 +116,37 @@ func TestPrewarmALoginTerminal(t *testing.T) {
 	}
 	if entries, err := s.ScopeSnapshots("sh-terminal"); err == nil && len(entries) != 0 {
 		t.Errorf("a refused prewarm left entries %+v", entries)
+	}
+}
+
+// TestLoginTerminalOpensWhenItsCaptureFails: a profile that ends its shell
+// off a terminal (`[[ -t 0 ]] || exit`) fails the login terminal's
+// capture, which runs on none; the terminal opens all the same, as the
+// plain login shell it asked for (fallback), and reaches its prompt.
+func TestLoginTerminalOpensWhenItsCaptureFails(t *testing.T) {
+	s := newRealService(t, exec.Options{}, Options{})
+	home := bashHome(t, ".bash_profile", "[[ -t 0 ]] || exit 3\nPS1='snap> '\n")
+	terminal := snapshotExec(home, "", "no-tty", "bash", "/bin/bash")
+	terminal.Argv, terminal.TTY = []string{"/bin/bash", "-l"}, &exec.TTYSize{Cols: 80, Rows: 24}
+	p := start(t, s, StartInput{ExecInput: terminal})
+	if p.Snapshot.Outcome != shellsnap.OutcomeFallback {
+		t.Errorf("the terminal's receipt = %+v, want fallback", p.Snapshot)
+	}
+	var shown strings.Builder
+	for after, deadline := int64(0), time.Now().Add(10*time.Second); !strings.Contains(shown.String(), "snap> ") && time.Now().Before(deadline); {
+		r, err := s.Read(context.Background(), p.ID, ReadInput{AfterSeq: after, Wait: time.Second})
+		if err != nil {
+			t.Fatalf("Read(terminal) = %v", err)
+		}
+		for _, c := range r.Chunks {
+			shown.Write(c.Data)
+		}
+		after = r.NextSeq - 1
+	}
+	if !strings.Contains(shown.String(), "snap> ") {
+		t.Errorf("the terminal showed %q, want its profile's prompt", shown.String())
+	}
+	if _, err := s.Terminate(p.ID); err != nil {
+		t.Errorf("Terminate(terminal) = %v", err)
 	}
 }

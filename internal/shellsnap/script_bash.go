@@ -232,14 +232,19 @@ const bashDumpEnd = `\command printf '%s end\n\n\0' "$__snapexec_n"
 // bindings (bashKeysListing), as readline read them from the inputrc; after
 // the dump, again: when the profile changed them, both listings are records
 // (bindings0, bindings), from which Go makes the bind commands of the
-// terminal's rc file (bashBindings). Once env has printed the environment,
-// it empties the history list and unsets HISTFILE, so that the capture's
+// terminal's rc file (bashBindings). The dump writes to the capture's own
+// stdout, kept on a descriptor of its own before the profile: a profile
+// that sends its output elsewhere (`exec > >(tee -a ~/term.log)`, `exec
+// >/dev/null`) would otherwise have the dump, the whole state, written
+// there. Once env has printed the environment, it empties the history list and unsets HISTFILE, so that the capture's
 // shell never writes the user's history file: an interactive bash writes
 // it at its exit, and before an exec, whether history is on or not. Its
 // EXIT trap is gone with the dump's, and a shell that reaches the end of
 // its -c string reads no ~/.bash_logout.
 const bashTerminalCapture = `__snapexec_keys0=$(` + bashKeysListing + `)
-` + bashCaptureLogin + bashDumpBody + `\command enable bind
+\builtin exec {__snapexec_out}>&1
+` + bashCaptureLogin + `\command exec >&"$__snapexec_out" {__snapexec_out}>&-
+` + bashDumpBody + `\command enable bind
 __snapexec_keys=$(` + bashKeysListing + `)
 if [[ $__snapexec_keys != "$__snapexec_keys0" ]]; then
   \command printf '%s bindings0\n%s\n' "$__snapexec_n" "$__snapexec_keys0"

@@ -14,7 +14,8 @@ package shellsnap
 // leaves ZDOTDIR, notes where the shell started (its limits in a subshell,
 // where loading zsh/rlimits for ulimit leaves the shell's modules alone),
 // lists zle's keymaps and widgets in an interactive shell (a login
-// terminal's capture: zshTerminalCapture), sets a DEBUG trap that
+// terminal's capture: zshTerminalCapture) and keeps its stdout on a
+// descriptor of its own, sets a DEBUG trap that
 // notes every file the startup sources (%x, at any depth), and sources the
 // user's .zshenv. zsh runs every other startup file itself.
 const zshCaptureEnv = `if (( ${+__SNAPEXEC_ZDOTDIR} )); then ZDOTDIR=$__SNAPEXEC_ZDOTDIR; else \builtin unset ZDOTDIR; fi
@@ -24,7 +25,7 @@ __snapexec_args=("$@")
 __snapexec_limits=$(\builtin ulimit -S -a; \builtin print -r -- --; \builtin ulimit -H -a)
 __snapexec_src=
 __snapexec_srcs=()
-if [[ -o interactive ]]; then __snapexec_keys0=$(` + zshKeysListing + `); fi
+if [[ -o interactive ]]; then __snapexec_keys0=$(` + zshKeysListing + `); \exec {__snapexec_out}>&1; fi
 \builtin trap '[[ ${(%):-%x} == "$__snapexec_src" ]] || { __snapexec_src=${(%):-%x}; __snapexec_srcs+=("$__snapexec_src"); }' DEBUG
 if [[ -e ${ZDOTDIR:-$HOME}/.zshenv ]]; then \builtin source ${ZDOTDIR:-$HOME}/.zshenv; fi
 `
@@ -152,12 +153,16 @@ const zshDumpEnd = `\builtin print -rn -- "$__snapexec_n end"$'\n\n\0'
 // zle's keymaps and widgets before the user's .zshenv; after the dump they
 // are listed again, and when the startup files changed them, both
 // listings are records (bindings0, bindings), which the restore's .zlogin
-// replays (zshTerminalSteps). Once env has printed the environment, it
+// replays (zshTerminalSteps). The dump writes to the stdout zshCaptureEnv
+// kept, not to wherever the startup files sent theirs (`exec > >(tee -a
+// ~/term.log)`, `exec >/dev/null`), which would otherwise get the whole
+// state. Once env has printed the environment, it
 // unsets HISTFILE, removes the zshexit hooks (the dump removed the EXIT
 // trap) and turns rcs off, so that the capture's shell neither saves
 // history nor runs a hook or .zlogout at its exit, which an exec would
 // not spare it either.
-const zshTerminalCapture = zshCaptureStart + zshDumpBody + `__snapexec_keys=$(` + zshKeysListing + `)
+const zshTerminalCapture = zshCaptureStart + `if (( ${+__snapexec_out} )); then \exec >&$__snapexec_out {__snapexec_out}>&-; fi
+` + zshDumpBody + `__snapexec_keys=$(` + zshKeysListing + `)
 if [[ $__snapexec_keys != "$__snapexec_keys0" ]]; then
   \builtin print -rl -- "$__snapexec_n bindings0" "$__snapexec_keys0" "$__snapexec_n bindings" "$__snapexec_keys"
 fi
