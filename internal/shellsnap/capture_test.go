@@ -190,3 +190,56 @@ func pidAlive(pid int) bool {
 	i := strings.LastIndexByte(string(b), ')')
 	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
 }
+
+// TestCaptureDumpGoesToItsOwnStdout: a profile that sends its output to a
+// log (`exec > >(tee -a ~/out.log)`) or away (`exec >/dev/null`) has there
+// what it printed, never the capture's dump (the whole state, environment
+// included), and the capture reads its records all the same. A profile that
+// takes over a descriptor the capture kept its stdout on gets no dump
+// either: the capture fails and the command runs its login shell.
+func TestCaptureDumpGoesToItsOwnStdout(t *testing.T) {
+	tests := []struct {
+		name, shell, file, profile string
+		want                       Outcome
+	}{
+		{"logged", "bash", ".bash_profile", "exec > >(tee -a ~/out.log) 2>&1\necho logged\n", OutcomeUsed},
+		{"logged from bashrc", "bash", ".bashrc", "exec > >(tee -a ~/out.log) 2>&1\necho logged\n", OutcomeUsed},
+		{"silenced", "bash", ".bash_profile", "exec >/dev/null 2>&1\n", OutcomeUsed},
+		// bash gives the capture's {name} redirections 11 and 12, dash has 8 and 9.
+		{"descriptor taken", "bash", ".bash_profile", "exec 11>>~/out.log\necho logged >&11\n", OutcomeFallback},
+		{"descriptor closed", "bash", ".bashrc", "for fd in {3..20}; do eval \"exec $fd>&-\"; done\n", OutcomeFallback},
+		{"logged", "zsh", ".zprofile", "exec > >(tee -a ~/out.log) 2>&1\necho logged\n", OutcomeUsed},
+		{"logged from zshrc", "zsh", ".zshrc", "exec > >(tee -a ~/out.log) 2>&1\necho logged\n", OutcomeUsed},
+		{"silenced", "zsh", ".zlogin", "exec >/dev/null 2>&1\n", OutcomeUsed},
+		{"descriptor closed", "zsh", ".zshrc", "for fd in {3..20}; do exec {fd}>&-; done 2>/dev/null\n", OutcomeFallback},
+		{"logged", "sh", ".profile", "exec >>~/out.log 2>&1\necho logged\n", OutcomeUsed},
+		{"silenced", "sh", ".profile", "exec >/dev/null 2>&1\n", OutcomeUsed},
+		{"descriptor taken", "sh", ".profile", "exec 9>>~/out.log\necho logged >&9\n", OutcomeFallback},
+	}
+	for _, tt := range tests {
+		t.Run(tt.shell+"/"+tt.name, func(t *testing.T) {
+			sh := shellByName(t, tt.shell)
+			home := t.TempDir()
+			writeHomeFiles(t, home, map[string]string{tt.file: tt.profile})
+			c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
+			t.Cleanup(c.Close)
+			req := &Request{ScopeID: "log", Shell: Shell{Name: tt.shell, Path: sh.path}}
+			p, err := c.Prepare(context.Background(), req, Launch{Argv: []string{sh.path, "-lc", "true"}, Cwd: home, Env: loginEnv(home)})
+			if err != nil || p.Receipt.Outcome != tt.want {
+				t.Errorf("Prepare(%s -lc true) = %+v, %v; want %s", tt.shell, p.Receipt, err, tt.want)
+			}
+			if !strings.Contains(tt.profile, "logged") {
+				return
+			}
+			deadline := time.Now().Add(2 * time.Second)
+			b, err := os.ReadFile(filepath.Join(home, "out.log"))
+			for string(b) != "logged\n" && time.Now().Before(deadline) { // tee may still be writing
+				time.Sleep(20 * time.Millisecond)
+				b, err = os.ReadFile(filepath.Join(home, "out.log"))
+			}
+			if string(b) != "logged\n" {
+				t.Errorf("the profile's log after the capture = %.200q, %v; want only what the profile printed", b, err)
+			}
+		})
+	}
+}

@@ -51,6 +51,7 @@ const bashCaptureProfile = bashCaptureLogin + bashCaptureRC
 // bashCaptureLogin is bashCaptureProfile up to the profile's end: the login
 // sequence, watched.
 const bashCaptureLogin = `if [[ -n ${__SNAPEXEC_BASH_ENV+x} ]]; then BASH_ENV=$__SNAPEXEC_BASH_ENV; \builtin export BASH_ENV; \builtin unset -v __SNAPEXEC_BASH_ENV; fi
+\builtin exec {__snapexec_out}>&1 {__snapexec_out2}>&1
 __snapexec_n=@NONCE@
 __snapexec_pwd=$PWD
 __snapexec_args=("$@")
@@ -105,8 +106,21 @@ fi
 const bashShoptsListed = `if [[ -o posix ]]; then if \command shopt -q extglob; then \command shopt -s extglob; else \command shopt -u extglob; fi; fi
 `
 
-// bashCapture is the whole capture: the profile, then the dump.
-const bashCapture = bashCaptureProfile + bashDump
+// bashCapture is the whole capture: the profile, then the dump, written to
+// the capture's own stdout (bashStdoutBack).
+const bashCapture = bashCaptureProfile + bashStdoutBack + bashDump
+
+// bashStdoutBack gives the dump the capture's own stdout, which
+// bashCaptureLogin keeps on two descriptors of its own before the profile:
+// a profile that sends its output elsewhere (`exec > >(tee -a ~/out.log)`,
+// `exec >/dev/null`) would otherwise have the dump, the whole state with
+// the environment, written there. When the two no longer name one file,
+// the profile took one of them over (`exec 10>~/out.log`): the capture
+// then fails rather than write where the profile's descriptor goes, and
+// the command runs its login shell.
+const bashStdoutBack = `if [[ /dev/fd/$__snapexec_out -ef /dev/fd/$__snapexec_out2 ]]; then \command exec >&"$__snapexec_out" {__snapexec_out}>&- {__snapexec_out2}>&-
+else \command printf '%s\n' "snapexec: the profile took over descriptor $__snapexec_out or $__snapexec_out2, where the capture kept its stdout: no snapshot" >&2; \builtin exit 125; fi
+`
 
 // bashDump prints a bash state as records (records.go) and then, after a
 // NUL, the environment: the part of the capture that runs after the
@@ -233,18 +247,14 @@ const bashDumpEnd = `\command printf '%s end\n\n\0' "$__snapexec_n"
 // the dump, again: when the profile changed them, both listings are records
 // (bindings0, bindings), from which Go makes the bind commands of the
 // terminal's rc file (bashBindings). The dump writes to the capture's own
-// stdout, kept on a descriptor of its own before the profile: a profile
-// that sends its output elsewhere (`exec > >(tee -a ~/term.log)`, `exec
-// >/dev/null`) would otherwise have the dump, the whole state, written
-// there. Once env has printed the environment, it empties the history list and unsets HISTFILE, so that the capture's
-// shell never writes the user's history file: an interactive bash writes
+// stdout, as bashCapture's does (bashStdoutBack). Once env has printed the
+// environment, it empties the history list and unsets HISTFILE, so that the
+// capture's shell never writes the user's history file: an interactive bash writes
 // it at its exit, and before an exec, whether history is on or not. Its
 // EXIT trap is gone with the dump's, and a shell that reaches the end of
 // its -c string reads no ~/.bash_logout.
 const bashTerminalCapture = `__snapexec_keys0=$(` + bashKeysListing + `)
-\builtin exec {__snapexec_out}>&1
-` + bashCaptureLogin + `\command exec >&"$__snapexec_out" {__snapexec_out}>&-
-` + bashDumpBody + `\command enable bind
+` + bashCaptureLogin + bashStdoutBack + bashDumpBody + `\command enable bind
 __snapexec_keys=$(` + bashKeysListing + `)
 if [[ $__snapexec_keys != "$__snapexec_keys0" ]]; then
   \command printf '%s bindings0\n%s\n' "$__snapexec_n" "$__snapexec_keys0"

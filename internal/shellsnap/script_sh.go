@@ -10,7 +10,10 @@ package shellsnap
 // read-only ones, the aliases, the umask, the limits before and after the
 // profile, the working directory, the positional parameters the profile set,
 // whether it left $! set, every file sourced, and which names are functions.
-// @NONCE@ is the capture's token. The lines after the profile are parsed
+// The records go to the capture's own stdout, kept on descriptors 8 and 9
+// before the profile, as bashStdoutBack tells for bash: dash has no
+// descriptor above 9, so a profile that takes one of them (`exec
+// 9>~/.lock`) has no snapshot. @NONCE@ is the capture's token. The lines after the profile are parsed
 // with its aliases: the regular builtins are called through command, which
 // no function of the profile can stand for, and the special ones quoted.
 //
@@ -137,6 +140,7 @@ __snapexec_pwd=$PWD
 __snapexec_argc=$#
 __snapexec_argv=$*
 __snapexec_limits=$(command ulimit -a; command printf -- '--\n'; command ulimit -H -a)
+\exec 8>&1 9>&1
 if [ -r /etc/profile ]; then __snapexec_note /etc/profile; \. /etc/profile; fi
 if [ -r "${HOME:-}/.profile" ]; then __snapexec_note "${HOME:-}/.profile"; \. "${HOME:-}/.profile"; fi
 __snapexec_watched=
@@ -144,6 +148,8 @@ case $(command alias . 2>/dev/null) in *__snapexec_dot*) __snapexec_watched=1 ;;
 __snapexec_maybe=
 if command -v grep >/dev/null 2>&1; then __snapexec_maybe=$(__snapexec_unseen); fi
 if [ -n "$__snapexec_watched" ] && [ -n "${ENV:-}" ] && [ -r "$ENV" ] && ! __snapexec_ran "$ENV" "$__snapexec_srcs $__snapexec_maybe"; then __snapexec_note "$ENV"; \. "$ENV"; fi
+if command test /dev/fd/8 -ef /dev/fd/9; then \exec >&8 8>&- 9>&-
+else command printf '%s\n' "snapexec: the profile took over descriptor 8 or 9, where the capture kept its stdout: no snapshot" >&2; \exit 125; fi
 __snapexec_bg=${!:-}
 command printf '%s\n%s begin sh\n\n' '# Snapshot file' "$__snapexec_n"
 command printf '%s traps\n' "$__snapexec_n"; \trap; command printf '\n'

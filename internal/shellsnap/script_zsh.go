@@ -14,8 +14,8 @@ package shellsnap
 // leaves ZDOTDIR, notes where the shell started (its limits in a subshell,
 // where loading zsh/rlimits for ulimit leaves the shell's modules alone),
 // lists zle's keymaps and widgets in an interactive shell (a login
-// terminal's capture: zshTerminalCapture) and keeps its stdout on a
-// descriptor of its own, sets a DEBUG trap that
+// terminal's capture: zshTerminalCapture), keeps its stdout on two
+// descriptors of its own (zshStdoutBack), sets a DEBUG trap that
 // notes every file the startup sources (%x, at any depth), and sources the
 // user's .zshenv. zsh runs every other startup file itself.
 const zshCaptureEnv = `if (( ${+__SNAPEXEC_ZDOTDIR} )); then ZDOTDIR=$__SNAPEXEC_ZDOTDIR; else \builtin unset ZDOTDIR; fi
@@ -25,7 +25,8 @@ __snapexec_args=("$@")
 __snapexec_limits=$(\builtin ulimit -S -a; \builtin print -r -- --; \builtin ulimit -H -a)
 __snapexec_src=
 __snapexec_srcs=()
-if [[ -o interactive ]]; then __snapexec_keys0=$(` + zshKeysListing + `); \exec {__snapexec_out}>&1; fi
+if [[ -o interactive ]]; then __snapexec_keys0=$(` + zshKeysListing + `); fi
+\exec {__snapexec_out}>&1 {__snapexec_out2}>&1
 \builtin trap '[[ ${(%):-%x} == "$__snapexec_src" ]] || { __snapexec_src=${(%):-%x}; __snapexec_srcs+=("$__snapexec_src"); }' DEBUG
 if [[ -e ${ZDOTDIR:-$HOME}/.zshenv ]]; then \builtin source ${ZDOTDIR:-$HOME}/.zshenv; fi
 `
@@ -58,8 +59,20 @@ fi
 `
 
 // zshCapture is the whole -c string of a zsh capture: the profile, then the
-// dump.
-const zshCapture = zshCaptureProfile + zshDump
+// dump, written to the capture's own stdout (zshStdoutBack).
+const zshCapture = zshCaptureProfile + zshStdoutBack + zshDump
+
+// zshStdoutBack gives the dump the capture's own stdout, which
+// zshCaptureEnv keeps on two descriptors before the startup files: one that
+// sends its output elsewhere (`exec > >(tee -a ~/out.log)`, `exec
+// >/dev/null`) would otherwise have the dump, the whole state with the
+// environment, written there. When the two no longer name one file, a
+// startup file closed or took over one of them: the capture then fails
+// rather than write where the startup file's descriptor goes, and the
+// command runs its login shell.
+const zshStdoutBack = `if [[ /dev/fd/$__snapexec_out -ef /dev/fd/$__snapexec_out2 ]]; then \exec >&$__snapexec_out {__snapexec_out}>&- {__snapexec_out2}>&-
+else \builtin print -ru2 -- "snapexec: a startup file took over descriptor $__snapexec_out or $__snapexec_out2, where the capture kept its stdout: no snapshot"; \builtin exit 125; fi
+`
 
 // zshDump prints a zsh state as records (records.go) and then, after a NUL,
 // the environment: the part of the capture that runs after the profile, and
@@ -153,16 +166,13 @@ const zshDumpEnd = `\builtin print -rn -- "$__snapexec_n end"$'\n\n\0'
 // zle's keymaps and widgets before the user's .zshenv; after the dump they
 // are listed again, and when the startup files changed them, both
 // listings are records (bindings0, bindings), which the restore's .zlogin
-// replays (zshTerminalSteps). The dump writes to the stdout zshCaptureEnv
-// kept, not to wherever the startup files sent theirs (`exec > >(tee -a
-// ~/term.log)`, `exec >/dev/null`), which would otherwise get the whole
-// state. Once env has printed the environment, it
-// unsets HISTFILE, removes the zshexit hooks (the dump removed the EXIT
-// trap) and turns rcs off, so that the capture's shell neither saves
-// history nor runs a hook or .zlogout at its exit, which an exec would
-// not spare it either.
-const zshTerminalCapture = zshCaptureStart + `if (( ${+__snapexec_out} )); then \exec >&$__snapexec_out {__snapexec_out}>&-; fi
-` + zshDumpBody + `__snapexec_keys=$(` + zshKeysListing + `)
+// replays (zshTerminalSteps). The dump writes to the capture's own stdout,
+// as zshCapture's does (zshStdoutBack). Once env has printed the
+// environment, it unsets HISTFILE, removes the zshexit hooks (the dump
+// removed the EXIT trap) and turns rcs off, so that the capture's shell
+// neither saves history nor runs a hook or .zlogout at its exit, which an
+// exec would not spare it either.
+const zshTerminalCapture = zshCaptureStart + zshStdoutBack + zshDumpBody + `__snapexec_keys=$(` + zshKeysListing + `)
 if [[ $__snapexec_keys != "$__snapexec_keys0" ]]; then
   \builtin print -rl -- "$__snapexec_n bindings0" "$__snapexec_keys0" "$__snapexec_n bindings" "$__snapexec_keys"
 fi
