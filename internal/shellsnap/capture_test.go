@@ -243,3 +243,33 @@ func TestCaptureDumpGoesToItsOwnStdout(t *testing.T) {
 		})
 	}
 }
+
+// TestZshCaptureRunsNoExitHook: a zsh capture runs the startup files but
+// none of what a login shell runs at its exit (the zshexit hooks, a
+// TRAPEXIT, .zlogout), which would act once more per capture (an agent
+// killed, a log written); the replayed command runs them as its own
+// login shell does, once.
+func TestZshCaptureRunsNoExitHook(t *testing.T) {
+	sh := shellByName(t, "zsh")
+	home := t.TempDir()
+	writeHomeFiles(t, home, map[string]string{
+		".zshrc": "zshexit() { print hook >>~/exit.log; }\nbye() { print hooks >>~/exit.log; }\nzshexit_functions+=(bye)\nTRAPEXIT() { print trap >>~/exit.log; }\n",
+		".zlogout": "print logout >>~/exit.log\n",
+	})
+	for _, terminal := range []bool{false, true} {
+		c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
+		t.Cleanup(c.Close)
+		l := Launch{Argv: []string{sh.path, "-lc", "true"}, Cwd: home, Env: loginEnv(home)}
+		if terminal {
+			l.Argv, l.Terminal = []string{sh.path, "-il"}, true
+		}
+		p, err := c.Prepare(context.Background(), &Request{ScopeID: "exit", Shell: Shell{Name: "zsh", Path: sh.path}}, l)
+		if err != nil || p.Receipt.Outcome != OutcomeUsed {
+			t.Fatalf("Prepare(%q) = %+v, %v; want used", l.Argv, p.Receipt, err)
+		}
+		if b, err := os.ReadFile(filepath.Join(home, "exit.log")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("after the capture of %q, exit.log = %q, %v; want none", l.Argv, b, err)
+			_ = os.Remove(filepath.Join(home, "exit.log"))
+		}
+	}
+}

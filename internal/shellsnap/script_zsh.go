@@ -59,8 +59,9 @@ fi
 `
 
 // zshCapture is the whole -c string of a zsh capture: the profile, then the
-// dump, written to the capture's own stdout (zshStdoutBack).
-const zshCapture = zshCaptureProfile + zshStdoutBack + zshDump
+// dump, written to the capture's own stdout (zshStdoutBack), then the end
+// that leaves nothing to run at the shell's exit (zshCaptureEnd).
+const zshCapture = zshCaptureProfile + zshStdoutBack + zshDump + zshCaptureEnd
 
 // zshStdoutBack gives the dump the capture's own stdout, which
 // zshCaptureEnv keeps on two descriptors before the startup files: one that
@@ -167,18 +168,21 @@ const zshDumpEnd = `\builtin print -rn -- "$__snapexec_n end"$'\n\n\0'
 // are listed again, and when the startup files changed them, both
 // listings are records (bindings0, bindings), which the restore's .zlogin
 // replays (zshTerminalSteps). The dump writes to the capture's own stdout,
-// as zshCapture's does (zshStdoutBack). Once env has printed the
-// environment, it unsets HISTFILE, removes the zshexit hooks (the dump
-// removed the EXIT trap) and turns rcs off, so that the capture's shell
-// neither saves history nor runs a hook or .zlogout at its exit, which an
-// exec would not spare it either.
+// as zshCapture's does (zshStdoutBack), and ends as zshCapture does
+// (zshCaptureEnd).
 const zshTerminalCapture = zshCaptureStart + zshStdoutBack + zshDumpBody + `__snapexec_keys=$(` + zshKeysListing + `)
 if [[ $__snapexec_keys != "$__snapexec_keys0" ]]; then
   \builtin print -rl -- "$__snapexec_n bindings0" "$__snapexec_keys0" "$__snapexec_n bindings" "$__snapexec_keys"
 fi
-\builtin print -rn -- "$__snapexec_n end"$'\n\n\0'
-/usr/bin/env -0
-\builtin unset HISTFILE zshexit_functions 2>/dev/null
+` + zshDumpEnd + zshCaptureEnd
+
+// zshCaptureEnd ends a capture once env has printed the environment: it
+// unsets HISTFILE, removes the zshexit hooks (the dump removed the EXIT
+// trap and TRAPEXIT) and turns rcs off, so that the capture's shell
+// neither saves history nor runs a hook or .zlogout at its exit, which an
+// exec would not spare it either: the user's command runs them at its
+// own exit, once.
+const zshCaptureEnd = `\builtin unset HISTFILE zshexit_functions 2>/dev/null
 \builtin unfunction zshexit 2>/dev/null
 \builtin setopt norcs
 `
