@@ -253,7 +253,7 @@ func TestZshCaptureRunsNoExitHook(t *testing.T) {
 	sh := shellByName(t, "zsh")
 	home := t.TempDir()
 	writeHomeFiles(t, home, map[string]string{
-		".zshrc": "zshexit() { print hook >>~/exit.log; }\nbye() { print hooks >>~/exit.log; }\nzshexit_functions+=(bye)\nTRAPEXIT() { print trap >>~/exit.log; }\n",
+		".zshrc":   "zshexit() { print hook >>~/exit.log; }\nbye() { print hooks >>~/exit.log; }\nzshexit_functions+=(bye)\nTRAPEXIT() { print trap >>~/exit.log; }\n",
 		".zlogout": "print logout >>~/exit.log\n",
 	})
 	for _, terminal := range []bool{false, true} {
