@@ -99,19 +99,7 @@ func TestFollowerStaysWithItsProcess(t *testing.T) {
 		return errors.Is(err, ErrNotFound)
 	})
 	start(t, s, StartInput{ExecInput: ExecInput{ProcessID: "X", Argv: []string{"sh", "-c", "echo new; sleep 30"}}})
-	var text string
-	for {
-		r, err := f.Next(context.Background(), time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range r.Chunks {
-			text += string(c.Data)
-		}
-		if r.Closed {
-			break
-		}
-	}
+	text := readFollowed(t, f)
 	out, err := f.Result(context.Background())
 	if text != "old\n" || err != nil || out.Result.ExitCode == nil || *out.Result.ExitCode != 3 {
 		t.Errorf("the follower read %q and ended %+v, %v; want the first X's output and exit 3", text, out.Result, err)
@@ -131,22 +119,6 @@ func TestFollowerStaysWithItsProcess(t *testing.T) {
 // would find no such process.
 func TestStartedCommandsAreFollowedFromTheStart(t *testing.T) {
 	s := newRealService(t, exec.Options{Retention: time.Nanosecond}, Options{})
-	readAll := func(f Follower) string {
-		t.Helper()
-		var text string
-		for {
-			r, err := f.Next(context.Background(), time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range r.Chunks {
-				text += string(c.Data)
-			}
-			if r.Closed {
-				return text
-			}
-		}
-	}
 	f, err := s.StartExec(context.Background(), ExecInput{Argv: []string{"sh", "-c", "echo hi; exit 3"}})
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +130,7 @@ func TestStartedCommandsAreFollowedFromTheStart(t *testing.T) {
 		return errors.Is(err, ErrNotFound)
 	})
 	out, err := f.Result(context.Background())
-	if text := readAll(f); text != "hi\n" || err != nil || out.ProcessID != id || out.Result.ExitCode == nil || *out.Result.ExitCode != 3 {
+	if text := readFollowed(t, f); text != "hi\n" || err != nil || out.ProcessID != id || out.Result.ExitCode == nil || *out.Result.ExitCode != 3 {
 		t.Errorf("StartExec's follower read %q and ended %+v, %v; want hi and exit 3 of %s", text, out, err, id)
 	}
 
@@ -174,7 +146,25 @@ func TestStartedCommandsAreFollowedFromTheStart(t *testing.T) {
 		return errors.Is(err, ErrNotFound)
 	})
 	end, err := result(context.Background())
-	if text := readAll(sf); text != "there\n" || err != nil || end.ProcessID != id || !end.Session.StateKept {
+	if text := readFollowed(t, sf); text != "there\n" || err != nil || end.ProcessID != id || !end.Session.StateKept {
 		t.Errorf("StartSessionExec's follower read %q and ended %+v, %v; want there, its state kept, of %s", text, end, err, id)
+	}
+}
+
+// readFollowed reads f's output to its end.
+func readFollowed(t *testing.T, f Follower) string {
+	t.Helper()
+	var text string
+	for {
+		r, err := f.Next(context.Background(), time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range r.Chunks {
+			text += string(c.Data)
+		}
+		if r.Closed {
+			return text
+		}
 	}
 }
