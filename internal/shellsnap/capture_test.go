@@ -244,6 +244,34 @@ func TestCaptureDumpGoesToItsOwnStdout(t *testing.T) {
 	}
 }
 
+// TestCaptureIgnoresBackgroundOutput: a job the startup files leave running
+// in the background (an update check, a fortune, a tee of their output)
+// may print while the capture dumps the state; what it prints must never
+// become part of the records, where a line like a declare statement would
+// be restored as a variable of every command (and a flood makes the
+// capture too large). The capture succeeds, and the replay has the
+// profile's state and nothing the job printed.
+func TestCaptureIgnoresBackgroundOutput(t *testing.T) {
+	const job = "( while :; do echo 'declare -- INJECTED=\"1\"'; echo 'INJECTED=1'; echo 'typeset INJECTED=1'; done ) &\n"
+	tests := []struct{ shell, file, profile string }{
+		{"bash", ".bash_profile", job + "helper() { echo helper-ok; }\n"},
+		{"zsh", ".zprofile", job + "helper() { echo helper-ok; }\n"},
+		{"sh", ".profile", job + "alias helper='echo helper-ok'\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.shell, func(t *testing.T) {
+			sh := shellByName(t, tt.shell)
+			home := t.TempDir()
+			writeHomeFiles(t, home, map[string]string{tt.file: tt.profile})
+			snap := captureLogin(t, sh, home)
+			stdout, stderr := replayRun(t, sh, home, snap, ":\necho ${INJECTED-none}; helper")
+			if want := "none\nhelper-ok\n"; stdout != want || stderr != "" {
+				t.Errorf("replayed %s = stdout %q, stderr %.300q; want %q and no stderr", tt.shell, stdout, stderr, want)
+			}
+		})
+	}
+}
+
 // TestZshCaptureRunsNoExitHook: a zsh capture runs the startup files but
 // none of what a login shell runs at its exit (the zshexit hooks, a
 // TRAPEXIT, .zlogout), which would act once more per capture (an agent

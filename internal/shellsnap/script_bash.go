@@ -52,6 +52,7 @@ const bashCaptureProfile = bashCaptureLogin + bashCaptureRC
 // sequence, watched.
 const bashCaptureLogin = `if [[ -n ${__SNAPEXEC_BASH_ENV+x} ]]; then BASH_ENV=$__SNAPEXEC_BASH_ENV; \builtin export BASH_ENV; \builtin unset -v __SNAPEXEC_BASH_ENV; fi
 \builtin exec {__snapexec_out}>&1 {__snapexec_out2}>&1
+\command exec >/dev/null
 __snapexec_n=@NONCE@
 __snapexec_pwd=$PWD
 __snapexec_args=("$@")
@@ -111,10 +112,15 @@ const bashShoptsListed = `if [[ -o posix ]]; then if \command shopt -q extglob; 
 const bashCapture = bashCaptureProfile + bashStdoutBack + bashDump
 
 // bashStdoutBack gives the dump the capture's own stdout, which
-// bashCaptureLogin keeps on two descriptors of its own before the profile:
-// a profile that sends its output elsewhere (`exec > >(tee -a ~/out.log)`,
-// `exec >/dev/null`) would otherwise have the dump, the whole state with
-// the environment, written there. When the two no longer name one file,
+// bashCaptureLogin keeps on two descriptors of its own before the profile,
+// whose stdout is /dev/null: a profile that sends its output elsewhere
+// (`exec > >(tee -a ~/out.log)`, `exec >/dev/null`) would otherwise have
+// the dump, the whole state with the environment, written there, and a job
+// it leaves in the background, which prints on the profile's stdout, would
+// have its output in the middle of the records (a line of it like a
+// declare statement would be restored in every command). /dev/null is
+// given through "\command exec": bash undoes the redirections of a
+// "builtin exec" as it ends, but for those to a {name}. When the two no longer name one file,
 // the profile took one of them over (`exec 10>~/out.log`): the capture
 // then fails rather than write where the profile's descriptor goes, and
 // the command runs its login shell.

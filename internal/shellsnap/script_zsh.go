@@ -15,7 +15,8 @@ package shellsnap
 // where loading zsh/rlimits for ulimit leaves the shell's modules alone),
 // lists zle's keymaps and widgets in an interactive shell (a login
 // terminal's capture: zshTerminalCapture), keeps its stdout on two
-// descriptors of its own (zshStdoutBack), sets a DEBUG trap that
+// descriptors of its own (zshStdoutBack) and gives the startup files
+// /dev/null instead, sets a DEBUG trap that
 // notes every file the startup sources (%x, at any depth), and sources the
 // user's .zshenv. zsh runs every other startup file itself.
 const zshCaptureEnv = `if (( ${+__SNAPEXEC_ZDOTDIR} )); then ZDOTDIR=$__SNAPEXEC_ZDOTDIR; else \builtin unset ZDOTDIR; fi
@@ -26,7 +27,7 @@ __snapexec_limits=$(\builtin ulimit -S -a; \builtin print -r -- --; \builtin uli
 __snapexec_src=
 __snapexec_srcs=()
 if [[ -o interactive ]]; then __snapexec_keys0=$(` + zshKeysListing + `); fi
-\exec {__snapexec_out}>&1 {__snapexec_out2}>&1
+\exec {__snapexec_out}>&1 {__snapexec_out2}>&1 >/dev/null
 \builtin trap '[[ ${(%):-%x} == "$__snapexec_src" ]] || { __snapexec_src=${(%):-%x}; __snapexec_srcs+=("$__snapexec_src"); }' DEBUG
 if [[ -e ${ZDOTDIR:-$HOME}/.zshenv ]]; then \builtin source ${ZDOTDIR:-$HOME}/.zshenv; fi
 `
@@ -64,10 +65,12 @@ fi
 const zshCapture = zshCaptureProfile + zshStdoutBack + zshDump + zshCaptureEnd
 
 // zshStdoutBack gives the dump the capture's own stdout, which
-// zshCaptureEnv keeps on two descriptors before the startup files: one that
-// sends its output elsewhere (`exec > >(tee -a ~/out.log)`, `exec
-// >/dev/null`) would otherwise have the dump, the whole state with the
-// environment, written there. When the two no longer name one file, a
+// zshCaptureEnv keeps on two descriptors before the startup files, whose
+// stdout is /dev/null: one that sends its output elsewhere (`exec >
+// >(tee -a ~/out.log)`, `exec >/dev/null`) would otherwise have the dump,
+// the whole state with the environment, written there, and a job one
+// leaves in the background would have what it prints in the middle of the
+// records, as bashStdoutBack tells. When the two no longer name one file, a
 // startup file closed or took over one of them: the capture then fails
 // rather than write where the startup file's descriptor goes, and the
 // command runs its login shell.
