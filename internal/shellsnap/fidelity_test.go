@@ -2,12 +2,14 @@ package shellsnap
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/snapexec/snapexec/internal/shellsnap/shellsnaptest"
 
@@ -115,4 +117,61 @@ P='a[$(echo ran >>` + marker + `)]'; declare -i P
 	if _, err := os.Stat(marker); err == nil {
 		t.Errorf("a value's command substitution ran (%s exists); the login shell never runs it", marker)
 	}
+}
+
+// TestReplayMatchesLoginShellOddProfiles: startup files of the strangest
+// kinds, each with a probe of what it changed, cold-captured and replayed;
+// what the probe prints (stdout, stderr and the exit status) must be the
+// real login shell's, byte for byte.
+func TestReplayMatchesLoginShellOddProfiles(t *testing.T) {
+	tests := []struct {
+		name, shell string
+		files       map[string]string
+		probe       string
+	}{
+		{
+			// The dump prints with printf and reads with mapfile: were they
+			// used disabled, the capture's shell would hash /usr/bin/printf,
+			// and the replay restore that hash.
+			name: "builtins disabled", shell: "bash",
+			files: map[string]string{".bash_profile": "enable -n printf mapfile declare type\nhelper() { echo helper-ok; }\n"},
+			probe: "helper; hash -l; enable -n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.shell+"/"+tt.name, func(t *testing.T) {
+			sh := shellByName(t, tt.shell)
+			home := t.TempDir()
+			writeHomeFiles(t, home, tt.files)
+			login := runBoth(t, []string{sh.path, "-lc", tt.probe}, home, loginEnv(home))
+			c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
+			t.Cleanup(c.Close)
+			req := &Request{ScopeID: "odd", Shell: Shell{Name: sh.name, Path: sh.path}}
+			l := Launch{Argv: []string{sh.path, "-lc", tt.probe}, Cwd: home, Env: loginEnv(home)}
+			p, err := c.Prepare(context.Background(), req, l)
+			if err != nil || p.Receipt.Outcome != OutcomeUsed {
+				t.Fatalf("Prepare(%s) = %+v, %v; want used", tt.name, p.Receipt, err)
+			}
+			argv, env := replayOf(req, l, p)
+			if replayed := runBoth(t, argv, home, env); replayed != login {
+				t.Errorf("replay differs from %s -lc:\nlogin:\n%s\nreplay:\n%s", sh.name, login, replayed)
+			}
+		})
+	}
+}
+
+// runBoth runs argv in dir with env and returns its stdout, then its stderr
+// and its exit status, whatever they are.
+func runBoth(t *testing.T, argv []string, dir string, env map[string]string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = dir, envpolicy.List(env)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); ctx.Err() != nil || cmd.ProcessState == nil {
+		t.Fatalf("%q did not end: %v", argv, err)
+	}
+	return stdout.String() + "--- stderr\n" + stderr.String() + fmt.Sprintf("--- exit %d\n", cmd.ProcessState.ExitCode())
 }

@@ -149,6 +149,8 @@ const bashDump = bashDumpBody + bashDumpEnd
 // bashDumpBody is bashDump but for its end (bashDumpEnd): the records.
 const bashDumpBody = `__snapexec_so=$SHELLOPTS
 \command set +T
+__snapexec_dis=$(\command enable -n)
+\command enable ` + bashDumpBuiltins + `
 \command mapfile -t __snapexec_tl <<<"$(\command trap -p)"
 \command trap - ` + bashDumpTraps + `
 \command printf '%s\n%s begin bash\n\n' '# Snapshot file' "$__snapexec_n"
@@ -157,8 +159,7 @@ for __snapexec_f in "${__snapexec_tl[@]}"; do if [[ -n $__snapexec_f ]]; then \c
 \command printf '\n'
 \command unset -v __snapexec_tl
 \command set ` + bashDumpOptionsOff + `
-\command printf '%s disabled\n' "$__snapexec_n"; \command enable -n; \command printf '\n'
-\command enable ` + bashDumpBuiltins + `
+\command printf '%s disabled\n%s\n' "$__snapexec_n" "${__snapexec_dis:+$__snapexec_dis$'\n'}"
 \command printf '%s vars\n' "$__snapexec_n"
 (
   \command mapfile -t __snapexec_xs < <(\command compgen -A export)
@@ -297,7 +298,8 @@ const bashDumpTraps = "DEBUG RETURN ERR EXIT"
 const bashDumpOptionsOff = "+o errexit +o nounset +o xtrace +o verbose +o onecmd"
 
 // bashDumpBuiltins are the builtins a dump enables (enable's arguments)
-// once it has listed those the state disabled: the ones it runs.
+// once it has listed those the state disabled, before it runs any of them:
+// one run disabled would be run from PATH, and hashed in the state.
 const bashDumpBuiltins = "printf declare set shopt trap compgen mapfile umask ulimit complete hash enable eval unset alias"
 
 // bashFnRecords prints a record for each function __snapexec_fns names:
