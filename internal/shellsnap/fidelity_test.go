@@ -3,6 +3,7 @@ package shellsnap
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -127,6 +128,7 @@ func TestReplayMatchesLoginShellOddProfiles(t *testing.T) {
 	tests := []struct {
 		name, shell string
 		files       map[string]string
+		env         map[string]string // the request's, beside loginEnv's
 		probe       string
 	}{
 		{
@@ -137,17 +139,32 @@ func TestReplayMatchesLoginShellOddProfiles(t *testing.T) {
 			files: map[string]string{".bash_profile": "enable -n printf mapfile declare type\nhelper() { echo helper-ok; }\n"},
 			probe: "helper; hash -l; enable -n",
 		},
+		{
+			// The options step sets them, with a value the dump emptied
+			// since the environment holds it.
+			name: "POSIXLY_CORRECT and BASH_COMPAT exported", shell: "bash",
+			files: map[string]string{".bash_profile": "export POSIXLY_CORRECT=1 BASH_COMPAT=5.1\n"},
+			probe: "echo \"[$POSIXLY_CORRECT] [$BASH_COMPAT]\"; printenv POSIXLY_CORRECT BASH_COMPAT; shopt -o posix",
+		},
+		{
+			name: "BASH_COMPAT of the request", shell: "bash",
+			files: map[string]string{".bash_profile": "helper() { echo helper-ok; }\n"},
+			env:   map[string]string{"BASH_COMPAT": "5.1"},
+			probe: "helper; echo \"[$BASH_COMPAT]\"; printenv BASH_COMPAT",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.shell+"/"+tt.name, func(t *testing.T) {
 			sh := shellByName(t, tt.shell)
 			home := t.TempDir()
 			writeHomeFiles(t, home, tt.files)
-			login := runBoth(t, []string{sh.path, "-lc", tt.probe}, home, loginEnv(home))
+			env := loginEnv(home)
+			maps.Copy(env, tt.env)
+			login := runBoth(t, []string{sh.path, "-lc", tt.probe}, home, env)
 			c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
 			t.Cleanup(c.Close)
 			req := &Request{ScopeID: "odd", Shell: Shell{Name: sh.name, Path: sh.path}}
-			l := Launch{Argv: []string{sh.path, "-lc", tt.probe}, Cwd: home, Env: loginEnv(home)}
+			l := Launch{Argv: []string{sh.path, "-lc", tt.probe}, Cwd: home, Env: cloneMap(env)}
 			p, err := c.Prepare(context.Background(), req, l)
 			if err != nil || p.Receipt.Outcome != OutcomeUsed {
 				t.Fatalf("Prepare(%s) = %+v, %v; want used", tt.name, p.Receipt, err)

@@ -35,7 +35,9 @@ package shellsnap
 //
 // The variables are printed by one declare -p, in a subshell that empties
 // the exported ones first: their values are in the environment that follows,
-// and a large one would count twice against MaxSnapshotBytes. A nameref is
+// and a large one would count twice against MaxSnapshotBytes. POSIXLY_CORRECT
+// keeps its value: the dump's set +o posix unsets it before the environment
+// is printed. A nameref is
 // left as it is: assigning it would assign the variable it names (an
 // exported nameref is itself in the environment, its value the name).
 //
@@ -164,7 +166,7 @@ for __snapexec_f in "${__snapexec_tl[@]}"; do if [[ -n $__snapexec_f ]]; then \c
 (
   \command mapfile -t __snapexec_xs < <(\command compgen -A export)
   for __snapexec_f in "${__snapexec_xs[@]}"; do
-    if [[ ! -R $__snapexec_f && ${!__snapexec_f@a} != *[aAr]* ]]; then \command printf -v "$__snapexec_f" ''; fi
+    if [[ ! -R $__snapexec_f && ${!__snapexec_f@a} != *[aAr]* && $__snapexec_f != POSIXLY_CORRECT ]]; then \command printf -v "$__snapexec_f" ''; fi
   done
   \command unset -v __snapexec_u __snapexec_last __snapexec_xs __snapexec_keys0 BASH_EXECUTION_STRING
   \command declare -p
