@@ -272,6 +272,39 @@ func TestCaptureIgnoresBackgroundOutput(t *testing.T) {
 	}
 }
 
+// TestZshCaptureWithReadOnlyHistory: startup files hardened as some
+// benchmarks advise (a read-only HISTFILE) or that make a hook list
+// read-only still have a snapshot: the capture's end cannot unset them,
+// which zsh takes for an error that ends the -c string with status 1. It
+// still runs no hook and saves no history, in a command's capture and a
+// terminal's, and neither does the validation of the restore, which
+// restores the read-only hook list.
+func TestZshCaptureWithReadOnlyHistory(t *testing.T) {
+	sh := shellByName(t, "zsh")
+	home := t.TempDir()
+	writeHomeFiles(t, home, map[string]string{
+		".zshrc": "HISTFILE=~/.zhist; SAVEHIST=100; readonly HISTFILE\nprint -s secret\nbye() { print hooks >>~/exit.log; }\nzshexit_functions=(bye)\nreadonly zshexit_functions\n",
+	})
+	for _, terminal := range []bool{false, true} {
+		c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
+		t.Cleanup(c.Close)
+		l := Launch{Argv: []string{sh.path, "-lc", "true"}, Cwd: home, Env: loginEnv(home)}
+		if terminal {
+			l.Argv, l.Terminal = []string{sh.path, "-il"}, true
+		}
+		p, err := c.Prepare(context.Background(), &Request{ScopeID: "exit", Shell: Shell{Name: "zsh", Path: sh.path}}, l)
+		if err != nil || p.Receipt.Outcome != OutcomeUsed {
+			t.Fatalf("Prepare(%q) = %+v, %v; want used", l.Argv, p.Receipt, err)
+		}
+		for _, name := range []string{"exit.log", ".zhist"} {
+			if b, err := os.ReadFile(filepath.Join(home, name)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("after the capture of %q, %s = %q, %v; want none", l.Argv, name, b, err)
+				_ = os.Remove(filepath.Join(home, name))
+			}
+		}
+	}
+}
+
 // TestZshCaptureRunsNoExitHook: a zsh capture runs the startup files but
 // none of what a login shell runs at its exit (the zshexit hooks, a
 // TRAPEXIT, .zlogout), which would act once more per capture (an agent

@@ -362,8 +362,10 @@ func zshValidation(p *restorePlan) string {
 }
 
 // zshValidationEnd removes from a validation's shell what it would run at
-// its exit.
-const zshValidationEnd = `{ \builtin unfunction zshexit; \builtin unfunction TRAPEXIT; \builtin unset zshexit_functions; } 2>/dev/null
+// its exit. A read-only zshexit_functions cannot be unset (zsh would end
+// the script there, and run the hooks): the functions it names go instead.
+const zshValidationEnd = `{ \builtin unfunction zshexit; \builtin unfunction TRAPEXIT
+if [[ ${(t)zshexit_functions} == *readonly* ]]; then \builtin unfunction -- "${zshexit_functions[@]}"; else \builtin unset zshexit_functions; fi; } 2>/dev/null
 `
 
 // zshDefinitions returns the names a zsh capture's records define: its

@@ -184,8 +184,12 @@ fi
 // trap and TRAPEXIT) and turns rcs off, so that the capture's shell
 // neither saves history nor runs a hook or .zlogout at its exit, which an
 // exec would not spare it either: the user's command runs them at its
-// own exit, once.
-const zshCaptureEnd = `\builtin unset HISTFILE zshexit_functions 2>/dev/null
+// own exit, once. zsh ends the -c string, status 1, at an unset of a
+// read-only parameter (`readonly HISTFILE`, as hardening guides advise):
+// SAVEHIST goes to 0 instead, and the hooks a read-only
+// zshexit_functions names are removed as functions.
+const zshCaptureEnd = `if [[ ${(t)HISTFILE} != *readonly* ]]; then \builtin unset HISTFILE; elif [[ ${(t)SAVEHIST} != *readonly* ]]; then SAVEHIST=0; fi
+if [[ ${(t)zshexit_functions} != *readonly* ]]; then \builtin unset zshexit_functions; else \builtin unfunction -- "${zshexit_functions[@]}" 2>/dev/null; fi
 \builtin unfunction zshexit 2>/dev/null
 \builtin setopt norcs
 `
