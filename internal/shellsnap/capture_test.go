@@ -272,6 +272,25 @@ func TestCaptureIgnoresBackgroundOutput(t *testing.T) {
 	}
 }
 
+// TestCaptureRefusesAHijackedCommand: a bash profile that defines a function
+// named command, through which the dump names every builtin, has no
+// snapshot; the capture says so at once (status 125) rather than run its
+// dump through the function, which never gave it its stdout back and could
+// loop until the capture's timeout. The command runs its login shell.
+func TestCaptureRefusesAHijackedCommand(t *testing.T) {
+	sh := shellByName(t, "bash")
+	home := t.TempDir()
+	writeHomeFiles(t, home, map[string]string{".bash_profile": "command() { echo hijacked; }\n"})
+	c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
+	t.Cleanup(c.Close)
+	req := &Request{ScopeID: "hijack", Shell: Shell{Name: "bash", Path: sh.path}}
+	p, err := c.Prepare(context.Background(), req, Launch{Argv: []string{sh.path, "-lc", "true"}, Cwd: home, Env: loginEnv(home)})
+	const want = "shell snapshot capture exited with exit status: 125"
+	if err != nil || p.Receipt.Outcome != OutcomeFallback || p.Receipt.Reason != want {
+		t.Errorf("Prepare(bash -lc true) = %+v, %v; want fallback, reason %q", p.Receipt, err, want)
+	}
+}
+
 // TestZshCaptureWithReadOnlyHistory: startup files hardened as some
 // benchmarks advise (a read-only HISTFILE) or that make a hook list
 // read-only still have a snapshot: the capture's end cannot unset them,

@@ -122,12 +122,16 @@ const bashCapture = bashCaptureProfile + bashStdoutBack + bashDump
 // have its output in the middle of the records (a line of it like a
 // declare statement would be restored in every command). /dev/null is
 // given through "\command exec": bash undoes the redirections of a
-// "builtin exec" as it ends, but for those to a {name}. When the two no longer name one file,
-// the profile took one of them over (`exec 10>~/out.log`): the capture
-// then fails rather than write where the profile's descriptor goes, and
-// the command runs its login shell.
-const bashStdoutBack = `if [[ /dev/fd/$__snapexec_out -ef /dev/fd/$__snapexec_out2 ]]; then \command exec >&"$__snapexec_out" {__snapexec_out}>&- {__snapexec_out2}>&-
-else \command printf '%s\n' "snapexec: the profile took over descriptor $__snapexec_out or $__snapexec_out2, where the capture kept its stdout: no snapshot" >&2; \builtin exit 125; fi
+// "builtin exec" as it ends, but for those to a {name}. When the two no
+// longer name one file, the profile took one of them over (`exec
+// 10>~/out.log`): the capture then fails rather than write where the profile's descriptor goes, and
+// the command runs its login shell. So it does when stdout is not the
+// capture's after the exec: a function of the profile named command took
+// the exec (the dump would run through it, into /dev/null, maybe until
+// the capture's timeout).
+const bashStdoutBack = `if [[ /dev/fd/$__snapexec_out -ef /dev/fd/$__snapexec_out2 ]]; then \command exec >&"$__snapexec_out"; fi
+if [[ /dev/fd/1 -ef /dev/fd/$__snapexec_out && /dev/fd/$__snapexec_out -ef /dev/fd/$__snapexec_out2 ]]; then \command exec {__snapexec_out}>&- {__snapexec_out2}>&-
+else \command printf '%s\n' "snapexec: the profile took over descriptor $__snapexec_out or $__snapexec_out2, where the capture kept its stdout, or the command builtin: no snapshot" >&2; \builtin exit 125; fi
 `
 
 // bashDump prints a bash state as records (records.go) and then, after a
