@@ -147,6 +147,13 @@ func TestReplayMatchesLoginShellOddProfiles(t *testing.T) {
 			probe: "echo \"[$POSIXLY_CORRECT] [$BASH_COMPAT]\"; printenv POSIXLY_CORRECT BASH_COMPAT; shopt -o posix",
 		},
 		{
+			// The capture's -c string is parsed under the options the
+			// startup files left: sh's has no {name} redirection.
+			name: "emulate sh at the end of .zprofile", shell: "zsh",
+			files: map[string]string{".zprofile": "helper() { echo helper-ok; }\nemulate sh\n"},
+			probe: "helper; [[ -o shwordsplit ]] && echo sh-options",
+		},
+		{
 			name: "BASH_COMPAT of the request", shell: "bash",
 			files: map[string]string{".bash_profile": "helper() { echo helper-ok; }\n"},
 			env:   map[string]string{"BASH_COMPAT": "5.1"},

@@ -73,8 +73,11 @@ const zshCapture = zshCaptureProfile + zshStdoutBack + zshDump + zshCaptureEnd
 // records, as bashStdoutBack tells. When the two no longer name one file, a
 // startup file closed or took over one of them: the capture then fails
 // rather than write where the startup file's descriptor goes, and the
-// command runs its login shell.
-const zshStdoutBack = `if [[ /dev/fd/$__snapexec_out -ef /dev/fd/$__snapexec_out2 ]]; then \exec >&$__snapexec_out {__snapexec_out}>&- {__snapexec_out2}>&-
+// command runs its login shell. The exec is parsed under zsh's own
+// options (emulate zsh -c): the -c string is parsed under those the
+// startup files left, and after an emulate sh there "{name}>&-" is a
+// command's name, not a redirection.
+const zshStdoutBack = `if [[ /dev/fd/$__snapexec_out -ef /dev/fd/$__snapexec_out2 ]]; then \builtin emulate zsh -c '\exec >&$__snapexec_out {__snapexec_out}>&- {__snapexec_out2}>&-'
 else \builtin print -ru2 -- "snapexec: a startup file took over descriptor $__snapexec_out or $__snapexec_out2, where the capture kept its stdout: no snapshot"; \builtin exit 125; fi
 `
 
