@@ -154,6 +154,11 @@ func TestReplayMatchesLoginShellOddProfiles(t *testing.T) {
 			probe: "helper; [[ -o shwordsplit ]] && echo sh-options",
 		},
 		{
+			name: "ignore_braces at the end of .zprofile", shell: "zsh",
+			files: map[string]string{".zprofile": "helper() { echo helper-ok; }\nsetopt ignore_braces\n"},
+			probe: "helper; [[ -o ignorebraces ]] && echo braces-ignored",
+		},
+		{
 			name: "BASH_COMPAT of the request", shell: "bash",
 			files: map[string]string{".bash_profile": "helper() { echo helper-ok; }\n"},
 			env:   map[string]string{"BASH_COMPAT": "5.1"},
