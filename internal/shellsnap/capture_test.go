@@ -324,6 +324,35 @@ func TestZshCaptureWithReadOnlyHistory(t *testing.T) {
 	}
 }
 
+// TestZshCaptureRunsTrapFunctionsLittle: a profile's TRAPZERR and
+// TRAPDEBUG (zsh makes a function of that name the trap as it is defined)
+// are the state's; the validation of the restore, which defines the
+// functions it checks, must not make them act (TRAPZERR ran at its every
+// failed check), and the capture, whose commands after the profile each
+// run a DEBUG trap, removes it before it reads every option (which ran it
+// some 600 times). A login shell running true runs it a few times.
+func TestZshCaptureRunsTrapFunctionsLittle(t *testing.T) {
+	sh := shellByName(t, "zsh")
+	home := t.TempDir()
+	writeHomeFiles(t, home, map[string]string{
+		".zprofile": "TRAPZERR() { print zerr >>~/zerr.log; }\nTRAPDEBUG() { print debug >>~/debug.log; }\n",
+	})
+	c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
+	t.Cleanup(c.Close)
+	l := Launch{Argv: []string{sh.path, "-lc", "true"}, Cwd: home, Env: loginEnv(home)}
+	p, err := c.Prepare(context.Background(), &Request{ScopeID: "traps", Shell: Shell{Name: "zsh", Path: sh.path}}, l)
+	if err != nil || p.Receipt.Outcome != OutcomeUsed {
+		t.Fatalf("Prepare(%q) = %+v, %v; want used", l.Argv, p.Receipt, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(home, "zerr.log")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after the capture, zerr.log = %q, %v; want none: no command of the capture or its validation may run TRAPZERR", b, err)
+	}
+	b, _ := os.ReadFile(filepath.Join(home, "debug.log"))
+	if n := strings.Count(string(b), "\n"); n > 50 {
+		t.Errorf("the capture ran the profile's TRAPDEBUG %d times; want it removed before the dump reads the options (at most 50)", n)
+	}
+}
+
 // TestZshCaptureRunsNoExitHook: a zsh capture runs the startup files but
 // none of what a login shell runs at its exit (the zshexit hooks, a
 // TRAPEXIT, .zlogout), which would act once more per capture (an agent

@@ -354,12 +354,24 @@ func zshRender(p *restorePlan) (zshenv, zlogin string) {
 // zshValidation is the script a zsh runs (zsh -f FILE) to check a plan's
 // pieces. It ends by removing what of them zsh would run at its exit (the
 // functions zshexit and TRAPEXIT, the hooks of zshexit_functions): a
-// validation runs none of the profile's code.
+// validation runs none of the profile's code. A function named TRAPxxx is
+// the trap of its signal as soon as it is defined (TRAPZERR would run at
+// each failed check, TRAPDEBUG before each command), so it is checked
+// under another name (zshValidationTrap).
 func zshValidation(p *restorePlan) string {
 	return p.validation("", func(i int, code string) string {
+		if s := p.steps[i]; s.kind == "function" && strings.HasPrefix(s.name, "TRAP") {
+			if rest, ok := strings.CutPrefix(code, s.name+" "); ok {
+				code = zshValidationTrap + s.name + " " + rest
+			}
+		}
 		return `\builtin eval -- ` + quote(code) + ` >/dev/null 2>&1 || \builtin print "F ` + strconv.Itoa(i) + `"`
 	}) + zshValidationEnd
 }
+
+// zshValidationTrap is the prefix of the name a validation checks a
+// function named TRAPxxx under.
+const zshValidationTrap = "__snapexec_check_"
 
 // zshValidationEnd removes from a validation's shell what it would run at
 // its exit. A read-only zshexit_functions cannot be unset (zsh would end

@@ -86,8 +86,10 @@ else \builtin print -ru2 -- "snapexec: a startup file took over descriptor $__sn
 // the one a session command runs at its end (session_zsh.go). It reads every
 // option's state under the state's own options (names from an anonymous
 // function under emulate -L zsh, since a profile's emulate sh hides
-// $options' flags); prints the emulation and the traps; then resets the
-// options to zsh's (emulate -R zsh) and prints the rest. Options that zsh
+// $options' flags); prints the emulation and the traps, and removes the
+// traps, before it reads the options (a DEBUG trap would run for each of
+// some 180); then resets the options to zsh's (emulate -R zsh) and prints
+// the rest. Options that zsh
 // refuses to change after start-up are left out (zshFixedOptions). The
 // functions that stand for the DEBUG, EXIT and ZERR traps are printed
 // before the dump removes those traps, which removes them. It
@@ -104,10 +106,6 @@ const zshDump = zshDumpBody + zshDumpEnd
 // listing of zle's keymaps before the profile (__snapexec_keys0) is no
 // variable of the state.
 const zshDumpBody = `() { \builtin emulate -L zsh; __snapexec_on=(${(k)options}) }
-__snapexec_opts=()
-for __snapexec_o in "${__snapexec_on[@]}"; do
-  if [[ -o $__snapexec_o ]]; then __snapexec_opts+=("$__snapexec_o on"); else __snapexec_opts+=("$__snapexec_o off"); fi
-done
 \builtin print -rl -- '# Snapshot file' "$__snapexec_n begin zsh" '' "$__snapexec_n emulation"
 \builtin emulate
 \builtin print -rl -- '' "$__snapexec_n traps"
@@ -117,6 +115,10 @@ for __snapexec_f in TRAPDEBUG TRAPEXIT TRAPZERR; do
   if (( ${+functions[$__snapexec_f]} )); then \builtin print -rl -- "$__snapexec_n fn $__snapexec_f"; \builtin functions -- $__snapexec_f; \builtin print; fi
 done
 \builtin trap - DEBUG EXIT ZERR
+__snapexec_opts=()
+for __snapexec_o in "${__snapexec_on[@]}"; do
+  if [[ -o $__snapexec_o ]]; then __snapexec_opts+=("$__snapexec_o on"); else __snapexec_opts+=("$__snapexec_o off"); fi
+done
 \builtin emulate -R zsh
 \builtin print -rl -- "$__snapexec_n options" "${__snapexec_opts[@]}" ''
 for __snapexec_f in ${(ok)parameters:#__snapexec_keys*}; do
