@@ -140,6 +140,12 @@ func TestReplayMatchesLoginShellOddProfiles(t *testing.T) {
 			probe: "helper; hash -l; enable -n",
 		},
 		{
+			// The dump reads the functions' attributes with read.
+			name: "read disabled", shell: "bash",
+			files: map[string]string{".bash_profile": "f() { :; }; declare -ft f\ng() { :; }; declare -fx g\nenable -n read type\n"},
+			probe: "declare -F; enable -n; printenv BASH_FUNC_g%%",
+		},
+		{
 			// The options step sets them, with a value the dump emptied
 			// since the environment holds it.
 			name: "POSIXLY_CORRECT and BASH_COMPAT exported", shell: "bash",
@@ -157,6 +163,13 @@ func TestReplayMatchesLoginShellOddProfiles(t *testing.T) {
 			name: "ignore_braces at the end of .zprofile", shell: "zsh",
 			files: map[string]string{".zprofile": "helper() { echo helper-ok; }\nsetopt ignore_braces\n"},
 			probe: "helper; [[ -o ignorebraces ]] && echo braces-ignored",
+		},
+		{
+			// The dump runs them through \builtin, which a disabled one
+			// does not reach.
+			name: "builtins disabled", shell: "zsh",
+			files: map[string]string{".zprofile": "helper() { echo helper-ok; }\ndisable print emulate typeset trap unset\n"},
+			probe: "helper; echo ${(ok)dis_builtins}",
 		},
 		{
 			name: "BASH_COMPAT of the request", shell: "bash",

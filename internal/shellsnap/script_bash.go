@@ -306,7 +306,7 @@ const bashDumpOptionsOff = "+o errexit +o nounset +o xtrace +o verbose +o onecmd
 // bashDumpBuiltins are the builtins a dump enables (enable's arguments)
 // once it has listed those the state disabled, before it runs any of them:
 // one run disabled would be run from PATH, and hashed in the state.
-const bashDumpBuiltins = "printf declare set shopt trap compgen mapfile umask ulimit complete hash enable eval unset alias"
+const bashDumpBuiltins = "printf declare set shopt trap compgen mapfile umask ulimit complete hash enable eval unset alias read type"
 
 // bashFnRecords prints a record for each function __snapexec_fns names:
 // its declare -f text, or, for a name that holds "=" (which declare -f

@@ -77,7 +77,7 @@ const zshCapture = zshCaptureProfile + zshStdoutBack + zshDump + zshCaptureEnd
 // options (emulate zsh -c): the -c string is parsed under those the
 // startup files left, and after an emulate sh there "{name}>&-" is a
 // command's name, not a redirection.
-const zshStdoutBack = `if [[ /dev/fd/$__snapexec_out -ef /dev/fd/$__snapexec_out2 ]]; then \builtin emulate zsh -c '\exec >&$__snapexec_out {__snapexec_out}>&- {__snapexec_out2}>&-'
+const zshStdoutBack = zshDumpEnable + `if [[ /dev/fd/$__snapexec_out -ef /dev/fd/$__snapexec_out2 ]]; then \builtin emulate zsh -c '\exec >&$__snapexec_out {__snapexec_out}>&- {__snapexec_out2}>&-'
 else \builtin print -ru2 -- "snapexec: a startup file took over descriptor $__snapexec_out or $__snapexec_out2, where the capture kept its stdout: no snapshot"; \builtin exit 125; fi
 `
 
@@ -105,7 +105,7 @@ const zshDump = zshDumpBody + zshDumpEnd
 // zshDumpBody is zshDump but for its end (zshDumpEnd): the records. The
 // listing of zle's keymaps before the profile (__snapexec_keys0) is no
 // variable of the state.
-const zshDumpBody = `() { \builtin emulate -L zsh; __snapexec_on=(${(k)options}) }
+const zshDumpBody = zshDumpEnable + `() { \builtin emulate -L zsh; __snapexec_on=(${(k)options}) }
 \builtin print -rl -- '# Snapshot file' "$__snapexec_n begin zsh" '' "$__snapexec_n emulation"
 \builtin emulate
 \builtin print -rl -- '' "$__snapexec_n traps"
@@ -157,10 +157,20 @@ fi
 \builtin print -rl -- "$__snapexec_n hash"; \builtin hash -L; \builtin print
 \builtin print -rl -- "$__snapexec_n zstyles"; \builtin zstyle -L; \builtin print
 \builtin print -rl -- "$__snapexec_n modules" "$__snapexec_mods"
-\builtin print -rl -- "$__snapexec_n disabled" ${(ok)dis_builtins} ''
+\builtin print -rl -- "$__snapexec_n disabled" "${__snapexec_dis[@]}" ''
 for __snapexec_f in "${__snapexec_srcs[@]}" "${functions_source[@]}"; do
   if [[ -n $__snapexec_f && $__snapexec_f != zsh ]]; then \builtin print -rl -- "$__snapexec_n file" "$__snapexec_f"; fi
 done
+`
+
+// zshDumpEnable notes the builtins the state disabled (__snapexec_dis,
+// which the dump's disabled record lists) and enables them, once, before
+// the capture runs any: \builtin reaches no disabled one. zshStdoutBack
+// and zshDumpBody start with it (a session's end runs the dump alone).
+const zshDumpEnable = `if (( ! ${+__snapexec_dis} )); then
+  __snapexec_dis=(${(ok)dis_builtins})
+  if (( ${#__snapexec_dis} )); then \builtin enable -- "${__snapexec_dis[@]}"; fi
+fi
 `
 
 // zshDumpEnd ends a dump: the end record, then the environment.
