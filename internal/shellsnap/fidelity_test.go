@@ -140,6 +140,14 @@ func TestReplayMatchesLoginShellOddProfiles(t *testing.T) {
 			probe: "helper; hash -l; enable -n",
 		},
 		{
+			// The descriptor is the profile's, which no replay has (a
+			// known gap): the variable is set all the same, without
+			// bash's warning on every command's stderr.
+			name: "BASH_XTRACEFD on a descriptor of the profile", shell: "bash",
+			files: map[string]string{".bash_profile": "exec 7>>~/trace.log\nBASH_XTRACEFD=7\nhelper() { echo helper-ok; }\n"},
+			probe: "helper; echo \"[$BASH_XTRACEFD]\"",
+		},
+		{
 			// The dump reads the functions' attributes with read.
 			name: "read disabled", shell: "bash",
 			files: map[string]string{".bash_profile": "f() { :; }; declare -ft f\ng() { :; }; declare -fx g\nenable -n read type\n"},

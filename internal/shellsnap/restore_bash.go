@@ -91,7 +91,14 @@ func bashPlan(recs []record, captureEnv, final, kept map[string]string) *restore
 		// declare itself, not \builtin declare: only the word declare makes
 		// bash read name=(...) as an array assignment. No function or alias
 		// can stand for it yet.
-		p.add(step{kind: "variable", name: name, code: bashVarCode(v.text, v.flags)})
+		code := bashVarCode(v.text, v.flags)
+		if name == "BASH_XTRACEFD" {
+			// Its descriptor is most often one the profile opened, which
+			// the replay has not: bash then warns as it is assigned, and
+			// traces to stderr, as it does with that descriptor closed.
+			code = "{ " + code + "\n} 2>/dev/null"
+		}
+		p.add(step{kind: "variable", name: name, code: code})
 	}
 
 	for _, r := range rs["alias"] {
