@@ -244,6 +244,115 @@ func TestCaptureDumpGoesToItsOwnStdout(t *testing.T) {
 	}
 }
 
+// TestCaptureIgnoresBackgroundOutput: a job the startup files leave running
+// in the background (an update check, a fortune, a tee of their output)
+// may print while the capture dumps the state; what it prints must never
+// become part of the records, where a line like a declare statement would
+// be restored as a variable of every command (and a flood makes the
+// capture too large). The capture succeeds, and the replay has the
+// profile's state and nothing the job printed.
+func TestCaptureIgnoresBackgroundOutput(t *testing.T) {
+	const job = "( while :; do echo 'declare -- INJECTED=\"1\"'; echo 'INJECTED=1'; echo 'typeset INJECTED=1'; done ) &\n"
+	tests := []struct{ shell, file, profile string }{
+		{"bash", ".bash_profile", job + "helper() { echo helper-ok; }\n"},
+		{"zsh", ".zprofile", job + "helper() { echo helper-ok; }\n"},
+		{"sh", ".profile", job + "alias helper='echo helper-ok'\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.shell, func(t *testing.T) {
+			sh := shellByName(t, tt.shell)
+			home := t.TempDir()
+			writeHomeFiles(t, home, map[string]string{tt.file: tt.profile})
+			snap := captureLogin(t, sh, home)
+			stdout, stderr := replayRun(t, sh, home, snap, ":\necho ${INJECTED-none}; helper")
+			if want := "none\nhelper-ok\n"; stdout != want || stderr != "" {
+				t.Errorf("replayed %s = stdout %q, stderr %.300q; want %q and no stderr", tt.shell, stdout, stderr, want)
+			}
+		})
+	}
+}
+
+// TestCaptureRefusesAHijackedCommand: a bash profile that defines a function
+// named command, through which the dump names every builtin, has no
+// snapshot; the capture says so at once (status 125) rather than run its
+// dump through the function, which never gave it its stdout back and could
+// loop until the capture's timeout. The command runs its login shell.
+func TestCaptureRefusesAHijackedCommand(t *testing.T) {
+	sh := shellByName(t, "bash")
+	home := t.TempDir()
+	writeHomeFiles(t, home, map[string]string{".bash_profile": "command() { echo hijacked; }\n"})
+	c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
+	t.Cleanup(c.Close)
+	req := &Request{ScopeID: "hijack", Shell: Shell{Name: "bash", Path: sh.path}}
+	p, err := c.Prepare(context.Background(), req, Launch{Argv: []string{sh.path, "-lc", "true"}, Cwd: home, Env: loginEnv(home)})
+	const want = "shell snapshot capture exited with exit status: 125"
+	if err != nil || p.Receipt.Outcome != OutcomeFallback || p.Receipt.Reason != want {
+		t.Errorf("Prepare(bash -lc true) = %+v, %v; want fallback, reason %q", p.Receipt, err, want)
+	}
+}
+
+// TestZshCaptureWithReadOnlyHistory: startup files hardened as some
+// benchmarks advise (a read-only HISTFILE) or that make a hook list
+// read-only still have a snapshot: the capture's end cannot unset them,
+// which zsh takes for an error that ends the -c string with status 1. It
+// still runs no hook and saves no history, in a command's capture and a
+// terminal's, and neither does the validation of the restore, which
+// restores the read-only hook list.
+func TestZshCaptureWithReadOnlyHistory(t *testing.T) {
+	sh := shellByName(t, "zsh")
+	home := t.TempDir()
+	writeHomeFiles(t, home, map[string]string{
+		".zshrc": "HISTFILE=~/.zhist; SAVEHIST=100; readonly HISTFILE\nprint -s secret\nbye() { print hooks >>~/exit.log; }\nzshexit_functions=(bye)\nreadonly zshexit_functions\n",
+	})
+	for _, terminal := range []bool{false, true} {
+		c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
+		t.Cleanup(c.Close)
+		l := Launch{Argv: []string{sh.path, "-lc", "true"}, Cwd: home, Env: loginEnv(home)}
+		if terminal {
+			l.Argv, l.Terminal = []string{sh.path, "-il"}, true
+		}
+		p, err := c.Prepare(context.Background(), &Request{ScopeID: "exit", Shell: Shell{Name: "zsh", Path: sh.path}}, l)
+		if err != nil || p.Receipt.Outcome != OutcomeUsed {
+			t.Fatalf("Prepare(%q) = %+v, %v; want used", l.Argv, p.Receipt, err)
+		}
+		for _, name := range []string{"exit.log", ".zhist"} {
+			if b, err := os.ReadFile(filepath.Join(home, name)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("after the capture of %q, %s = %q, %v; want none", l.Argv, name, b, err)
+				_ = os.Remove(filepath.Join(home, name))
+			}
+		}
+	}
+}
+
+// TestZshCaptureRunsTrapFunctionsLittle: a profile's TRAPZERR and
+// TRAPDEBUG (zsh makes a function of that name the trap as it is defined)
+// are the state's; the validation of the restore, which defines the
+// functions it checks, must not make them act (TRAPZERR ran at its every
+// failed check), and the capture, whose commands after the profile each
+// run a DEBUG trap, removes it before it reads every option (which ran it
+// some 600 times). A login shell running true runs it a few times.
+func TestZshCaptureRunsTrapFunctionsLittle(t *testing.T) {
+	sh := shellByName(t, "zsh")
+	home := t.TempDir()
+	writeHomeFiles(t, home, map[string]string{
+		".zprofile": "TRAPZERR() { print zerr >>~/zerr.log; }\nTRAPDEBUG() { print debug >>~/debug.log; }\n",
+	})
+	c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
+	t.Cleanup(c.Close)
+	l := Launch{Argv: []string{sh.path, "-lc", "true"}, Cwd: home, Env: loginEnv(home)}
+	p, err := c.Prepare(context.Background(), &Request{ScopeID: "traps", Shell: Shell{Name: "zsh", Path: sh.path}}, l)
+	if err != nil || p.Receipt.Outcome != OutcomeUsed {
+		t.Fatalf("Prepare(%q) = %+v, %v; want used", l.Argv, p.Receipt, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(home, "zerr.log")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after the capture, zerr.log = %q, %v; want none: no command of the capture or its validation may run TRAPZERR", b, err)
+	}
+	b, _ := os.ReadFile(filepath.Join(home, "debug.log"))
+	if n := strings.Count(string(b), "\n"); n > 50 {
+		t.Errorf("the capture ran the profile's TRAPDEBUG %d times; want it removed before the dump reads the options (at most 50)", n)
+	}
+}
+
 // TestZshCaptureRunsNoExitHook: a zsh capture runs the startup files but
 // none of what a login shell runs at its exit (the zshexit hooks, a
 // TRAPEXIT, .zlogout), which would act once more per capture (an agent

@@ -2,12 +2,15 @@ package shellsnap
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/snapexec/snapexec/internal/shellsnap/shellsnaptest"
 
@@ -115,4 +118,110 @@ P='a[$(echo ran >>` + marker + `)]'; declare -i P
 	if _, err := os.Stat(marker); err == nil {
 		t.Errorf("a value's command substitution ran (%s exists); the login shell never runs it", marker)
 	}
+}
+
+// TestReplayMatchesLoginShellOddProfiles: startup files of the strangest
+// kinds, each with a probe of what it changed, cold-captured and replayed;
+// what the probe prints (stdout, stderr and the exit status) must be the
+// real login shell's, byte for byte.
+func TestReplayMatchesLoginShellOddProfiles(t *testing.T) {
+	tests := []struct {
+		name, shell string
+		files       map[string]string
+		env         map[string]string // the request's, beside loginEnv's
+		probe       string
+	}{
+		{
+			// The dump prints with printf and reads with mapfile: were they
+			// used disabled, the capture's shell would hash /usr/bin/printf,
+			// and the replay restore that hash.
+			name: "builtins disabled", shell: "bash",
+			files: map[string]string{".bash_profile": "enable -n printf mapfile declare type\nhelper() { echo helper-ok; }\n"},
+			probe: "helper; hash -l; enable -n",
+		},
+		{
+			// The descriptor is the profile's, which no replay has (a
+			// known gap): the variable is set all the same, without
+			// bash's warning on every command's stderr.
+			name: "BASH_XTRACEFD on a descriptor of the profile", shell: "bash",
+			files: map[string]string{".bash_profile": "exec 7>>~/trace.log\nBASH_XTRACEFD=7\nhelper() { echo helper-ok; }\n"},
+			probe: "helper; echo \"[$BASH_XTRACEFD]\"",
+		},
+		{
+			// The dump reads the functions' attributes with read.
+			name: "read disabled", shell: "bash",
+			files: map[string]string{".bash_profile": "f() { :; }; declare -ft f\ng() { :; }; declare -fx g\nenable -n read type\n"},
+			probe: "declare -F; enable -n; printenv BASH_FUNC_g%%",
+		},
+		{
+			// The options step sets them, with a value the dump emptied
+			// since the environment holds it.
+			name: "POSIXLY_CORRECT and BASH_COMPAT exported", shell: "bash",
+			files: map[string]string{".bash_profile": "export POSIXLY_CORRECT=1 BASH_COMPAT=5.1\n"},
+			probe: "echo \"[$POSIXLY_CORRECT] [$BASH_COMPAT]\"; printenv POSIXLY_CORRECT BASH_COMPAT; shopt -o posix",
+		},
+		{
+			// The capture's -c string is parsed under the options the
+			// startup files left: sh's has no {name} redirection.
+			name: "emulate sh at the end of .zprofile", shell: "zsh",
+			files: map[string]string{".zprofile": "helper() { echo helper-ok; }\nemulate sh\n"},
+			probe: "helper; [[ -o shwordsplit ]] && echo sh-options",
+		},
+		{
+			name: "ignore_braces at the end of .zprofile", shell: "zsh",
+			files: map[string]string{".zprofile": "helper() { echo helper-ok; }\nsetopt ignore_braces\n"},
+			probe: "helper; [[ -o ignorebraces ]] && echo braces-ignored",
+		},
+		{
+			// The dump runs them through \builtin, which a disabled one
+			// does not reach.
+			name: "builtins disabled", shell: "zsh",
+			files: map[string]string{".zprofile": "helper() { echo helper-ok; }\ndisable print emulate typeset trap unset\n"},
+			probe: "helper; echo ${(ok)dis_builtins}",
+		},
+		{
+			name: "BASH_COMPAT of the request", shell: "bash",
+			files: map[string]string{".bash_profile": "helper() { echo helper-ok; }\n"},
+			env:   map[string]string{"BASH_COMPAT": "5.1"},
+			probe: "helper; echo \"[$BASH_COMPAT]\"; printenv BASH_COMPAT",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.shell+"/"+tt.name, func(t *testing.T) {
+			sh := shellByName(t, tt.shell)
+			home := t.TempDir()
+			writeHomeFiles(t, home, tt.files)
+			env := loginEnv(home)
+			maps.Copy(env, tt.env)
+			login := runBoth(t, []string{sh.path, "-lc", tt.probe}, home, env)
+			c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
+			t.Cleanup(c.Close)
+			req := &Request{ScopeID: "odd", Shell: Shell{Name: sh.name, Path: sh.path}}
+			l := Launch{Argv: []string{sh.path, "-lc", tt.probe}, Cwd: home, Env: cloneMap(env)}
+			p, err := c.Prepare(context.Background(), req, l)
+			if err != nil || p.Receipt.Outcome != OutcomeUsed {
+				t.Fatalf("Prepare(%s) = %+v, %v; want used", tt.name, p.Receipt, err)
+			}
+			argv, env := replayOf(req, l, p)
+			if replayed := runBoth(t, argv, home, env); replayed != login {
+				t.Errorf("replay differs from %s -lc:\nlogin:\n%s\nreplay:\n%s", sh.name, login, replayed)
+			}
+		})
+	}
+}
+
+// runBoth runs argv in dir with env and returns its stdout, then its stderr
+// and its exit status, whatever they are.
+func runBoth(t *testing.T, argv []string, dir string, env map[string]string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = dir, envpolicy.List(env)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); ctx.Err() != nil || cmd.ProcessState == nil {
+		t.Fatalf("%q did not end: %v", argv, err)
+	}
+	return stdout.String() + "--- stderr\n" + stderr.String() + fmt.Sprintf("--- exit %d\n", cmd.ProcessState.ExitCode())
 }

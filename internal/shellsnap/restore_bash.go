@@ -91,7 +91,14 @@ func bashPlan(recs []record, captureEnv, final, kept map[string]string) *restore
 		// declare itself, not \builtin declare: only the word declare makes
 		// bash read name=(...) as an array assignment. No function or alias
 		// can stand for it yet.
-		p.add(step{kind: "variable", name: name, code: bashVarCode(v.text, v.flags)})
+		code := bashVarCode(v.text, v.flags)
+		if name == "BASH_XTRACEFD" {
+			// Its descriptor is most often one the profile opened, which
+			// the replay has not: bash then warns as it is assigned, and
+			// traces to stderr, as it does with that descriptor closed.
+			code = "{ " + code + "\n} 2>/dev/null"
+		}
+		p.add(step{kind: "variable", name: name, code: code})
 	}
 
 	for _, r := range rs["alias"] {
@@ -120,7 +127,7 @@ func bashPlan(recs []record, captureEnv, final, kept map[string]string) *restore
 	p.add(step{check: true, code: `\builtin shopt -s extglob; \builtin set +o posix`})
 	fnSteps(p, rs, captureEnv, final)
 
-	optionSteps(p, rs, vars)
+	optionSteps(p, rs, vars, captureEnv, final, kept)
 	if t, ok := rs.one("traps"); ok {
 		for _, stmt := range statements(t) {
 			// The capture's own DEBUG and RETURN traps name its variables.
@@ -563,8 +570,10 @@ func fnSteps(p *restorePlan, rs records, captureEnv, final map[string]string) {
 // (turning extdebug off turns errtrace and functrace off), with posix mode
 // and BASH_COMPAT, which change what the shell does, and the export of
 // SHELLOPTS and BASHOPTS. xtrace, verbose, noexec and onecmd are left to
-// bashRender, which sets them last.
-func optionSteps(p *restorePlan, rs records, vars map[string]bashVar) {
+// bashRender, which sets them last. captureEnv, final and kept are
+// bashPlan's: an exported POSIXLY_CORRECT or BASH_COMPAT has its value
+// there, not in the dump (bashDump empties exported variables).
+func optionSteps(p *restorePlan, rs records, vars map[string]bashVar, captureEnv, final, kept map[string]string) {
 	payload := func(kind string) string {
 		text, _ := rs.one(kind)
 		return text
@@ -624,8 +633,19 @@ func optionSteps(p *restorePlan, rs records, vars map[string]bashVar) {
 		p.steps = append(p.steps, step{tail: true, code: `\builtin set ` + strings.Join(set, " ")})
 	}
 	for _, name := range []string{"POSIXLY_CORRECT", "BASH_COMPAT"} {
-		if v, ok := vars[name]; ok {
+		v, ok := vars[name]
+		switch {
+		case !ok:
+		case !exportedScalar(v, final):
 			p.steps = append(p.steps, step{tail: true, code: v.text})
+		default:
+			// The environment step leaves these to this one. One the
+			// profile did not change is the request's, which the shell
+			// read as it started; one the policy keeps out is not set.
+			value, keep := kept[name]
+			if c, had := captureEnv[name]; keep && (!had || c != final[name]) {
+				p.steps = append(p.steps, step{tail: true, code: `\builtin declare ` + v.flags + " " + name + "=" + quote(value)})
+			}
 		}
 	}
 	if on["posix"] {

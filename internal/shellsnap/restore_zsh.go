@@ -111,8 +111,11 @@ func zshPlan(recs []record, captureEnv, final, kept map[string]string) *restoreP
 	if e, ok := rs.one("emulation"); ok && strings.TrimSpace(e) != "zsh" {
 		p.add(step{tail: true, code: `\builtin emulate ` + quote(strings.TrimSpace(e))})
 	}
+	disable := zshDisable(rs)
 	if o, ok := rs.one("options"); ok {
-		zshOptionSteps(p, o, loaded)
+		zshOptionSteps(p, o, loaded, disable)
+	} else if disable != "" {
+		p.add(step{tail: true, code: disable})
 	}
 	if u, ok := rs.one("underscore"); ok {
 		p.underscore = &u
@@ -197,8 +200,8 @@ func zshParamSteps(p *restorePlan, vars map[string]record, exported, loaded map[
 }
 
 // zshSettingSteps adds the shell's settings before the tail: the umask,
-// limits, modules, named directories, the command hash, zstyles, disabled
-// builtins and traps.
+// limits, modules, named directories, the command hash, zstyles and traps.
+// The disabled builtins come last (zshDisable).
 func zshSettingSteps(p *restorePlan, rs records) {
 	if m, ok := rs.one("umask"); ok && strings.TrimSpace(m) != "" {
 		p.add(step{code: `\builtin umask ` + quote(strings.TrimSpace(m)) + ` 2>/dev/null`})
@@ -211,15 +214,6 @@ func zshSettingSteps(p *restorePlan, rs records) {
 			}
 		}
 	}
-	if d, ok := rs.one("disabled"); ok {
-		var names []string
-		for _, name := range strings.Fields(d) {
-			names = append(names, quote(name))
-		}
-		if len(names) > 0 {
-			p.add(step{code: `\builtin disable -- ` + strings.Join(names, " ")})
-		}
-	}
 	if t, ok := rs.one("traps"); ok {
 		for _, stmt := range statements(t) {
 			// trap lists TRAPxxx functions too, which the functions restore.
@@ -228,6 +222,20 @@ func zshSettingSteps(p *restorePlan, rs records) {
 			}
 		}
 	}
+}
+
+// zshDisable returns the command that disables the builtins of the
+// state's disabled record, or "" for none.
+func zshDisable(rs records) string {
+	d, _ := rs.one("disabled")
+	var names []string
+	for _, name := range strings.Fields(d) {
+		names = append(names, quote(name))
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return `\builtin disable -- ` + strings.Join(names, " ")
 }
 
 // zshDefinitionSteps adds the tail's functions, as zsh printed them, and
@@ -263,7 +271,11 @@ func zshDefinitionSteps(p *restorePlan, rs records) {
 // them. Those lines also unload the modules the restore's own use of
 // zsh/parameter (options, aliases), ulimit and zstyle loaded and the login
 // shell had not.
-func zshOptionSteps(p *restorePlan, o string, loaded map[string]bool) {
+//
+// disable, when not empty, disables the builtins the state had disabled
+// (zshDisable): it comes after every other command of the restore, which
+// runs them through \builtin, before the options that would trace it.
+func zshOptionSteps(p *restorePlan, o string, loaded map[string]bool, disable string) {
 	var sets []string
 	last := map[string]string{"aliases": "on", "allexport": "off", "xtrace": "off", "verbose": "off"}
 	for line := range strings.SplitSeq(o, "\n") {
@@ -286,6 +298,9 @@ func zshOptionSteps(p *restorePlan, o string, loaded map[string]bool) {
 		if !loaded[module] {
 			lines = append(lines, `\builtin zmodload -u `+module)
 		}
+	}
+	if disable != "" {
+		lines = append(lines, disable)
 	}
 	var final []string
 	for _, name := range []string{"allexport", "xtrace", "verbose"} {
@@ -354,16 +369,30 @@ func zshRender(p *restorePlan) (zshenv, zlogin string) {
 // zshValidation is the script a zsh runs (zsh -f FILE) to check a plan's
 // pieces. It ends by removing what of them zsh would run at its exit (the
 // functions zshexit and TRAPEXIT, the hooks of zshexit_functions): a
-// validation runs none of the profile's code.
+// validation runs none of the profile's code. A function named TRAPxxx is
+// the trap of its signal as soon as it is defined (TRAPZERR would run at
+// each failed check, TRAPDEBUG before each command), so it is checked
+// under another name (zshValidationTrap).
 func zshValidation(p *restorePlan) string {
 	return p.validation("", func(i int, code string) string {
+		if s := p.steps[i]; s.kind == "function" && strings.HasPrefix(s.name, "TRAP") {
+			if rest, ok := strings.CutPrefix(code, s.name+" "); ok {
+				code = zshValidationTrap + s.name + " " + rest
+			}
+		}
 		return `\builtin eval -- ` + quote(code) + ` >/dev/null 2>&1 || \builtin print "F ` + strconv.Itoa(i) + `"`
 	}) + zshValidationEnd
 }
 
+// zshValidationTrap is the prefix of the name a validation checks a
+// function named TRAPxxx under.
+const zshValidationTrap = "__snapexec_check_"
+
 // zshValidationEnd removes from a validation's shell what it would run at
-// its exit.
-const zshValidationEnd = `{ \builtin unfunction zshexit; \builtin unfunction TRAPEXIT; \builtin unset zshexit_functions; } 2>/dev/null
+// its exit. A read-only zshexit_functions cannot be unset (zsh would end
+// the script there, and run the hooks): the functions it names go instead.
+const zshValidationEnd = `{ \builtin unfunction zshexit; \builtin unfunction TRAPEXIT
+if [[ ${(t)zshexit_functions} == *readonly* ]]; then \builtin unfunction -- "${zshexit_functions[@]}"; else \builtin unset zshexit_functions; fi; } 2>/dev/null
 `
 
 // zshDefinitions returns the names a zsh capture's records define: its

@@ -35,7 +35,9 @@ package shellsnap
 //
 // The variables are printed by one declare -p, in a subshell that empties
 // the exported ones first: their values are in the environment that follows,
-// and a large one would count twice against MaxSnapshotBytes. A nameref is
+// and a large one would count twice against MaxSnapshotBytes. POSIXLY_CORRECT
+// keeps its value: the dump's set +o posix unsets it before the environment
+// is printed. A nameref is
 // left as it is: assigning it would assign the variable it names (an
 // exported nameref is itself in the environment, its value the name).
 //
@@ -52,6 +54,7 @@ const bashCaptureProfile = bashCaptureLogin + bashCaptureRC
 // sequence, watched.
 const bashCaptureLogin = `if [[ -n ${__SNAPEXEC_BASH_ENV+x} ]]; then BASH_ENV=$__SNAPEXEC_BASH_ENV; \builtin export BASH_ENV; \builtin unset -v __SNAPEXEC_BASH_ENV; fi
 \builtin exec {__snapexec_out}>&1 {__snapexec_out2}>&1
+\command exec >/dev/null
 __snapexec_n=@NONCE@
 __snapexec_pwd=$PWD
 __snapexec_args=("$@")
@@ -111,15 +114,24 @@ const bashShoptsListed = `if [[ -o posix ]]; then if \command shopt -q extglob; 
 const bashCapture = bashCaptureProfile + bashStdoutBack + bashDump
 
 // bashStdoutBack gives the dump the capture's own stdout, which
-// bashCaptureLogin keeps on two descriptors of its own before the profile:
-// a profile that sends its output elsewhere (`exec > >(tee -a ~/out.log)`,
-// `exec >/dev/null`) would otherwise have the dump, the whole state with
-// the environment, written there. When the two no longer name one file,
-// the profile took one of them over (`exec 10>~/out.log`): the capture
-// then fails rather than write where the profile's descriptor goes, and
-// the command runs its login shell.
-const bashStdoutBack = `if [[ /dev/fd/$__snapexec_out -ef /dev/fd/$__snapexec_out2 ]]; then \command exec >&"$__snapexec_out" {__snapexec_out}>&- {__snapexec_out2}>&-
-else \command printf '%s\n' "snapexec: the profile took over descriptor $__snapexec_out or $__snapexec_out2, where the capture kept its stdout: no snapshot" >&2; \builtin exit 125; fi
+// bashCaptureLogin keeps on two descriptors of its own before the profile,
+// whose stdout is /dev/null: a profile that sends its output elsewhere
+// (`exec > >(tee -a ~/out.log)`, `exec >/dev/null`) would otherwise have
+// the dump, the whole state with the environment, written there, and a job
+// it leaves in the background, which prints on the profile's stdout, would
+// have its output in the middle of the records (a line of it like a
+// declare statement would be restored in every command). /dev/null is
+// given through "\command exec": bash undoes the redirections of a
+// "builtin exec" as it ends, but for those to a {name}. When the two no
+// longer name one file, the profile took one of them over (`exec
+// 10>~/out.log`): the capture then fails rather than write where the profile's descriptor goes, and
+// the command runs its login shell. So it does when stdout is not the
+// capture's after the exec: a function of the profile named command took
+// the exec (the dump would run through it, into /dev/null, maybe until
+// the capture's timeout).
+const bashStdoutBack = `if [[ /dev/fd/$__snapexec_out -ef /dev/fd/$__snapexec_out2 ]]; then \command exec >&"$__snapexec_out"; fi
+if [[ /dev/fd/1 -ef /dev/fd/$__snapexec_out && /dev/fd/$__snapexec_out -ef /dev/fd/$__snapexec_out2 ]]; then \command exec {__snapexec_out}>&- {__snapexec_out2}>&-
+else \command printf '%s\n' "snapexec: the profile took over descriptor $__snapexec_out or $__snapexec_out2, where the capture kept its stdout, or the command builtin: no snapshot" >&2; \builtin exit 125; fi
 `
 
 // bashDump prints a bash state as records (records.go) and then, after a
@@ -143,6 +155,8 @@ const bashDump = bashDumpBody + bashDumpEnd
 // bashDumpBody is bashDump but for its end (bashDumpEnd): the records.
 const bashDumpBody = `__snapexec_so=$SHELLOPTS
 \command set +T
+__snapexec_dis=$(\command enable -n)
+\command enable ` + bashDumpBuiltins + `
 \command mapfile -t __snapexec_tl <<<"$(\command trap -p)"
 \command trap - ` + bashDumpTraps + `
 \command printf '%s\n%s begin bash\n\n' '# Snapshot file' "$__snapexec_n"
@@ -151,13 +165,12 @@ for __snapexec_f in "${__snapexec_tl[@]}"; do if [[ -n $__snapexec_f ]]; then \c
 \command printf '\n'
 \command unset -v __snapexec_tl
 \command set ` + bashDumpOptionsOff + `
-\command printf '%s disabled\n' "$__snapexec_n"; \command enable -n; \command printf '\n'
-\command enable ` + bashDumpBuiltins + `
+\command printf '%s disabled\n%s\n' "$__snapexec_n" "${__snapexec_dis:+$__snapexec_dis$'\n'}"
 \command printf '%s vars\n' "$__snapexec_n"
 (
   \command mapfile -t __snapexec_xs < <(\command compgen -A export)
   for __snapexec_f in "${__snapexec_xs[@]}"; do
-    if [[ ! -R $__snapexec_f && ${!__snapexec_f@a} != *[aAr]* ]]; then \command printf -v "$__snapexec_f" ''; fi
+    if [[ ! -R $__snapexec_f && ${!__snapexec_f@a} != *[aAr]* && $__snapexec_f != POSIXLY_CORRECT ]]; then \command printf -v "$__snapexec_f" ''; fi
   done
   \command unset -v __snapexec_u __snapexec_last __snapexec_xs __snapexec_keys0 BASH_EXECUTION_STRING
   \command declare -p
@@ -291,8 +304,9 @@ const bashDumpTraps = "DEBUG RETURN ERR EXIT"
 const bashDumpOptionsOff = "+o errexit +o nounset +o xtrace +o verbose +o onecmd"
 
 // bashDumpBuiltins are the builtins a dump enables (enable's arguments)
-// once it has listed those the state disabled: the ones it runs.
-const bashDumpBuiltins = "printf declare set shopt trap compgen mapfile umask ulimit complete hash enable eval unset alias"
+// once it has listed those the state disabled, before it runs any of them:
+// one run disabled would be run from PATH, and hashed in the state.
+const bashDumpBuiltins = "printf declare set shopt trap compgen mapfile umask ulimit complete hash enable eval unset alias read type"
 
 // bashFnRecords prints a record for each function __snapexec_fns names:
 // its declare -f text, or, for a name that holds "=" (which declare -f

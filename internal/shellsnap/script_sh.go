@@ -11,7 +11,8 @@ package shellsnap
 // profile, the working directory, the positional parameters the profile set,
 // whether it left $! set, every file sourced, and which names are functions.
 // The records go to the capture's own stdout, kept on descriptors 8 and 9
-// before the profile, as bashStdoutBack tells for bash: dash has no
+// before the profile, whose stdout is /dev/null, as bashStdoutBack tells
+// for bash: dash has no
 // descriptor above 9, so a profile that takes one of them (`exec
 // 9>~/.lock`) has no snapshot. @NONCE@ is the capture's token. The lines after the profile are parsed
 // with its aliases: the regular builtins are called through command, which
@@ -140,7 +141,7 @@ __snapexec_pwd=$PWD
 __snapexec_argc=$#
 __snapexec_argv=$*
 __snapexec_limits=$(command ulimit -a; command printf -- '--\n'; command ulimit -H -a)
-\exec 8>&1 9>&1
+\exec 8>&1 9>&1 >/dev/null
 if [ -r /etc/profile ]; then __snapexec_note /etc/profile; \. /etc/profile; fi
 if [ -r "${HOME:-}/.profile" ]; then __snapexec_note "${HOME:-}/.profile"; \. "${HOME:-}/.profile"; fi
 __snapexec_watched=

@@ -15,7 +15,8 @@ package shellsnap
 // where loading zsh/rlimits for ulimit leaves the shell's modules alone),
 // lists zle's keymaps and widgets in an interactive shell (a login
 // terminal's capture: zshTerminalCapture), keeps its stdout on two
-// descriptors of its own (zshStdoutBack), sets a DEBUG trap that
+// descriptors of its own (zshStdoutBack) and gives the startup files
+// /dev/null instead, sets a DEBUG trap that
 // notes every file the startup sources (%x, at any depth), and sources the
 // user's .zshenv. zsh runs every other startup file itself.
 const zshCaptureEnv = `if (( ${+__SNAPEXEC_ZDOTDIR} )); then ZDOTDIR=$__SNAPEXEC_ZDOTDIR; else \builtin unset ZDOTDIR; fi
@@ -26,7 +27,7 @@ __snapexec_limits=$(\builtin ulimit -S -a; \builtin print -r -- --; \builtin uli
 __snapexec_src=
 __snapexec_srcs=()
 if [[ -o interactive ]]; then __snapexec_keys0=$(` + zshKeysListing + `); fi
-\exec {__snapexec_out}>&1 {__snapexec_out2}>&1
+\exec {__snapexec_out}>&1 {__snapexec_out2}>&1 >/dev/null
 \builtin trap '[[ ${(%):-%x} == "$__snapexec_src" ]] || { __snapexec_src=${(%):-%x}; __snapexec_srcs+=("$__snapexec_src"); }' DEBUG
 if [[ -e ${ZDOTDIR:-$HOME}/.zshenv ]]; then \builtin source ${ZDOTDIR:-$HOME}/.zshenv; fi
 `
@@ -64,14 +65,19 @@ fi
 const zshCapture = zshCaptureProfile + zshStdoutBack + zshDump + zshCaptureEnd
 
 // zshStdoutBack gives the dump the capture's own stdout, which
-// zshCaptureEnv keeps on two descriptors before the startup files: one that
-// sends its output elsewhere (`exec > >(tee -a ~/out.log)`, `exec
-// >/dev/null`) would otherwise have the dump, the whole state with the
-// environment, written there. When the two no longer name one file, a
+// zshCaptureEnv keeps on two descriptors before the startup files, whose
+// stdout is /dev/null: one that sends its output elsewhere (`exec >
+// >(tee -a ~/out.log)`, `exec >/dev/null`) would otherwise have the dump,
+// the whole state with the environment, written there, and a job one
+// leaves in the background would have what it prints in the middle of the
+// records, as bashStdoutBack tells. When the two no longer name one file, a
 // startup file closed or took over one of them: the capture then fails
 // rather than write where the startup file's descriptor goes, and the
-// command runs its login shell.
-const zshStdoutBack = `if [[ /dev/fd/$__snapexec_out -ef /dev/fd/$__snapexec_out2 ]]; then \exec >&$__snapexec_out {__snapexec_out}>&- {__snapexec_out2}>&-
+// command runs its login shell. The exec is parsed under zsh's own
+// options (emulate zsh -c): the -c string is parsed under those the
+// startup files left, and after an emulate sh there "{name}>&-" is a
+// command's name, not a redirection.
+const zshStdoutBack = zshDumpEnable + `if [[ /dev/fd/$__snapexec_out -ef /dev/fd/$__snapexec_out2 ]]; then \builtin emulate zsh -c '\exec >&$__snapexec_out {__snapexec_out}>&- {__snapexec_out2}>&-'
 else \builtin print -ru2 -- "snapexec: a startup file took over descriptor $__snapexec_out or $__snapexec_out2, where the capture kept its stdout: no snapshot"; \builtin exit 125; fi
 `
 
@@ -80,8 +86,10 @@ else \builtin print -ru2 -- "snapexec: a startup file took over descriptor $__sn
 // the one a session command runs at its end (session_zsh.go). It reads every
 // option's state under the state's own options (names from an anonymous
 // function under emulate -L zsh, since a profile's emulate sh hides
-// $options' flags); prints the emulation and the traps; then resets the
-// options to zsh's (emulate -R zsh) and prints the rest. Options that zsh
+// $options' flags); prints the emulation and the traps, and removes the
+// traps, before it reads the options (a DEBUG trap would run for each of
+// some 180); then resets the options to zsh's (emulate -R zsh) and prints
+// the rest. Options that zsh
 // refuses to change after start-up are left out (zshFixedOptions). The
 // functions that stand for the DEBUG, EXIT and ZERR traps are printed
 // before the dump removes those traps, which removes them. It
@@ -97,11 +105,7 @@ const zshDump = zshDumpBody + zshDumpEnd
 // zshDumpBody is zshDump but for its end (zshDumpEnd): the records. The
 // listing of zle's keymaps before the profile (__snapexec_keys0) is no
 // variable of the state.
-const zshDumpBody = `() { \builtin emulate -L zsh; __snapexec_on=(${(k)options}) }
-__snapexec_opts=()
-for __snapexec_o in "${__snapexec_on[@]}"; do
-  if [[ -o $__snapexec_o ]]; then __snapexec_opts+=("$__snapexec_o on"); else __snapexec_opts+=("$__snapexec_o off"); fi
-done
+const zshDumpBody = zshDumpEnable + `() { \builtin emulate -L zsh; __snapexec_on=(${(k)options}) }
 \builtin print -rl -- '# Snapshot file' "$__snapexec_n begin zsh" '' "$__snapexec_n emulation"
 \builtin emulate
 \builtin print -rl -- '' "$__snapexec_n traps"
@@ -111,6 +115,10 @@ for __snapexec_f in TRAPDEBUG TRAPEXIT TRAPZERR; do
   if (( ${+functions[$__snapexec_f]} )); then \builtin print -rl -- "$__snapexec_n fn $__snapexec_f"; \builtin functions -- $__snapexec_f; \builtin print; fi
 done
 \builtin trap - DEBUG EXIT ZERR
+__snapexec_opts=()
+for __snapexec_o in "${__snapexec_on[@]}"; do
+  if [[ -o $__snapexec_o ]]; then __snapexec_opts+=("$__snapexec_o on"); else __snapexec_opts+=("$__snapexec_o off"); fi
+done
 \builtin emulate -R zsh
 \builtin print -rl -- "$__snapexec_n options" "${__snapexec_opts[@]}" ''
 for __snapexec_f in ${(ok)parameters:#__snapexec_keys*}; do
@@ -149,10 +157,20 @@ fi
 \builtin print -rl -- "$__snapexec_n hash"; \builtin hash -L; \builtin print
 \builtin print -rl -- "$__snapexec_n zstyles"; \builtin zstyle -L; \builtin print
 \builtin print -rl -- "$__snapexec_n modules" "$__snapexec_mods"
-\builtin print -rl -- "$__snapexec_n disabled" ${(ok)dis_builtins} ''
+\builtin print -rl -- "$__snapexec_n disabled" "${__snapexec_dis[@]}" ''
 for __snapexec_f in "${__snapexec_srcs[@]}" "${functions_source[@]}"; do
   if [[ -n $__snapexec_f && $__snapexec_f != zsh ]]; then \builtin print -rl -- "$__snapexec_n file" "$__snapexec_f"; fi
 done
+`
+
+// zshDumpEnable notes the builtins the state disabled (__snapexec_dis,
+// which the dump's disabled record lists) and enables them, once, before
+// the capture runs any: \builtin reaches no disabled one. zshStdoutBack
+// and zshDumpBody start with it (a session's end runs the dump alone).
+const zshDumpEnable = `if (( ! ${+__snapexec_dis} )); then
+  __snapexec_dis=(${(ok)dis_builtins})
+  if (( ${#__snapexec_dis} )); then \builtin enable -- "${__snapexec_dis[@]}"; fi
+fi
 `
 
 // zshDumpEnd ends a dump: the end record, then the environment.
@@ -181,8 +199,12 @@ fi
 // trap and TRAPEXIT) and turns rcs off, so that the capture's shell
 // neither saves history nor runs a hook or .zlogout at its exit, which an
 // exec would not spare it either: the user's command runs them at its
-// own exit, once.
-const zshCaptureEnd = `\builtin unset HISTFILE zshexit_functions 2>/dev/null
+// own exit, once. zsh ends the -c string, status 1, at an unset of a
+// read-only parameter (`readonly HISTFILE`, as hardening guides advise):
+// SAVEHIST goes to 0 instead, and the hooks a read-only
+// zshexit_functions names are removed as functions.
+const zshCaptureEnd = `if [[ ${(t)HISTFILE} != *readonly* ]]; then \builtin unset HISTFILE; elif [[ ${(t)SAVEHIST} != *readonly* ]]; then SAVEHIST=0; fi
+if [[ ${(t)zshexit_functions} != *readonly* ]]; then \builtin unset zshexit_functions; else \builtin unfunction -- "${zshexit_functions[@]}" 2>/dev/null; fi
 \builtin unfunction zshexit 2>/dev/null
 \builtin setopt norcs
 `
