@@ -1,7 +1,10 @@
 package handlers
 
 import (
+	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -135,5 +138,39 @@ func TestMalformedRequests(t *testing.T) {
 	rec = httptest.NewRecorder()
 	if h.ServeHTTP(rec, req); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"detail":"the number is out of range"`) || !strings.Contains(rec.Body.String(), `"field":"timeoutMs"`) {
 		t.Errorf("timeoutMs 1e400 = %d %s, want 400 for timeoutMs saying the number is out of range", rec.Code, rec.Body)
+	}
+}
+
+// TestJSONBodyCutShort: a JSON body whose client half-closes before its
+// declared end (a Content-Length not reached, a chunked body without its last
+// chunk) is 400 on the field body saying so, as an upload's is, and runs
+// nothing: not "does not match the contract", which sends a client looking
+// for a mistake in a request it sent right.
+func TestJSONBodyCutShort(t *testing.T) {
+	f := &fakeService{}
+	srv := serveRouter(t, newTestRouter(t, f, io.Discard), nil)
+	body := `{"argv":["true"]}`
+	tests := []struct{ name, header, body string }{
+		{"Content-Length not reached", "Content-Length: 100", body},
+		{"Content-Length not reached inside a value", "Content-Length: 100", body[:9]},
+		{"chunked, no last chunk", "Transfer-Encoding: chunked", fmt.Sprintf("%x\r\n%s\r\n", len(body), body)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, br := rawRequest(t, srv, "POST /exec HTTP/1.1\nHost: 127.0.0.1\nContent-Type: application/json\n"+tt.header+"\n", tt.body)
+			if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			resp, answer := readAnswer(t, c, br)
+			var p Problem
+			_ = json.Unmarshal([]byte(answer), &p)
+			if resp.StatusCode != http.StatusBadRequest || p.Code != InvalidRequest || deref(p.Field) != "body" ||
+				!strings.Contains(deref(p.Detail), "ended before its declared end") {
+				t.Errorf("answer %d %s, want 400 invalid_request for the field body, saying it ended before its declared end", resp.StatusCode, answer)
+			}
+		})
+	}
+	if calls := f.called(); len(calls) != 0 {
+		t.Errorf("service calls %v, want none", calls)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -221,6 +222,14 @@ func parameterError(w http.ResponseWriter, r *http.Request, err error) {
 func validationError(w http.ResponseWriter, r *http.Request, err error) {
 	if p := bodyReadProblem(err); p != nil {
 		writeProblem(w, r, p)
+		return
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		// The validator's read of the body: the client went away before
+		// its Content-Length, or before a chunked body's last chunk. (A
+		// JSON value that ends early is decodeJSONBody's own problem.)
+		writeProblem(w, r, &problem{status: http.StatusBadRequest, code: InvalidRequest, field: "body", cause: err,
+			detail: "the request body ended before its declared end (Content-Length, or a chunked body's last chunk); nothing was done"})
 		return
 	}
 	var decoded *problem // from decodeJSONBody
