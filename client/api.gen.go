@@ -1809,7 +1809,8 @@ type ClientInterface interface {
 	// over path: a reader sees the old file or the new one, never a part, and a failed,
 	// cut-short or oversized upload leaves the old file as it was. A body that ends before its
 	// Content-Length, or before a chunked body's last chunk, is 400 invalid_request (field
-	// body). The parent directory must exist. A symlink at path is followed within its root,
+	// body). The parent directory must exist; a FIFO, socket or device at path is never
+	// replaced (409 not_a_regular_file). A symlink at path is followed within its root,
 	// as a read follows it: the file it names is written (made, when there is none) and the
 	// link stays; one that leads outside is 403 outside_root. If-Match with an ETag from stat
 	// or read refuses (412 precondition_failed) to replace a file changed or removed since;
@@ -1828,7 +1829,8 @@ type ClientInterface interface {
 	// An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 	// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
 	// does. A directory is never replaced: one with entries is 409 destination_not_empty
-	// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
+	// (field to), an empty one 409 is_a_directory; a FIFO, socket or device is 409
+	// not_a_regular_file. A symlink at to is followed as by a write.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1840,7 +1842,8 @@ type ClientInterface interface {
 	// An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 	// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
 	// does. A directory is never replaced: one with entries is 409 destination_not_empty
-	// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
+	// (field to), an empty one 409 is_a_directory; a FIFO, socket or device is 409
+	// not_a_regular_file. A symlink at to is followed as by a write.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2367,7 +2370,8 @@ func (c *APIClient) ReadFile(ctx context.Context, params *ReadFileParams, reqEdi
 // over path: a reader sees the old file or the new one, never a part, and a failed,
 // cut-short or oversized upload leaves the old file as it was. A body that ends before its
 // Content-Length, or before a chunked body's last chunk, is 400 invalid_request (field
-// body). The parent directory must exist. A symlink at path is followed within its root,
+// body). The parent directory must exist; a FIFO, socket or device at path is never
+// replaced (409 not_a_regular_file). A symlink at path is followed within its root,
 // as a read follows it: the file it names is written (made, when there is none) and the
 // link stays; one that leads outside is 403 outside_root. If-Match with an ETag from stat
 // or read refuses (412 precondition_failed) to replace a file changed or removed since;
@@ -2396,7 +2400,8 @@ func (c *APIClient) WriteFileWithBody(ctx context.Context, params *WriteFilePara
 // An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 // permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
 // does. A directory is never replaced: one with entries is 409 destination_not_empty
-// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
+// (field to), an empty one 409 is_a_directory; a FIFO, socket or device is 409
+// not_a_regular_file. A symlink at to is followed as by a write.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2418,7 +2423,8 @@ func (c *APIClient) CopyFileWithBody(ctx context.Context, contentType string, bo
 // An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 // permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
 // does. A directory is never replaced: one with entries is 409 destination_not_empty
-// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
+// (field to), an empty one 409 is_a_directory; a FIFO, socket or device is 409
+// not_a_regular_file. A symlink at to is followed as by a write.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4959,7 +4965,8 @@ type ClientWithResponsesInterface interface {
 	// over path: a reader sees the old file or the new one, never a part, and a failed,
 	// cut-short or oversized upload leaves the old file as it was. A body that ends before its
 	// Content-Length, or before a chunked body's last chunk, is 400 invalid_request (field
-	// body). The parent directory must exist. A symlink at path is followed within its root,
+	// body). The parent directory must exist; a FIFO, socket or device at path is never
+	// replaced (409 not_a_regular_file). A symlink at path is followed within its root,
 	// as a read follows it: the file it names is written (made, when there is none) and the
 	// link stays; one that leads outside is 403 outside_root. If-Match with an ETag from stat
 	// or read refuses (412 precondition_failed) to replace a file changed or removed since;
@@ -4978,7 +4985,8 @@ type ClientWithResponsesInterface interface {
 	// An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 	// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
 	// does. A directory is never replaced: one with entries is 409 destination_not_empty
-	// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
+	// (field to), an empty one 409 is_a_directory; a FIFO, socket or device is 409
+	// not_a_regular_file. A symlink at to is followed as by a write.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4990,7 +4998,8 @@ type ClientWithResponsesInterface interface {
 	// An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 	// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
 	// does. A directory is never replaced: one with entries is 409 destination_not_empty
-	// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
+	// (field to), an empty one 409 is_a_directory; a FIFO, socket or device is 409
+	// not_a_regular_file. A symlink at to is followed as by a write.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8109,7 +8118,8 @@ func (c *ClientWithResponses) ReadFileWithResponse(ctx context.Context, params *
 // over path: a reader sees the old file or the new one, never a part, and a failed,
 // cut-short or oversized upload leaves the old file as it was. A body that ends before its
 // Content-Length, or before a chunked body's last chunk, is 400 invalid_request (field
-// body). The parent directory must exist. A symlink at path is followed within its root,
+// body). The parent directory must exist; a FIFO, socket or device at path is never
+// replaced (409 not_a_regular_file). A symlink at path is followed within its root,
 // as a read follows it: the file it names is written (made, when there is none) and the
 // link stays; one that leads outside is 403 outside_root. If-Match with an ETag from stat
 // or read refuses (412 precondition_failed) to replace a file changed or removed since;
@@ -8134,7 +8144,8 @@ func (c *ClientWithResponses) WriteFileWithBodyWithResponse(ctx context.Context,
 // An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 // permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
 // does. A directory is never replaced: one with entries is 409 destination_not_empty
-// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
+// (field to), an empty one 409 is_a_directory; a FIFO, socket or device is 409
+// not_a_regular_file. A symlink at to is followed as by a write.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8152,7 +8163,8 @@ func (c *ClientWithResponses) CopyFileWithBodyWithResponse(ctx context.Context, 
 // An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 // permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
 // does. A directory is never replaced: one with entries is 409 destination_not_empty
-// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
+// (field to), an empty one 409 is_a_directory; a FIFO, socket or device is 409
+// not_a_regular_file. A symlink at to is followed as by a write.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
