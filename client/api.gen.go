@@ -1554,7 +1554,9 @@ type SessionId = string
 
 // ReadFileParams defines parameters for ReadFile.
 type ReadFileParams struct {
-	// Path An absolute path beneath one of the server's --files-root directories.
+	// Path An absolute path beneath one of the server's --files-root directories. A path that
+	// ends in / names a directory, as the kernel reads it: a file there, or a file an
+	// operation would make there, is 409 not_a_directory.
 	Path FilePath `form:"path" json:"path"`
 
 	// Range Byte ranges, as RFC 9110 says (bytes=0-1023).
@@ -1563,7 +1565,9 @@ type ReadFileParams struct {
 
 // WriteFileParams defines parameters for WriteFile.
 type WriteFileParams struct {
-	// Path An absolute path beneath one of the server's --files-root directories.
+	// Path An absolute path beneath one of the server's --files-root directories. A path that
+	// ends in / names a directory, as the kernel reads it: a file there, or a file an
+	// operation would make there, is 409 not_a_directory.
 	Path FilePath `form:"path" json:"path"`
 
 	// IfMatch The ETag the file must still have.
@@ -1575,7 +1579,9 @@ type WriteFileParams struct {
 
 // ListDirectoryParams defines parameters for ListDirectory.
 type ListDirectoryParams struct {
-	// Path An absolute path beneath one of the server's --files-root directories.
+	// Path An absolute path beneath one of the server's --files-root directories. A path that
+	// ends in / names a directory, as the kernel reads it: a file there, or a file an
+	// operation would make there, is 409 not_a_directory.
 	Path FilePath `form:"path" json:"path"`
 
 	// Cursor The next of the previous page; absent for the first.
@@ -1587,13 +1593,17 @@ type ListDirectoryParams struct {
 
 // StatFileParams defines parameters for StatFile.
 type StatFileParams struct {
-	// Path An absolute path beneath one of the server's --files-root directories.
+	// Path An absolute path beneath one of the server's --files-root directories. A path that
+	// ends in / names a directory, as the kernel reads it: a file there, or a file an
+	// operation would make there, is 409 not_a_directory.
 	Path FilePath `form:"path" json:"path"`
 }
 
 // WalkDirectoryParams defines parameters for WalkDirectory.
 type WalkDirectoryParams struct {
-	// Path An absolute path beneath one of the server's --files-root directories.
+	// Path An absolute path beneath one of the server's --files-root directories. A path that
+	// ends in / names a directory, as the kernel reads it: a file there, or a file an
+	// operation would make there, is 409 not_a_directory.
 	Path FilePath `form:"path" json:"path"`
 
 	// Cursor The next of the previous page; absent for the first.

@@ -167,6 +167,14 @@ func (t target) openWritten() (dir *os.File, name string, old rawStat, exists bo
 	if t.rel == "." {
 		return nil, "", rawStat{}, false, fail(ErrIsDirectory, t.abs)
 	}
+	if t.dir {
+		// resolve has refused a file there; a write would make one where
+		// the path names a directory.
+		if in, err := t.stat(); err == nil && in.Type == TypeDirectory {
+			return nil, "", rawStat{}, false, fail(ErrIsDirectory, t.abs)
+		}
+		return nil, "", rawStat{}, false, fail(ErrNotADirectory, t.abs+"/ names a directory")
+	}
 	rel := t.rel
 	for range maxWriteLinks + 1 {
 		if dir, name, err = t.root.openParentOf(rel); err != nil {
