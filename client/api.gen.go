@@ -2156,7 +2156,8 @@ type ClientInterface interface {
 	// session, its first state's capture included, runs confined by its sandbox (the request's,
 	// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 	// sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-	// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+	// unsupported_shell, and a shell.path that cannot be started 422 spawn_failed (field
+	// shell.path). A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
 	// is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 	// server's --max-sessions.
 	//
@@ -2176,7 +2177,8 @@ type ClientInterface interface {
 	// session, its first state's capture included, runs confined by its sandbox (the request's,
 	// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 	// sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-	// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+	// unsupported_shell, and a shell.path that cannot be started 422 spawn_failed (field
+	// shell.path). A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
 	// is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 	// server's --max-sessions.
 	//
@@ -2267,7 +2269,8 @@ type ClientInterface interface {
 	// 200 with the entry once ready (also when it already was). 502 capture_failed with the
 	// reason when this prewarm's own capture failed, or found no capture slot within the
 	// server's --capture-timeout; nothing is cached then, as the reference's prewarm does.
-	// 503 shutting_down when the server is shutting down or begins to while the prewarm
+	// A shell.path that cannot be started (none there, not executable) is 422 spawn_failed,
+	// field shell.path, before any capture. 503 shutting_down when the server is shutting down or begins to while the prewarm
 	// waits. With wait=false, 202 at once with the pending entry.
 	//
 	// Takes any type of body and a specified content type.
@@ -2280,7 +2283,8 @@ type ClientInterface interface {
 	// 200 with the entry once ready (also when it already was). 502 capture_failed with the
 	// reason when this prewarm's own capture failed, or found no capture slot within the
 	// server's --capture-timeout; nothing is cached then, as the reference's prewarm does.
-	// 503 shutting_down when the server is shutting down or begins to while the prewarm
+	// A shell.path that cannot be started (none there, not executable) is 422 spawn_failed,
+	// field shell.path, before any capture. 503 shutting_down when the server is shutting down or begins to while the prewarm
 	// waits. With wait=false, 202 at once with the pending entry.
 	//
 	// Takes a body of the `application/json` content type.
@@ -3027,7 +3031,8 @@ func (c *APIClient) ListSessions(ctx context.Context, reqEditors ...RequestEdito
 // session, its first state's capture included, runs confined by its sandbox (the request's,
 // else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 // sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+// unsupported_shell, and a shell.path that cannot be started 422 spawn_failed (field
+// shell.path). A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
 // is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 // server's --max-sessions.
 //
@@ -3057,7 +3062,8 @@ func (c *APIClient) CreateSessionWithBody(ctx context.Context, contentType strin
 // session, its first state's capture included, runs confined by its sandbox (the request's,
 // else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 // sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+// unsupported_shell, and a shell.path that cannot be started 422 spawn_failed (field
+// shell.path). A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
 // is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 // server's --max-sessions.
 //
@@ -3248,7 +3254,8 @@ func (c *APIClient) GetSnapshots(ctx context.Context, scopeId ScopeId, reqEditor
 // 200 with the entry once ready (also when it already was). 502 capture_failed with the
 // reason when this prewarm's own capture failed, or found no capture slot within the
 // server's --capture-timeout; nothing is cached then, as the reference's prewarm does.
-// 503 shutting_down when the server is shutting down or begins to while the prewarm
+// A shell.path that cannot be started (none there, not executable) is 422 spawn_failed,
+// field shell.path, before any capture. 503 shutting_down when the server is shutting down or begins to while the prewarm
 // waits. With wait=false, 202 at once with the pending entry.
 //
 // Takes any type of body and a specified content type.
@@ -3271,7 +3278,8 @@ func (c *APIClient) PrewarmSnapshotWithBody(ctx context.Context, scopeId ScopeId
 // 200 with the entry once ready (also when it already was). 502 capture_failed with the
 // reason when this prewarm's own capture failed, or found no capture slot within the
 // server's --capture-timeout; nothing is cached then, as the reference's prewarm does.
-// 503 shutting_down when the server is shutting down or begins to while the prewarm
+// A shell.path that cannot be started (none there, not executable) is 422 spawn_failed,
+// field shell.path, before any capture. 503 shutting_down when the server is shutting down or begins to while the prewarm
 // waits. With wait=false, 202 at once with the pending entry.
 //
 // Takes a body of the `application/json` content type.
@@ -5340,7 +5348,8 @@ type ClientWithResponsesInterface interface {
 	// session, its first state's capture included, runs confined by its sandbox (the request's,
 	// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 	// sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-	// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+	// unsupported_shell, and a shell.path that cannot be started 422 spawn_failed (field
+	// shell.path). A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
 	// is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 	// server's --max-sessions.
 	//
@@ -5360,7 +5369,8 @@ type ClientWithResponsesInterface interface {
 	// session, its first state's capture included, runs confined by its sandbox (the request's,
 	// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 	// sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-	// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+	// unsupported_shell, and a shell.path that cannot be started 422 spawn_failed (field
+	// shell.path). A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
 	// is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 	// server's --max-sessions.
 	//
@@ -5461,7 +5471,8 @@ type ClientWithResponsesInterface interface {
 	// 200 with the entry once ready (also when it already was). 502 capture_failed with the
 	// reason when this prewarm's own capture failed, or found no capture slot within the
 	// server's --capture-timeout; nothing is cached then, as the reference's prewarm does.
-	// 503 shutting_down when the server is shutting down or begins to while the prewarm
+	// A shell.path that cannot be started (none there, not executable) is 422 spawn_failed,
+	// field shell.path, before any capture. 503 shutting_down when the server is shutting down or begins to while the prewarm
 	// waits. With wait=false, 202 at once with the pending entry.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -5474,7 +5485,8 @@ type ClientWithResponsesInterface interface {
 	// 200 with the entry once ready (also when it already was). 502 capture_failed with the
 	// reason when this prewarm's own capture failed, or found no capture slot within the
 	// server's --capture-timeout; nothing is cached then, as the reference's prewarm does.
-	// 503 shutting_down when the server is shutting down or begins to while the prewarm
+	// A shell.path that cannot be started (none there, not executable) is 422 spawn_failed,
+	// field shell.path, before any capture. 503 shutting_down when the server is shutting down or begins to while the prewarm
 	// waits. With wait=false, 202 at once with the pending entry.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -8679,7 +8691,8 @@ func (c *ClientWithResponses) ListSessionsWithResponse(ctx context.Context, reqE
 // session, its first state's capture included, runs confined by its sandbox (the request's,
 // else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 // sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+// unsupported_shell, and a shell.path that cannot be started 422 spawn_failed (field
+// shell.path). A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
 // is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 // server's --max-sessions.
 //
@@ -8705,7 +8718,8 @@ func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Cont
 // session, its first state's capture included, runs confined by its sandbox (the request's,
 // else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 // sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+// unsupported_shell, and a shell.path that cannot be started 422 spawn_failed (field
+// shell.path). A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
 // is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 // server's --max-sessions.
 //
@@ -8866,7 +8880,8 @@ func (c *ClientWithResponses) GetSnapshotsWithResponse(ctx context.Context, scop
 // 200 with the entry once ready (also when it already was). 502 capture_failed with the
 // reason when this prewarm's own capture failed, or found no capture slot within the
 // server's --capture-timeout; nothing is cached then, as the reference's prewarm does.
-// 503 shutting_down when the server is shutting down or begins to while the prewarm
+// A shell.path that cannot be started (none there, not executable) is 422 spawn_failed,
+// field shell.path, before any capture. 503 shutting_down when the server is shutting down or begins to while the prewarm
 // waits. With wait=false, 202 at once with the pending entry.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -8885,7 +8900,8 @@ func (c *ClientWithResponses) PrewarmSnapshotWithBodyWithResponse(ctx context.Co
 // 200 with the entry once ready (also when it already was). 502 capture_failed with the
 // reason when this prewarm's own capture failed, or found no capture slot within the
 // server's --capture-timeout; nothing is cached then, as the reference's prewarm does.
-// 503 shutting_down when the server is shutting down or begins to while the prewarm
+// A shell.path that cannot be started (none there, not executable) is 422 spawn_failed,
+// field shell.path, before any capture. 503 shutting_down when the server is shutting down or begins to while the prewarm
 // waits. With wait=false, 202 at once with the pending entry.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).

@@ -67,6 +67,7 @@ func problemFor(err error) *problem {
 	var notRead *service.StdinNotReadError
 	var ue *sandbox.UnavailableError
 	var ce *shellsnap.CaptureError
+	var prog *service.ProgramError
 	switch {
 	case errors.As(err, &se):
 		return &problem{status: http.StatusBadRequest, code: InvalidRequest, field: se.Field, detail: se.Error(), cause: err}
@@ -79,6 +80,8 @@ func problemFor(err error) *problem {
 		return &problem{status: http.StatusBadRequest, code: InvalidRequest, field: pe.Field, detail: pe.Error(), cause: err}
 	case errors.Is(err, exec.ErrCwdNotFound):
 		return &problem{status: http.StatusUnprocessableEntity, code: CwdNotFound, field: "cwd", detail: "the working directory does not exist or is not a directory", cause: err}
+	case errors.As(err, &prog):
+		return &problem{status: http.StatusUnprocessableEntity, code: SpawnFailed, field: prog.Field, detail: "the shell could not be started: it was not found or is not executable", cause: err}
 	case errors.Is(err, exec.ErrSpawn):
 		return &problem{status: http.StatusUnprocessableEntity, code: SpawnFailed, field: "argv", detail: "the program could not be started: it was not found or is not executable", cause: err}
 	case errors.Is(err, shellsnap.ErrInvalidScope):
