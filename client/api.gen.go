@@ -1554,7 +1554,9 @@ type SessionId = string
 
 // ReadFileParams defines parameters for ReadFile.
 type ReadFileParams struct {
-	// Path An absolute path beneath one of the server's --files-root directories.
+	// Path An absolute path beneath one of the server's --files-root directories. A path that
+	// ends in / names a directory, as the kernel reads it: a file there, or a file an
+	// operation would make there, is 409 not_a_directory.
 	Path FilePath `form:"path" json:"path"`
 
 	// Range Byte ranges, as RFC 9110 says (bytes=0-1023).
@@ -1563,7 +1565,9 @@ type ReadFileParams struct {
 
 // WriteFileParams defines parameters for WriteFile.
 type WriteFileParams struct {
-	// Path An absolute path beneath one of the server's --files-root directories.
+	// Path An absolute path beneath one of the server's --files-root directories. A path that
+	// ends in / names a directory, as the kernel reads it: a file there, or a file an
+	// operation would make there, is 409 not_a_directory.
 	Path FilePath `form:"path" json:"path"`
 
 	// IfMatch The ETag the file must still have.
@@ -1575,7 +1579,9 @@ type WriteFileParams struct {
 
 // ListDirectoryParams defines parameters for ListDirectory.
 type ListDirectoryParams struct {
-	// Path An absolute path beneath one of the server's --files-root directories.
+	// Path An absolute path beneath one of the server's --files-root directories. A path that
+	// ends in / names a directory, as the kernel reads it: a file there, or a file an
+	// operation would make there, is 409 not_a_directory.
 	Path FilePath `form:"path" json:"path"`
 
 	// Cursor The next of the previous page; absent for the first.
@@ -1587,13 +1593,17 @@ type ListDirectoryParams struct {
 
 // StatFileParams defines parameters for StatFile.
 type StatFileParams struct {
-	// Path An absolute path beneath one of the server's --files-root directories.
+	// Path An absolute path beneath one of the server's --files-root directories. A path that
+	// ends in / names a directory, as the kernel reads it: a file there, or a file an
+	// operation would make there, is 409 not_a_directory.
 	Path FilePath `form:"path" json:"path"`
 }
 
 // WalkDirectoryParams defines parameters for WalkDirectory.
 type WalkDirectoryParams struct {
-	// Path An absolute path beneath one of the server's --files-root directories.
+	// Path An absolute path beneath one of the server's --files-root directories. A path that
+	// ends in / names a directory, as the kernel reads it: a file there, or a file an
+	// operation would make there, is 409 not_a_directory.
 	Path FilePath `form:"path" json:"path"`
 
 	// Cursor The next of the previous page; absent for the first.
@@ -1809,7 +1819,8 @@ type ClientInterface interface {
 	// over path: a reader sees the old file or the new one, never a part, and a failed,
 	// cut-short or oversized upload leaves the old file as it was. A body that ends before its
 	// Content-Length, or before a chunked body's last chunk, is 400 invalid_request (field
-	// body). The parent directory must exist. A symlink at path is followed within its root,
+	// body). The parent directory must exist; a FIFO, socket or device at path is never
+	// replaced (409 not_a_regular_file). A symlink at path is followed within its root,
 	// as a read follows it: the file it names is written (made, when there is none) and the
 	// link stays; one that leads outside is 403 outside_root. If-Match with an ETag from stat
 	// or read refuses (412 precondition_failed) to replace a file changed or removed since;
@@ -1828,7 +1839,8 @@ type ClientInterface interface {
 	// An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 	// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
 	// does. A directory is never replaced: one with entries is 409 destination_not_empty
-	// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
+	// (field to), an empty one 409 is_a_directory; a FIFO, socket or device is 409
+	// not_a_regular_file. A symlink at to is followed as by a write.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1840,7 +1852,8 @@ type ClientInterface interface {
 	// An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 	// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
 	// does. A directory is never replaced: one with entries is 409 destination_not_empty
-	// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
+	// (field to), an empty one 409 is_a_directory; a FIFO, socket or device is 409
+	// not_a_regular_file. A symlink at to is followed as by a write.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2143,7 +2156,8 @@ type ClientInterface interface {
 	// session, its first state's capture included, runs confined by its sandbox (the request's,
 	// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 	// sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-	// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+	// unsupported_shell, and a shell.path that cannot be started 422 spawn_failed (field
+	// shell.path). A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
 	// is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 	// server's --max-sessions.
 	//
@@ -2163,7 +2177,8 @@ type ClientInterface interface {
 	// session, its first state's capture included, runs confined by its sandbox (the request's,
 	// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 	// sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-	// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+	// unsupported_shell, and a shell.path that cannot be started 422 spawn_failed (field
+	// shell.path). A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
 	// is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 	// server's --max-sessions.
 	//
@@ -2254,7 +2269,8 @@ type ClientInterface interface {
 	// 200 with the entry once ready (also when it already was). 502 capture_failed with the
 	// reason when this prewarm's own capture failed, or found no capture slot within the
 	// server's --capture-timeout; nothing is cached then, as the reference's prewarm does.
-	// 503 shutting_down when the server is shutting down or begins to while the prewarm
+	// A shell.path that cannot be started (none there, not executable) is 422 spawn_failed,
+	// field shell.path, before any capture. 503 shutting_down when the server is shutting down or begins to while the prewarm
 	// waits. With wait=false, 202 at once with the pending entry.
 	//
 	// Takes any type of body and a specified content type.
@@ -2267,7 +2283,8 @@ type ClientInterface interface {
 	// 200 with the entry once ready (also when it already was). 502 capture_failed with the
 	// reason when this prewarm's own capture failed, or found no capture slot within the
 	// server's --capture-timeout; nothing is cached then, as the reference's prewarm does.
-	// 503 shutting_down when the server is shutting down or begins to while the prewarm
+	// A shell.path that cannot be started (none there, not executable) is 422 spawn_failed,
+	// field shell.path, before any capture. 503 shutting_down when the server is shutting down or begins to while the prewarm
 	// waits. With wait=false, 202 at once with the pending entry.
 	//
 	// Takes a body of the `application/json` content type.
@@ -2367,7 +2384,8 @@ func (c *APIClient) ReadFile(ctx context.Context, params *ReadFileParams, reqEdi
 // over path: a reader sees the old file or the new one, never a part, and a failed,
 // cut-short or oversized upload leaves the old file as it was. A body that ends before its
 // Content-Length, or before a chunked body's last chunk, is 400 invalid_request (field
-// body). The parent directory must exist. A symlink at path is followed within its root,
+// body). The parent directory must exist; a FIFO, socket or device at path is never
+// replaced (409 not_a_regular_file). A symlink at path is followed within its root,
 // as a read follows it: the file it names is written (made, when there is none) and the
 // link stays; one that leads outside is 403 outside_root. If-Match with an ETag from stat
 // or read refuses (412 precondition_failed) to replace a file changed or removed since;
@@ -2396,7 +2414,8 @@ func (c *APIClient) WriteFileWithBody(ctx context.Context, params *WriteFilePara
 // An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 // permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
 // does. A directory is never replaced: one with entries is 409 destination_not_empty
-// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
+// (field to), an empty one 409 is_a_directory; a FIFO, socket or device is 409
+// not_a_regular_file. A symlink at to is followed as by a write.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2418,7 +2437,8 @@ func (c *APIClient) CopyFileWithBody(ctx context.Context, contentType string, bo
 // An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 // permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
 // does. A directory is never replaced: one with entries is 409 destination_not_empty
-// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
+// (field to), an empty one 409 is_a_directory; a FIFO, socket or device is 409
+// not_a_regular_file. A symlink at to is followed as by a write.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3011,7 +3031,8 @@ func (c *APIClient) ListSessions(ctx context.Context, reqEditors ...RequestEdito
 // session, its first state's capture included, runs confined by its sandbox (the request's,
 // else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 // sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+// unsupported_shell, and a shell.path that cannot be started 422 spawn_failed (field
+// shell.path). A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
 // is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 // server's --max-sessions.
 //
@@ -3041,7 +3062,8 @@ func (c *APIClient) CreateSessionWithBody(ctx context.Context, contentType strin
 // session, its first state's capture included, runs confined by its sandbox (the request's,
 // else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 // sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+// unsupported_shell, and a shell.path that cannot be started 422 spawn_failed (field
+// shell.path). A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
 // is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 // server's --max-sessions.
 //
@@ -3232,7 +3254,8 @@ func (c *APIClient) GetSnapshots(ctx context.Context, scopeId ScopeId, reqEditor
 // 200 with the entry once ready (also when it already was). 502 capture_failed with the
 // reason when this prewarm's own capture failed, or found no capture slot within the
 // server's --capture-timeout; nothing is cached then, as the reference's prewarm does.
-// 503 shutting_down when the server is shutting down or begins to while the prewarm
+// A shell.path that cannot be started (none there, not executable) is 422 spawn_failed,
+// field shell.path, before any capture. 503 shutting_down when the server is shutting down or begins to while the prewarm
 // waits. With wait=false, 202 at once with the pending entry.
 //
 // Takes any type of body and a specified content type.
@@ -3255,7 +3278,8 @@ func (c *APIClient) PrewarmSnapshotWithBody(ctx context.Context, scopeId ScopeId
 // 200 with the entry once ready (also when it already was). 502 capture_failed with the
 // reason when this prewarm's own capture failed, or found no capture slot within the
 // server's --capture-timeout; nothing is cached then, as the reference's prewarm does.
-// 503 shutting_down when the server is shutting down or begins to while the prewarm
+// A shell.path that cannot be started (none there, not executable) is 422 spawn_failed,
+// field shell.path, before any capture. 503 shutting_down when the server is shutting down or begins to while the prewarm
 // waits. With wait=false, 202 at once with the pending entry.
 //
 // Takes a body of the `application/json` content type.
@@ -4959,7 +4983,8 @@ type ClientWithResponsesInterface interface {
 	// over path: a reader sees the old file or the new one, never a part, and a failed,
 	// cut-short or oversized upload leaves the old file as it was. A body that ends before its
 	// Content-Length, or before a chunked body's last chunk, is 400 invalid_request (field
-	// body). The parent directory must exist. A symlink at path is followed within its root,
+	// body). The parent directory must exist; a FIFO, socket or device at path is never
+	// replaced (409 not_a_regular_file). A symlink at path is followed within its root,
 	// as a read follows it: the file it names is written (made, when there is none) and the
 	// link stays; one that leads outside is 403 outside_root. If-Match with an ETag from stat
 	// or read refuses (412 precondition_failed) to replace a file changed or removed since;
@@ -4978,7 +5003,8 @@ type ClientWithResponsesInterface interface {
 	// An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 	// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
 	// does. A directory is never replaced: one with entries is 409 destination_not_empty
-	// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
+	// (field to), an empty one 409 is_a_directory; a FIFO, socket or device is 409
+	// not_a_regular_file. A symlink at to is followed as by a write.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4990,7 +5016,8 @@ type ClientWithResponsesInterface interface {
 	// An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 	// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
 	// does. A directory is never replaced: one with entries is 409 destination_not_empty
-	// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
+	// (field to), an empty one 409 is_a_directory; a FIFO, socket or device is 409
+	// not_a_regular_file. A symlink at to is followed as by a write.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5321,7 +5348,8 @@ type ClientWithResponsesInterface interface {
 	// session, its first state's capture included, runs confined by its sandbox (the request's,
 	// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 	// sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-	// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+	// unsupported_shell, and a shell.path that cannot be started 422 spawn_failed (field
+	// shell.path). A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
 	// is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 	// server's --max-sessions.
 	//
@@ -5341,7 +5369,8 @@ type ClientWithResponsesInterface interface {
 	// session, its first state's capture included, runs confined by its sandbox (the request's,
 	// else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 	// sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-	// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+	// unsupported_shell, and a shell.path that cannot be started 422 spawn_failed (field
+	// shell.path). A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
 	// is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 	// server's --max-sessions.
 	//
@@ -5442,7 +5471,8 @@ type ClientWithResponsesInterface interface {
 	// 200 with the entry once ready (also when it already was). 502 capture_failed with the
 	// reason when this prewarm's own capture failed, or found no capture slot within the
 	// server's --capture-timeout; nothing is cached then, as the reference's prewarm does.
-	// 503 shutting_down when the server is shutting down or begins to while the prewarm
+	// A shell.path that cannot be started (none there, not executable) is 422 spawn_failed,
+	// field shell.path, before any capture. 503 shutting_down when the server is shutting down or begins to while the prewarm
 	// waits. With wait=false, 202 at once with the pending entry.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -5455,7 +5485,8 @@ type ClientWithResponsesInterface interface {
 	// 200 with the entry once ready (also when it already was). 502 capture_failed with the
 	// reason when this prewarm's own capture failed, or found no capture slot within the
 	// server's --capture-timeout; nothing is cached then, as the reference's prewarm does.
-	// 503 shutting_down when the server is shutting down or begins to while the prewarm
+	// A shell.path that cannot be started (none there, not executable) is 422 spawn_failed,
+	// field shell.path, before any capture. 503 shutting_down when the server is shutting down or begins to while the prewarm
 	// waits. With wait=false, 202 at once with the pending entry.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -8109,7 +8140,8 @@ func (c *ClientWithResponses) ReadFileWithResponse(ctx context.Context, params *
 // over path: a reader sees the old file or the new one, never a part, and a failed,
 // cut-short or oversized upload leaves the old file as it was. A body that ends before its
 // Content-Length, or before a chunked body's last chunk, is 400 invalid_request (field
-// body). The parent directory must exist. A symlink at path is followed within its root,
+// body). The parent directory must exist; a FIFO, socket or device at path is never
+// replaced (409 not_a_regular_file). A symlink at path is followed within its root,
 // as a read follows it: the file it names is written (made, when there is none) and the
 // link stays; one that leads outside is 403 outside_root. If-Match with an ETag from stat
 // or read refuses (412 precondition_failed) to replace a file changed or removed since;
@@ -8134,7 +8166,8 @@ func (c *ClientWithResponses) WriteFileWithBodyWithResponse(ctx context.Context,
 // An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 // permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
 // does. A directory is never replaced: one with entries is 409 destination_not_empty
-// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
+// (field to), an empty one 409 is_a_directory; a FIFO, socket or device is 409
+// not_a_regular_file. A symlink at to is followed as by a write.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8152,7 +8185,8 @@ func (c *ClientWithResponses) CopyFileWithBodyWithResponse(ctx context.Context, 
 // An existing destination is replaced only with overwrite (else 409 exists), and keeps its
 // permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
 // does. A directory is never replaced: one with entries is 409 destination_not_empty
-// (field to), an empty one 409 is_a_directory. A symlink at to is followed as by a write.
+// (field to), an empty one 409 is_a_directory; a FIFO, socket or device is 409
+// not_a_regular_file. A symlink at to is followed as by a write.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8657,7 +8691,8 @@ func (c *ClientWithResponses) ListSessionsWithResponse(ctx context.Context, reqE
 // session, its first state's capture included, runs confined by its sandbox (the request's,
 // else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 // sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+// unsupported_shell, and a shell.path that cannot be started 422 spawn_failed (field
+// shell.path). A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
 // is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 // server's --max-sessions.
 //
@@ -8683,7 +8718,8 @@ func (c *ClientWithResponses) CreateSessionWithBodyWithResponse(ctx context.Cont
 // session, its first state's capture included, runs confined by its sandbox (the request's,
 // else --default-sandbox), and a fork keeps it; a sandbox the server cannot enforce is 422
 // sandbox_unavailable and no session is made. shell is bash or zsh: any other is 422
-// unsupported_shell. A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
+// unsupported_shell, and a shell.path that cannot be started 422 spawn_failed (field
+// shell.path). A shellSnapshot's scopeId is 1 to 256 bytes, as /exec's: an empty one
 // is 422 invalid_scope, and no session is made. 409 session_exists for an id in use, 429 too_many_sessions beyond the
 // server's --max-sessions.
 //
@@ -8844,7 +8880,8 @@ func (c *ClientWithResponses) GetSnapshotsWithResponse(ctx context.Context, scop
 // 200 with the entry once ready (also when it already was). 502 capture_failed with the
 // reason when this prewarm's own capture failed, or found no capture slot within the
 // server's --capture-timeout; nothing is cached then, as the reference's prewarm does.
-// 503 shutting_down when the server is shutting down or begins to while the prewarm
+// A shell.path that cannot be started (none there, not executable) is 422 spawn_failed,
+// field shell.path, before any capture. 503 shutting_down when the server is shutting down or begins to while the prewarm
 // waits. With wait=false, 202 at once with the pending entry.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -8863,7 +8900,8 @@ func (c *ClientWithResponses) PrewarmSnapshotWithBodyWithResponse(ctx context.Co
 // 200 with the entry once ready (also when it already was). 502 capture_failed with the
 // reason when this prewarm's own capture failed, or found no capture slot within the
 // server's --capture-timeout; nothing is cached then, as the reference's prewarm does.
-// 503 shutting_down when the server is shutting down or begins to while the prewarm
+// A shell.path that cannot be started (none there, not executable) is 422 spawn_failed,
+// field shell.path, before any capture. 503 shutting_down when the server is shutting down or begins to while the prewarm
 // waits. With wait=false, 202 at once with the pending entry.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).

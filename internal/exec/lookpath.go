@@ -44,6 +44,14 @@ func lookPath(spec Spec) (string, error) {
 	return "", fmt.Errorf("%w: %s: %w", ErrSpawn, name, exec.ErrNotFound)
 }
 
+// CheckProgram is nil when name can be started in dir with env (NAME=VALUE)
+// as a Spawn would find it, and an ErrSpawn otherwise: for a caller that
+// must tell a program that cannot start from a failure of what it runs.
+func CheckProgram(name, dir string, env []string) error {
+	_, err := lookPath(Spec{Argv: []string{name}, Dir: dir, Env: env})
+	return err
+}
+
 func executable(path string) error {
 	fi, err := os.Stat(path)
 	if err != nil {

@@ -115,9 +115,17 @@ type target struct {
 	root *root
 	rel  string // relative to the root, slash-separated; "." is the root
 	abs  string // the cleaned path as addressed
+	// dir is set when the path as addressed ends in "/": it names a
+	// directory, as the kernel resolves such a path, which the cleaning
+	// (abs, rel) has forgotten.
+	dir bool
 }
 
-// resolve finds the root of path, the innermost one when roots nest.
+// resolve finds the root of path, the innermost one when roots nest. A path
+// that ends in "/" names a directory: when its entry is anything else (a
+// file, or a symlink to one), it is ErrNotADirectory here, before any
+// operation acts on the entry the cleaned path names; when there is none,
+// the operation that would make one decides (target.dir).
 func (f *FS) resolve(path string) (target, error) {
 	switch {
 	case path == "":
@@ -143,6 +151,13 @@ func (f *FS) resolve(path string) (target, error) {
 	}
 	if best.root == nil {
 		return target{}, fail(ErrOutsideRoot, "no root contains "+abs)
+	}
+	if best.dir = strings.HasSuffix(path, "/") && best.rel != "."; best.dir {
+		// What cannot be described (none there, a link out) is the
+		// operation's to answer.
+		if fi, err := best.root.r.Stat(best.rel); err == nil && !fi.IsDir() {
+			return target{}, fail(ErrNotADirectory, abs+"/ names a directory")
+		}
 	}
 	return best, nil
 }

@@ -74,6 +74,13 @@ func (f *FS) Move(src, dst string, overwrite bool) error {
 	if to.rel == "." {
 		return fail(ErrExists, to.abs)
 	}
+	if from.dir || to.dir {
+		// Either path names a directory (resolve has refused a file at
+		// it): so must what is moved be, as rename(2) has it.
+		if fi, err := from.root.r.Lstat(from.rel); err == nil && !fi.IsDir() {
+			return fail(ErrNotADirectory, from.abs+" is not a directory, and a path ending in / names one")
+		}
+	}
 	fromDir, fromName, err := from.openParent()
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -61,12 +62,22 @@ func TestSpecialFilesNeverOpened(t *testing.T) {
 			{"Remove beneath", func() error { return fx.fs.Remove(p+"/x", true) }, ErrNotADirectory},
 			{"Move from beneath", func() error { return fx.fs.Move(p+"/x", fx.in("y"), false) }, ErrNotADirectory},
 			{"Move to beneath", func() error { return fx.fs.Move(fx.in("f"), p+"/x", false) }, ErrNotADirectory},
+			// A write wants a file where it writes: it does not replace a
+			// FIFO another program reads, nor the socket a server listens on.
+			{"Write onto", func() error {
+				_, err := fx.fs.Write(p, strings.NewReader("x"), WriteOptions{})
+				return err
+			}, ErrNotRegular},
+			{"Copy onto", func() error { _, err := fx.fs.Copy(fx.in("f"), p, WriteOptions{}); return err }, ErrNotRegular},
 		}
 		for _, op := range ops {
 			name := op.name + "(" + kind + ")"
 			wantErr(t, name, unblocking(t, name, fx.in("fifo"), op.call), op.want)
 			if n := opens(); n > 0 {
 				t.Errorf("%s opened the %s (%d times)", name, kind, n)
+			}
+			if st, err := os.Lstat(p); err != nil || st.Mode().IsRegular() {
+				t.Errorf("after %s the %s is %v (%v), want it as it was", name, kind, st, err)
 			}
 		}
 	}

@@ -37,7 +37,8 @@ type WriteOptions struct {
 // old file or the new one, never a part. When r fails or yields more than
 // MaxFileBytes, or ends before its own declared end (ErrCutShort), the old
 // file is left as it was and no temporary file remains. The parent directory
-// must exist. A symlink at path is followed beneath the root, as a read
+// must exist. An entry at path that is a FIFO, a socket or a device is not
+// replaced: ErrNotRegular. A symlink at path is followed beneath the root, as a read
 // follows it: the file it names is written (made, when there is none), and
 // the link stays. Write returns the new file's Info.
 func (f *FS) Write(path string, r io.Reader, o WriteOptions) (Info, error) {
@@ -165,6 +166,14 @@ const maxWriteLinks = 8
 func (t target) openWritten() (dir *os.File, name string, old rawStat, exists bool, err error) {
 	if t.rel == "." {
 		return nil, "", rawStat{}, false, fail(ErrIsDirectory, t.abs)
+	}
+	if t.dir {
+		// resolve has refused a file there; a write would make one where
+		// the path names a directory.
+		if in, err := t.stat(); err == nil && in.Type == TypeDirectory {
+			return nil, "", rawStat{}, false, fail(ErrIsDirectory, t.abs)
+		}
+		return nil, "", rawStat{}, false, fail(ErrNotADirectory, t.abs+"/ names a directory")
 	}
 	rel := t.rel
 	for range maxWriteLinks + 1 {
@@ -345,6 +354,11 @@ func (o WriteOptions) check(path string, old rawStat, exists bool) error {
 		return fail(ErrIsDirectory, path)
 	case exists && o.MustNotExist:
 		return fail(ErrExists, path)
+	case exists && old.mode&unix.S_IFMT != unix.S_IFREG:
+		// A FIFO, a socket or a device: a write wants a file where it
+		// writes, and replacing one would take it from the program that
+		// reads the FIFO or listens on the socket.
+		return fail(ErrNotRegular, path)
 	case o.IfMatch != "" && (!exists || infoOf(path, old).ETag != o.IfMatch):
 		return fail(ErrPreconditionFailed, path)
 	}

@@ -1552,7 +1552,9 @@ type SessionId = string
 
 // ListDirectoryParams defines parameters for ListDirectory.
 type ListDirectoryParams struct {
-	// Path An absolute path beneath one of the server's --files-root directories.
+	// Path An absolute path beneath one of the server's --files-root directories. A path that
+	// ends in / names a directory, as the kernel reads it: a file there, or a file an
+	// operation would make there, is 409 not_a_directory.
 	Path FilePath `form:"path" json:"path"`
 
 	// Cursor The next of the previous page; absent for the first.
@@ -1564,13 +1566,17 @@ type ListDirectoryParams struct {
 
 // StatFileParams defines parameters for StatFile.
 type StatFileParams struct {
-	// Path An absolute path beneath one of the server's --files-root directories.
+	// Path An absolute path beneath one of the server's --files-root directories. A path that
+	// ends in / names a directory, as the kernel reads it: a file there, or a file an
+	// operation would make there, is 409 not_a_directory.
 	Path FilePath `form:"path" json:"path"`
 }
 
 // WalkDirectoryParams defines parameters for WalkDirectory.
 type WalkDirectoryParams struct {
-	// Path An absolute path beneath one of the server's --files-root directories.
+	// Path An absolute path beneath one of the server's --files-root directories. A path that
+	// ends in / names a directory, as the kernel reads it: a file there, or a file an
+	// operation would make there, is 409 not_a_directory.
 	Path FilePath `form:"path" json:"path"`
 
 	// Cursor The next of the previous page; absent for the first.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -88,4 +89,33 @@ func (b *keepAliveAtEOF) Read(p []byte) (int, error) {
 		b.header.Del("Connection")
 	}
 	return n, err
+}
+
+// refuseEncodedBody refuses, before any of it is read, a body with a content
+// coding (415 on Content-Encoding; "identity" is none) and one whose
+// Content-Type is given twice (400). The server decodes no coding (RFC 9110,
+// 8.4.1: it answers 415 rather than take the coded bytes for the content), so
+// that a gzip upload's compressed bytes would otherwise become the file; and
+// two types are two readings of one body, as a JSON member named twice is.
+func refuseEncodedBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !hasBody(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		for _, v := range r.Header.Values("Content-Encoding") {
+			for c := range strings.SplitSeq(v, ",") {
+				if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+					writeProblem(w, r, &problem{status: http.StatusUnsupportedMediaType, code: UnsupportedMediaType, field: "Content-Encoding",
+						detail: "the server decodes no content coding: send the body as it is, without Content-Encoding"})
+					return
+				}
+			}
+		}
+		if len(r.Header.Values("Content-Type")) > 1 {
+			writeProblem(w, r, invalid("Content-Type", "Content-Type is given more than once: give it once"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -1,11 +1,18 @@
 package handlers
 
 import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/snapexec/snapexec/internal/files"
 )
 
 // TestMalformedRequests sends requests a careless or hostile client might,
@@ -135,5 +142,99 @@ func TestMalformedRequests(t *testing.T) {
 	rec = httptest.NewRecorder()
 	if h.ServeHTTP(rec, req); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"detail":"the number is out of range"`) || !strings.Contains(rec.Body.String(), `"field":"timeoutMs"`) {
 		t.Errorf("timeoutMs 1e400 = %d %s, want 400 for timeoutMs saying the number is out of range", rec.Code, rec.Body)
+	}
+}
+
+// TestJSONBodyCutShort: a JSON body whose client half-closes before its
+// declared end (a Content-Length not reached, a chunked body without its last
+// chunk) is 400 on the field body saying so, as an upload's is, and runs
+// nothing: not "does not match the contract", which sends a client looking
+// for a mistake in a request it sent right.
+func TestJSONBodyCutShort(t *testing.T) {
+	f := &fakeService{}
+	srv := serveRouter(t, newTestRouter(t, f, io.Discard), nil)
+	body := `{"argv":["true"]}`
+	tests := []struct{ name, header, body string }{
+		{"Content-Length not reached", "Content-Length: 100", body},
+		{"Content-Length not reached inside a value", "Content-Length: 100", body[:9]},
+		{"chunked, no last chunk", "Transfer-Encoding: chunked", fmt.Sprintf("%x\r\n%s\r\n", len(body), body)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, br := rawRequest(t, srv, "POST /exec HTTP/1.1\nHost: 127.0.0.1\nContent-Type: application/json\n"+tt.header+"\n", tt.body)
+			if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			resp, answer := readAnswer(t, c, br)
+			var p Problem
+			_ = json.Unmarshal([]byte(answer), &p)
+			if resp.StatusCode != http.StatusBadRequest || p.Code != InvalidRequest || deref(p.Field) != "body" ||
+				!strings.Contains(deref(p.Detail), "ended before its declared end") {
+				t.Errorf("answer %d %s, want 400 invalid_request for the field body, saying it ended before its declared end", resp.StatusCode, answer)
+			}
+		})
+	}
+	if calls := f.called(); len(calls) != 0 {
+		t.Errorf("service calls %v, want none", calls)
+	}
+}
+
+// TestEncodedBodies: a body with a content coding (Content-Encoding: gzip) is
+// 415 on Content-Encoding before it is read, and nothing is run or written:
+// the server decodes none, so an upload's compressed bytes would otherwise
+// become the file, and a compressed command would be read as what it is
+// not. identity is no coding. A Content-Type given twice is two readings of
+// one body, and 400.
+func TestEncodedBodies(t *testing.T) {
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write([]byte(`{"argv":["true"]}`))
+	_ = zw.Close()
+	var written []string
+	fs := &fakeFiles{WriteFn: func(p string, r io.Reader, _ files.WriteOptions) (files.Info, error) {
+		b, _ := io.ReadAll(r)
+		written = append(written, fmt.Sprintf("%s %q", p, b))
+		return fileInfoFixture, nil
+	}}
+	f := okExecutor()
+	execs := newTestRouter(t, f, io.Discard)
+	uploads := filesRouter(t, fs)
+	tests := []struct {
+		name, method, target, body string
+		h                          http.Handler
+		header                     http.Header
+		status                     int
+		field                      string
+	}{
+		{"gzip command", "POST", "/exec", gz.String(), execs, http.Header{"Content-Type": {"application/json"}, "Content-Encoding": {"gzip"}}, 415, "Content-Encoding"},
+		{"gzip upload", "PUT", "/files/content?path=/r/f", gz.String(), uploads, http.Header{"Content-Encoding": {"gzip"}}, 415, "Content-Encoding"},
+		{"two codings", "PUT", "/files/content?path=/r/f", "x", uploads, http.Header{"Content-Encoding": {"identity", "br"}}, 415, "Content-Encoding"},
+		{"Content-Type twice", "POST", "/exec", `{"argv":["true"]}`, execs, http.Header{"Content-Type": {"application/json", "text/plain"}}, 400, "Content-Type"},
+		{"identity command", "POST", "/exec", `{"argv":["true"]}`, execs, http.Header{"Content-Type": {"application/json"}, "Content-Encoding": {"identity"}}, 200, ""},
+		{"identity upload", "PUT", "/files/content?path=/r/f", "abc", uploads, http.Header{"Content-Encoding": {"Identity"}}, 200, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := localRequest(tt.method, tt.target, strings.NewReader(tt.body))
+			for k, v := range tt.header {
+				req.Header[k] = v
+			}
+			rec := httptest.NewRecorder()
+			tt.h.ServeHTTP(rec, req)
+			if rec.Code != tt.status {
+				t.Fatalf("%s %s = %d %s, want %d", tt.method, tt.target, rec.Code, rec.Body, tt.status)
+			}
+			if tt.field != "" {
+				if p := decodeProblem(t, rec); deref(p.Field) != tt.field {
+					t.Errorf("field = %q, want %q", deref(p.Field), tt.field)
+				}
+			}
+		})
+	}
+	if want := []string{`/r/f "abc"`}; strings.Join(written, "\n") != strings.Join(want, "\n") {
+		t.Errorf("written %q, want %q: the encoded uploads refused", written, want)
+	}
+	if calls := f.called(); len(calls) != 1 {
+		t.Errorf("service calls %v, want the identity command's alone", calls)
 	}
 }

@@ -127,7 +127,10 @@ func refuseDotSegmentIDs(next http.Handler) http.Handler {
 // refuseUnknownQuery answers 400 for a query parameter that contract does
 // not list for the operation chi matched: a parameter misspelled
 // (afterseq) would be ignored, and the client answered as if it had not
-// asked. It names the parameter, never its value.
+// asked. And for one given more than once (no parameter of the contract
+// is a list): two readings of one request, as a JSON member named twice
+// is, where a proxy that checked the last path would let the first be
+// written. It names the parameter, never its value.
 func refuseUnknownQuery(contract *openapi3.T) func(http.Handler) http.Handler {
 	known := map[string]map[string]bool{} // "GET /route/{template}" → its query parameters
 	for path, item := range contract.Paths.Map() {
@@ -144,9 +147,14 @@ func refuseUnknownQuery(contract *openapi3.T) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if names, ok := known[r.Method+" "+routeOf(r)]; ok {
-				for _, name := range slices.Sorted(maps.Keys(r.URL.Query())) {
-					if !names[name] {
+				query := r.URL.Query()
+				for _, name := range slices.Sorted(maps.Keys(query)) {
+					switch {
+					case !names[name]:
 						writeProblem(w, r, invalidf(name, "the operation takes no query parameter %s", short(name)))
+						return
+					case len(query[name]) > 1:
+						writeProblem(w, r, invalidf(name, "the query parameter %s is given more than once: give it once", short(name)))
 						return
 					}
 				}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -66,6 +67,7 @@ func problemFor(err error) *problem {
 	var notRead *service.StdinNotReadError
 	var ue *sandbox.UnavailableError
 	var ce *shellsnap.CaptureError
+	var prog *service.ProgramError
 	switch {
 	case errors.As(err, &se):
 		return &problem{status: http.StatusBadRequest, code: InvalidRequest, field: se.Field, detail: se.Error(), cause: err}
@@ -78,6 +80,8 @@ func problemFor(err error) *problem {
 		return &problem{status: http.StatusBadRequest, code: InvalidRequest, field: pe.Field, detail: pe.Error(), cause: err}
 	case errors.Is(err, exec.ErrCwdNotFound):
 		return &problem{status: http.StatusUnprocessableEntity, code: CwdNotFound, field: "cwd", detail: "the working directory does not exist or is not a directory", cause: err}
+	case errors.As(err, &prog):
+		return &problem{status: http.StatusUnprocessableEntity, code: SpawnFailed, field: prog.Field, detail: "the shell could not be started: it was not found or is not executable", cause: err}
 	case errors.Is(err, exec.ErrSpawn):
 		return &problem{status: http.StatusUnprocessableEntity, code: SpawnFailed, field: "argv", detail: "the program could not be started: it was not found or is not executable", cause: err}
 	case errors.Is(err, shellsnap.ErrInvalidScope):
@@ -221,6 +225,14 @@ func parameterError(w http.ResponseWriter, r *http.Request, err error) {
 func validationError(w http.ResponseWriter, r *http.Request, err error) {
 	if p := bodyReadProblem(err); p != nil {
 		writeProblem(w, r, p)
+		return
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		// The validator's read of the body: the client went away before
+		// its Content-Length, or before a chunked body's last chunk. (A
+		// JSON value that ends early is decodeJSONBody's own problem.)
+		writeProblem(w, r, &problem{status: http.StatusBadRequest, code: InvalidRequest, field: "body", cause: err,
+			detail: "the request body ended before its declared end (Content-Length, or a chunked body's last chunk); nothing was done"})
 		return
 	}
 	var decoded *problem // from decodeJSONBody

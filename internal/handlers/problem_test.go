@@ -62,6 +62,7 @@ func TestProblemResponses(t *testing.T) {
 		{"unknown path", okExecutor(), "GET", "/nope", "", ``, 404, "not_found", ""},
 		{"wrong method", okExecutor(), "GET", "/exec", "", ``, 405, "method_not_allowed", ""},
 		{"spawn failed", spawnErr, "POST", "/exec", "application/json", `{"argv":["nope"]}`, 422, "spawn_failed", "argv"},
+		{"shell cannot start", failWith(&service.ProgramError{Field: "shell.path", Err: fmt.Errorf("%w: /nope", exec.ErrSpawn)}), "POST", "/exec", "application/json", `{"argv":["true"]}`, 422, "spawn_failed", "shell.path"},
 		{"cwd not found", cwdErr, "POST", "/exec", "application/json", `{"argv":["true"],"cwd":"/x"}`, 422, "cwd_not_found", "cwd"},
 		{"internal error", internalErr, "POST", "/exec", "application/json", `{"argv":["true"]}`, 500, "internal", ""},
 		{"stdin closed", failWith(fmt.Errorf("%w: broken pipe", exec.ErrStdinClosed)), "POST", "/exec", "application/json", `{"argv":["true"]}`, 409, "stdin_closed", ""},

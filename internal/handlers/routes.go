@@ -72,7 +72,7 @@ func NewRouter(s *Server, logger zerolog.Logger, opts RouterOptions) (http.Handl
 	r := chi.NewRouter()
 	r.Use(withRequestID(logger), accessLog(&s.http), routeLabel, recoverer, boundBody(opts.BodyTimeout))
 	r.Use(opts.Security.middlewares()...)
-	r.Use(withEventStream)
+	r.Use(refuseEncodedBody, withEventStream)
 	// The contract validator runs per operation, after chi has matched the
 	// route, so that 404 and 405 stay chi's and every log line has its route.
 	validate := validator.OapiRequestValidatorWithOptions(contract, &validator.Options{

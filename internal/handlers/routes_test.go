@@ -126,6 +126,28 @@ func TestUnknownQueryParameters(t *testing.T) {
 			status: http.StatusBadRequest, want: `{"code":"invalid_request","field":"` + tt.field + `","detail":"the operation takes no query parameter ` + tt.field + `"}`,
 		})
 	}
+	// A parameter given twice is two readings of one request (a proxy that
+	// checked one path, a server that wrote the other): refused on its name
+	// on every route, before anything is read or written. The generated
+	// wrapper's binding refuses it first on the routes it serves; the
+	// routes served by hand say why.
+	for _, tt := range []struct{ method, target, body, field string }{
+		{"GET", "/files/content?path=/r/f&path=/etc/passwd", "", "path"},
+		{"PUT", "/files/content?path=/r/f&path=/r/g", "x", "path"},
+		{"GET", "/files/stat?path=/r/f&path=/r/g", "", "path"},
+		{"GET", "/processes/p-1/output?afterSeq=1&afterSeq=2", "", "afterSeq"},
+		{"GET", "/processes/p-1/output?waitMs=0&waitMs=0", "", "waitMs"},
+		{"GET", "/processes/p-1/attach?seqs=true&seqs=false", "", "seqs"},
+	} {
+		want := `{"code":"invalid_request","field":"` + tt.field + `"}`
+		if strings.HasPrefix(tt.target, "/files/content") {
+			want = `{"code":"invalid_request","field":"` + tt.field + `","detail":"the query parameter ` + tt.field + ` is given more than once: give it once"}`
+		}
+		tests = append(tests, handlerCase{
+			name: tt.method + " " + tt.target, method: tt.method, target: tt.target, body: tt.body, svc: none,
+			status: http.StatusBadRequest, want: want,
+		})
+	}
 	// The parameters it lists pass.
 	read := func() *fakeService {
 		return &fakeService{ReadFn: func(context.Context, string, service.ReadInput) (exec.ReadResult, error) {

@@ -27,6 +27,20 @@ func (e *StdinNotReadError) Error() string {
 	return fmt.Sprintf("the process did not read its stdin for %s: %d bytes of this write went in", e.Bound, e.Written)
 }
 
+// ProgramError means a program the request named in Field (shell.path) cannot
+// be started: it is the request's fault, as a missing /exec program is, not
+// the failure of what the program would have done. It wraps the
+// exec.ErrSpawn.
+type ProgramError struct {
+	Field string
+	Err   error
+}
+
+func (e *ProgramError) Error() string { return e.Field + ": " + e.Err.Error() }
+
+// Unwrap returns the exec.ErrSpawn.
+func (e *ProgramError) Unwrap() error { return e.Err }
+
 // ErrTimedOutWaiting means a command's timeout ran out while it waited for
 // its shell snapshot capture, so that it never started.
 var ErrTimedOutWaiting = errors.New("the request's timeout ran out while its command waited for the shell snapshot capture")

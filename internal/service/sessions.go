@@ -144,6 +144,10 @@ func (s *Service) CreateSession(ctx context.Context, in SessionInput) (session.I
 		return session.Info{}, err
 	}
 	out, err := s.runSession(ctx, lease, SessionExecInput{Script: ":"}, false)
+	if errors.Is(err, exec.ErrSpawn) {
+		// The request's shell.path, which it has no argv to name.
+		err = &ProgramError{Field: "shell.path", Err: err}
+	}
 	if err != nil {
 		return session.Info{}, err
 	}

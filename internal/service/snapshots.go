@@ -48,6 +48,10 @@ func (s *Service) Prewarm(ctx context.Context, in PrewarmInput) (shellsnap.Entry
 	if err := exec.CheckDir(orZero(in.Cwd)); err != nil {
 		return shellsnap.EntryInfo{}, err
 	}
+	// So is a shell that cannot start (a capture failure, 502, otherwise).
+	if err := exec.CheckProgram(in.Shell.Path, orZero(in.Cwd), envpolicy.List(s.childEnv(in.Env, in.EnvPolicy))); err != nil {
+		return shellsnap.EntryInfo{}, &ProgramError{Field: "shell.path", Err: err}
+	}
 	return s.prewarm(ctx, in)
 }
 

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -148,5 +149,35 @@ func TestLoginTerminalOpensWhenItsCaptureFails(t *testing.T) {
 	}
 	if _, err := s.Terminate(p.ID); err != nil {
 		t.Errorf("Terminate(terminal) = %v", err)
+	}
+}
+
+// TestShellThatCannotStart: a prewarm or a session whose shell.path cannot be
+// started (none there, not executable) is the request's fault, as /exec's
+// missing program is: a *ProgramError on shell.path that is exec.ErrSpawn
+// (422 spawn_failed), not a capture failure (502), and no entry is made.
+func TestShellThatCannotStart(t *testing.T) {
+	s := newRealService(t, exec.Options{}, Options{})
+	notExecutable := t.TempDir() + "/bash"
+	if err := os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{t.TempDir() + "/nope", notExecutable, "no-such-shell"} {
+		sh := shellsnap.Shell{Name: "bash", Path: path}
+		for _, wait := range []bool{true, false} {
+			_, err := s.Prewarm(context.Background(), PrewarmInput{ScopeID: "shell", Shell: sh, Wait: wait, Env: map[string]string{"PATH": "/nonexistent"}})
+			var pe *ProgramError
+			if !errors.As(err, &pe) || pe.Field != "shell.path" || !errors.Is(err, exec.ErrSpawn) {
+				t.Errorf("Prewarm(%s, wait %v) = %v, want a ProgramError on shell.path that is ErrSpawn", path, wait, err)
+			}
+		}
+		_, err := s.CreateSession(context.Background(), SessionInput{Shell: sh, Env: map[string]string{"PATH": "/nonexistent"}})
+		var pe *ProgramError
+		if !errors.As(err, &pe) || pe.Field != "shell.path" || !errors.Is(err, exec.ErrSpawn) {
+			t.Errorf("CreateSession(%s) = %v, want a ProgramError on shell.path that is ErrSpawn", path, err)
+		}
+	}
+	if e := s.Snapshots(); len(e) != 0 {
+		t.Errorf("entries after the refusals = %+v, want none", e)
 	}
 }
