@@ -3,6 +3,7 @@ package shellsnap
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -42,11 +43,20 @@ type restoreFiles struct {
 	timers map[*time.Timer]bool
 }
 
-// directory creates the directory on first use.
+// errRestoreFilesClosed is a write's error once the files are closed.
+var errRestoreFilesClosed = errors.New("the shell snapshot cache is closed")
+
+// directory creates the directory on first use; once the files are
+// closed, it is an error.
 func (f *restoreFiles) directory() (string, error) {
 	f.once.Do(func() {
 		f.dir, f.err = os.MkdirTemp(f.in.Files, "snapexec-restore-")
 	})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return "", errRestoreFilesClosed
+	}
 	return f.dir, f.err
 }
 
@@ -195,7 +205,10 @@ func (f *restoreFiles) close() {
 	}
 	f.timers = nil
 	f.mu.Unlock()
-	f.once.Do(func() {}) // a directory made from now on is not ours to remove
+	// Once closed, a write fails: a directory made from now on would not
+	// be ours to remove, and one never made must not turn a path into a
+	// file name of the working directory.
+	f.once.Do(func() { f.err = errRestoreFilesClosed })
 	f.scratchOnce.Do(func() {})
 	for _, dir := range []string{f.dir, f.scratch} {
 		if dir != "" {
