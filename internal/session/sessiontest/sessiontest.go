@@ -27,7 +27,8 @@ const probeNames = "V1 V2 V3 N1 arr m S1 LIBV R1 OLDPWD PATH IFS"
 // on how the command was run (no $0, line numbers or PIDs).
 const probe = `pwd; dirs -p
 for __v in ` + probeNames + `; do declare -p "$__v" 2>/dev/null || echo "$__v unset"; done
-for __v in V1 V2 V3 LIBV; do if __x=$(printenv "$__v"); then printf '%s in env: %q\n' "$__v" "$__x"; else echo "$__v not in env"; fi; done; unset __v __x
+declare -A __env=(); while IFS= read -r -d '' __x; do __env[${__x%%=*}]=${__x#*=}; done < <(env -0)
+for __v in V1 V2 V3 LIBV; do if [[ -v __env[$__v] ]]; then printf '%s in env: %q\n' "$__v" "${__env[$__v]}"; else echo "$__v not in env"; fi; done; unset __v __x __env
 declare -f; declare -F; alias; set -o; shopt -p; umask; trap -p`
 
 // mark separates the probe's output from the command's.
