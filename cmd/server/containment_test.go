@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -230,6 +231,13 @@ func TestKilledServerLeavesNothing(t *testing.T) {
 	if code, got, _ := s.post(t, "/exec", map[string]any{"argv": []string{"sh", "-c", "setsid sleep " + marker(3) + " & echo left"}}); code != 200 || got["stdout"] != "left\n" {
 		t.Fatalf("/exec leaving an escaped process = %d %v", code, got)
 	}
+	// A snapshot's state in the server's private directories, which the
+	// keeper must remove too: it holds the profile's values.
+	kept := t.TempDir()
+	writeTestFile(t, filepath.Join(kept, ".bashrc"), "export KEPT_TOKEN=secret-"+marker(5)+"\n")
+	if code, got, _ := s.post(t, "/exec", snapshotBody(kept, "echo $KEPT_TOKEN", "kept", "bash", "/bin/bash")); code != 200 || got["stdout"] != "secret-"+marker(5)+"\n" {
+		t.Fatalf("/exec with a snapshot = %d %v", code, got)
+	}
 	home := t.TempDir()
 	writeTestFile(t, filepath.Join(home, ".bashrc"), "sleep "+marker(4)+"\n")
 	go func() {
@@ -249,6 +257,10 @@ func TestKilledServerLeavesNothing(t *testing.T) {
 
 	tree := descendantsOf(s.cmd.Process.Pid)
 	s.tree = tree
+	private := keeperDirs(t, tree)
+	if !containsText(private, "secret-"+marker(5)) {
+		t.Fatalf("the server's private directories %v hold no snapshot state", private)
+	}
 	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -275,6 +287,48 @@ func TestKilledServerLeavesNothing(t *testing.T) {
 		t.Errorf("the last of the server's %d processes ended %v after kill -9, beyond issue 14's bound of 2 s", len(tree), took)
 	}
 	t.Logf("the last of the server's %d processes ended %v after kill -9", len(tree), took)
+	waitFor(t, "the keeper to remove the server's private directories "+strings.Join(private, ", "), func() bool {
+		for _, dir := range private {
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// keeperDirs returns the directories the keeper among tree (pid to command
+// line) was started to remove: its arguments.
+func keeperDirs(t *testing.T, tree map[int]string) []string {
+	t.Helper()
+	for pid := range tree {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		args := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+		if err == nil && args[0] == "snapexec-keeper" {
+			if len(args) < 2 {
+				t.Fatalf("the keeper %d has no directories to remove: %q", pid, args)
+			}
+			return args[1:]
+		}
+	}
+	t.Fatalf("no keeper among the server's processes %v", tree)
+	return nil
+}
+
+// containsText reports whether a file below one of dirs contains text.
+func containsText(dirs []string, text string) bool {
+	found := false
+	for _, dir := range dirs {
+		_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				if b, err := os.ReadFile(path); err == nil && strings.Contains(string(b), text) {
+					found = true
+				}
+			}
+			return nil
+		})
+	}
+	return found
 }
 
 // escapedCount is /stats' count of escaped processes.

@@ -39,8 +39,9 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 	env := envpolicy.FromList(environ)
 	getenv := func(name string) string { return env[name] }
 	if getenv(exec.KeeperEnv) != "" {
-		// This binary, re-run by a server as its keeper (exec.StartKeeper).
-		return exec.RunKeeper(stdin)
+		// This binary, re-run by a server as its keeper (exec.StartKeeper),
+		// with the directories to remove as its arguments.
+		return exec.RunKeeper(stdin, args[1:])
 	}
 	cfg, err := parseConfig(args, getenv, stderr)
 	if err != nil {
@@ -56,9 +57,19 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 	if err != nil {
 		return err
 	}
+	// The shell state that commands run (restore files, sessions' files)
+	// lives in directories of the server's own, which no sandboxed command
+	// may write: removed once the snapshots and sessions are closed, or by
+	// the keeper if the server dies first.
+	private, err := shellsnap.NewPrivateDirs()
+	if err != nil {
+		return fmt.Errorf("the server's private directories: %w", err)
+	}
+	defer private.Remove()
 	// The keeper kills what the server started if the server dies without
-	// ending it (SIGKILL, a crash); closed last, once everything has ended.
-	keeper := startKeeper(logger)
+	// ending it (SIGKILL, a crash), and removes the private directories;
+	// closed last, once everything has ended.
+	keeper := startKeeper(logger, private.List())
 	defer func() {
 		if err := keeper.Close(); err != nil {
 			logger.Warn().Err(err).Msg("the keeper did not stop")
@@ -79,15 +90,6 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 			logger.Warn().Err(err).Msg("telemetry did not flush")
 		}
 	}()
-
-	// The shell state that commands run (restore files, sessions' files)
-	// lives in directories of the server's own, which no sandboxed command
-	// may write: removed once the snapshots and sessions are closed.
-	private, err := shellsnap.NewPrivateDirs()
-	if err != nil {
-		return fmt.Errorf("the server's private directories: %w", err)
-	}
-	defer private.Remove()
 
 	// The namespaces the sandbox keeps ready are released last, once every
 	// process has ended.
@@ -198,12 +200,12 @@ func drain(svc *service.Service, reaper *exec.Reaper, httpServer *http.Server, g
 	return nil
 }
 
-// startKeeper starts the keeper, or logs why there is none (a nil Keeper
-// does nothing).
-func startKeeper(logger zerolog.Logger) *exec.Keeper {
+// startKeeper starts the keeper, which removes the directories private
+// after the server, or logs why there is none (a nil Keeper does nothing).
+func startKeeper(logger zerolog.Logger, private []string) *exec.Keeper {
 	keeper, err := exec.StartKeeper(func(err error) {
 		logger.Error().Err(err).Msg("the keeper is gone: processes may outlive a crash of the server")
-	})
+	}, private)
 	if err != nil {
 		logger.Warn().Err(err).Msg("cannot start the keeper: processes may outlive a crash of the server")
 	}

@@ -29,14 +29,14 @@ var testReaper *Reaper
 func TestMain(m *testing.M) {
 	if os.Getenv(KeeperEnv) != "" {
 		// StartKeeper re-runs this binary as its keeper.
-		_ = RunKeeper(os.Stdin)
+		_ = RunKeeper(os.Stdin, os.Args[1:])
 		os.Exit(0)
 	}
 	if mode := os.Getenv(helperVar); mode != "" {
 		os.Exit(helperMain(mode, os.Args[1:]))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	keeper, err := StartKeeper(nil)
+	keeper, err := StartKeeper(nil, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "keeper:", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -26,7 +27,12 @@ const (
 	recordGroupEnded  = 'G' // it has ended: its id may be anyone's now
 	recordEscape      = 'e' // a process that left its group, adopted by the server
 	recordEscapeEnded = 'E' // it is about to be reaped: its pid may be anyone's now
+	recordClose       = 'c' // the server closes the pipe itself (Close): it lives
 )
+
+// keeperParentWait bounds how long the keeper waits, after the pipe closed
+// without a recordClose, for the server's exit to finish (waitParentGone).
+const keeperParentWait = 2 * time.Second
 
 // keeperCloseWait bounds how long Close waits for the keeper to exit.
 const keeperCloseWait = 5 * time.Second
@@ -38,7 +44,9 @@ const keeperCloseWait = 5 * time.Second
 // adopts and reaps, one buffered pipe write each, never a round trip. When
 // the pipe closes, because the server exited, was killed with SIGKILL or
 // crashed, the keeper kills with SIGKILL everything it was told of and did
-// not hear end, and every descendant of those, and exits.
+// not hear end, and every descendant of those, then removes the directories
+// it was started with (the server's private ones, which hold its shells'
+// state: a server that was killed cannot remove them), and exits.
 //
 // What it cannot know: a group whose spawn had not been reported when the
 // server died (the microseconds between the child's exec and the report),
@@ -57,8 +65,16 @@ type Keeper struct {
 // no other file (not one the server inherited: descriptors.go), in / and in
 // a session of its own, so that a signal to the server's process group or
 // terminal does not reach it. onLost, when set, is called once if the keeper
-// goes away before Close.
-func StartKeeper(onLost func(error)) (*Keeper, error) {
+// goes away before Close. remove are absolute paths of directories the
+// keeper removes, with everything in them, once the pipe has closed and the
+// processes have ended; a server that removed them itself first loses
+// nothing.
+func StartKeeper(onLost func(error), remove []string) (*Keeper, error) {
+	for _, dir := range remove {
+		if !filepath.IsAbs(dir) || filepath.Clean(dir) == "/" {
+			return nil, fmt.Errorf("the keeper removes absolute directories only, not %q", dir)
+		}
+	}
 	if err := takeInheritedDescriptors(); err != nil {
 		return nil, fmt.Errorf("inherited descriptors: %w", err)
 	}
@@ -72,7 +88,7 @@ func StartKeeper(onLost func(error)) (*Keeper, error) {
 	}
 	cmd := &exec.Cmd{
 		Path: self,
-		Args: []string{"snapexec-keeper"},
+		Args: append([]string{"snapexec-keeper"}, remove...),
 		// GORACE: a race-built binary (tests) would otherwise sleep a second
 		// at exit, which Close waits for; other builds ignore it.
 		Env:         []string{KeeperEnv + "=1", "GORACE=atexit_sleep_ms=0"},
@@ -106,6 +122,7 @@ func (k *Keeper) Close() error {
 	}
 	k.mu.Lock()
 	if k.w != nil {
+		_, _ = k.w.Write([]byte{recordClose, 0, 0, 0, 0})
 		_ = k.w.Close()
 		k.w = nil
 	}
@@ -153,17 +170,46 @@ func (k *Keeper) send(kind byte, pid int) {
 const keeperPace = 10 * time.Millisecond
 
 // RunKeeper is the keeper's main: it reads records from in (the pipe) until
-// it closes, then kills what it knows of (endAll). It ignores the signals
-// that would end it early: it lives as long as the pipe.
-func RunKeeper(in io.Reader) error {
+// it closes, then kills what it knows of (endAll) and removes the
+// directories remove (its arguments, as StartKeeper gave them). It ignores
+// the signals that would end it early: it lives as long as the pipe.
+func RunKeeper(in io.Reader, remove []string) error {
 	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT, syscall.SIGPIPE)
-	endAll(readRecords(in))
-	return nil
+	server := os.Getppid()
+	groups, escaped, closed := readRecords(in)
+	if !closed {
+		waitParentGone(server, keeperParentWait)
+	}
+	endAll(groups, escaped)
+	var errs []error
+	for _, dir := range remove {
+		if filepath.IsAbs(dir) && filepath.Clean(dir) != "/" {
+			errs = append(errs, os.RemoveAll(dir))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// waitParentGone waits, at most bound, until the keeper's parent is no
+// longer server: the pipe closes when a dying server's files are released,
+// before the kernel has reparented its children and checked their process
+// groups for orphans. A group orphaned then with a member stopped gets SIGHUP
+// and SIGCONT, so a group the keeper had already stopped (endAll) would die
+// of that SIGHUP while the keeper reads the process table, and a process that
+// left it (setsid), its parent gone, would no longer be found below it and
+// would outlive the server (seen in TestKilledServerLeavesNothing). Once the
+// keeper itself has a new parent, the kernel is reparenting under the
+// tasklist lock, which the keeper's first kill of a group waits for.
+func waitParentGone(server int, bound time.Duration) {
+	for deadline := time.Now().Add(bound); os.Getppid() == server && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Microsecond)
+	}
 }
 
 // readRecords reads records from in until it ends and returns the groups and
-// the escaped processes that the records leave running.
-func readRecords(in io.Reader) (groups, escaped map[int]bool) {
+// the escaped processes that the records leave running, and whether the
+// server closed the pipe itself (a recordClose: it lives).
+func readRecords(in io.Reader) (groups, escaped map[int]bool, closed bool) {
 	groups, escaped = map[int]bool{}, map[int]bool{}
 	buf := make([]byte, 64<<10) // a pipe's default capacity
 	held := 0                   // bytes of a record the last read cut, at buf's start
@@ -182,11 +228,13 @@ func readRecords(in io.Reader) (groups, escaped map[int]bool) {
 				escaped[pid] = true
 			case recordEscapeEnded:
 				delete(escaped, pid)
+			case recordClose:
+				closed = true
 			}
 		}
 		held = copy(buf, buf[whole:held])
 		if err != nil {
-			return groups, escaped
+			return groups, escaped, closed
 		}
 		time.Sleep(keeperPace)
 	}

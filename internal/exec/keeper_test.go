@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,7 +28,7 @@ import (
 // and "stopped <escaped total>".
 func miniServer() int {
 	fail := func(err error) int { fmt.Fprintln(os.Stderr, err); return 1 }
-	keeper, err := StartKeeper(nil)
+	keeper, err := StartKeeper(nil, nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -256,7 +257,7 @@ func TestEscapesAreReportedAndEndedAtShutdown(t *testing.T) {
 // BenchmarkKeeperRecords is what the keeper adds to every spawn: the record
 // of its group's start and of its end, each one pipe write.
 func BenchmarkKeeperRecords(b *testing.B) {
-	k, err := StartKeeper(nil)
+	k, err := StartKeeper(nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -305,9 +306,17 @@ func TestKeeperRecordsCutAcrossReads(t *testing.T) {
 	in := recordsOf(record{recordGroup, 10}, record{recordGroup, 11}, record{recordGroupEnded, 10},
 		record{recordEscape, 12}, record{recordEscape, 13}, record{recordEscapeEnded, 13})
 	for _, max := range []int{1, 3, recordSize, 7, len(in)} {
-		groups, escaped := readRecords(&countedReader{r: bytes.NewReader(in), max: max})
-		if fmt.Sprint(groups, escaped) != "map[11:true] map[12:true]" {
-			t.Errorf("readRecords(reads of %d bytes) = %v, %v; want groups {11}, escaped {12}", max, groups, escaped)
+		groups, escaped, closed := readRecords(&countedReader{r: bytes.NewReader(in), max: max})
+		if fmt.Sprint(groups, escaped, closed) != "map[11:true] map[12:true] false" {
+			t.Errorf("readRecords(reads of %d bytes) = %v, %v, %v; want groups {11}, escaped {12}, not closed", max, groups, escaped, closed)
+		}
+	}
+	// The server's own Close ends with a recordClose; a killed server's pipe
+	// just ends.
+	in = append(in, recordsOf(record{recordClose, 0})...)
+	for _, max := range []int{1, 3, len(in)} {
+		if _, _, closed := readRecords(&countedReader{r: bytes.NewReader(in), max: max}); !closed {
+			t.Errorf("readRecords(reads of %d bytes) of records ending in recordClose: not closed", max)
 		}
 	}
 }
@@ -320,7 +329,48 @@ func TestKeeperReadsRecordsInBulk(t *testing.T) {
 		recs = append(recs, record{recordGroup, pid}, record{recordGroupEnded, pid})
 	}
 	in := &countedReader{r: bytes.NewReader(recordsOf(recs...)), max: math.MaxInt}
-	if groups, escaped := readRecords(in); len(groups)+len(escaped) != 0 || in.reads > 2 {
+	if groups, escaped, _ := readRecords(in); len(groups)+len(escaped) != 0 || in.reads > 2 {
 		t.Errorf("readRecords(2000 records at once) = %d groups, %d escaped in %d reads; want none, in 2 reads at most", len(groups), len(escaped), in.reads)
+	}
+}
+
+// TestKeeperRemovesDirectories: once the server's end of the pipe closes (a
+// clean Close here; a killed server's closes the same way), the keeper removes
+// the directories it was started with, and everything in them; it refuses a
+// relative path or the root.
+func TestKeeperRemovesDirectories(t *testing.T) {
+	base := t.TempDir()
+	dirs := []string{filepath.Join(base, "files"), filepath.Join(base, "scratch")}
+	for _, dir := range dirs {
+		if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "sub", "state"), []byte("export TOKEN=secret\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k, err := StartKeeper(nil, dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dirs[0]); err != nil {
+		t.Fatalf("the keeper removed %s while the server lives: %v", dirs[0], err)
+	}
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range dirs {
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("after the keeper: Stat(%s) = %v, want it removed", dir, err)
+		}
+	}
+	if _, err := os.Stat(base); err != nil {
+		t.Errorf("the keeper removed more than it was given: %v", err)
+	}
+	for _, bad := range []string{"relative/dir", "/", "//"} {
+		if k, err := StartKeeper(nil, []string{bad}); err == nil {
+			k.Close()
+			t.Errorf("StartKeeper(%q) started; want an error", bad)
+		}
 	}
 }
