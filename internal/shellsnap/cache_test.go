@@ -76,6 +76,7 @@ func newTestCache(t testing.TB, opts Options) *Cache {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(c.Close) // its restore files' directory, in the temporary directory
 	return c
 }
 

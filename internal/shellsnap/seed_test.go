@@ -94,6 +94,7 @@ func snapshotFailureRetries(t *testing.T, recoveryAttempt int, prewarmFailsFirst
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(cache.Close)
 	ctx := context.Background()
 
 	for attempt := 1; attempt <= 5; attempt++ {

@@ -45,6 +45,7 @@ func newTestCache(t *testing.T, procs *exec.Manager) *shellsnap.Cache {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(c.Close) // its restore files' directory, in the temporary directory
 	return c
 }
 
