@@ -29,6 +29,7 @@ func newTestService(t *testing.T, capture shellsnap.Capturer) *Service {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(cache.Close) // its restore files' directory, in the temporary directory
 	s, err := New(Options{Procs: exec.NewManager(exec.Options{}), Snapshots: cache})
 	if err != nil {
 		t.Fatal(err)
