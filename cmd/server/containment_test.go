@@ -124,6 +124,12 @@ func startServerProcess(t *testing.T, wrapper []string, args ...string) *serverP
 		tree := descendantsOf(cmd.Process.Pid)
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
+		// The keeper ends the rest and removes the server's private
+		// directories, unless it is killed first: it gets 5 s for that, and
+		// what is left then is ended here.
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && anyAlive(tree); {
+			time.Sleep(5 * time.Millisecond)
+		}
 		killAll(tree)
 		killAll(s.tree)
 	})
@@ -204,6 +210,16 @@ func descendantsOf(root int) map[int]string {
 
 // killAll kills what is left of procs, and reaps those that were re-parented
 // to this process.
+// anyAlive reports whether any of procs still runs.
+func anyAlive(procs map[int]string) bool {
+	for pid := range procs {
+		if alive(pid) {
+			return true
+		}
+	}
+	return false
+}
+
 func killAll(procs map[int]string) {
 	for pid := range procs {
 		if alive(pid) {
