@@ -71,7 +71,7 @@ type Keeper struct {
 // nothing.
 func StartKeeper(onLost func(error), remove []string) (*Keeper, error) {
 	for _, dir := range remove {
-		if !filepath.IsAbs(dir) || filepath.Clean(dir) == "/" {
+		if !removable(dir) {
 			return nil, fmt.Errorf("the keeper removes absolute directories only, not %q", dir)
 		}
 	}
@@ -183,11 +183,17 @@ func RunKeeper(in io.Reader, remove []string) error {
 	endAll(groups, escaped)
 	var errs []error
 	for _, dir := range remove {
-		if filepath.IsAbs(dir) && filepath.Clean(dir) != "/" {
+		if removable(dir) {
 			errs = append(errs, os.RemoveAll(dir))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// removable reports whether the keeper may remove dir: an absolute path,
+// not the root.
+func removable(dir string) bool {
+	return filepath.IsAbs(dir) && filepath.Clean(dir) != "/"
 }
 
 // waitParentGone waits, at most bound, until the keeper's parent is no
