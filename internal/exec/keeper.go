@@ -32,7 +32,7 @@ const (
 
 // keeperParentWait bounds how long the keeper waits, after the pipe closed
 // without a recordClose, for the server's exit to finish (waitParentGone).
-const keeperParentWait = 2 * time.Second
+const keeperParentWait = 500 * time.Millisecond
 
 // keeperCloseWait bounds how long Close waits for the keeper to exit.
 const keeperCloseWait = 5 * time.Second
@@ -120,9 +120,9 @@ func (k *Keeper) Close() error {
 	if k == nil {
 		return nil
 	}
+	k.send(recordClose, 0) // the server lives: the keeper need not wait for its exit
 	k.mu.Lock()
 	if k.w != nil {
-		_, _ = k.w.Write([]byte{recordClose, 0, 0, 0, 0})
 		_ = k.w.Close()
 		k.w = nil
 	}
@@ -205,7 +205,10 @@ func removable(dir string) bool {
 // left it (setsid), its parent gone, would no longer be found below it and
 // would outlive the server (seen in TestKilledServerLeavesNothing). Once the
 // keeper itself has a new parent, the kernel is reparenting under the
-// tasklist lock, which the keeper's first kill of a group waits for.
+// tasklist lock, which the keeper's first kill of a group waits for. The
+// wait is bounded short, since a large process's exit can take longer than
+// issue 14's 2 s allow: endAll also finds what left the groups before it
+// stops any, so that the SIGHUP costs nothing when it comes late.
 func waitParentGone(server int, bound time.Duration) {
 	for deadline := time.Now().Add(bound); os.Getppid() == server && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Microsecond)
@@ -265,49 +268,61 @@ func endAll(groups, pids map[int]bool) {
 			_ = syscall.Kill(-pgid, sig)
 		}
 	}
-	// Step 1: stop what is known, so that nothing forks away while the
-	// process tree is read.
-	for g := range groups {
-		killGroup(g, syscall.SIGSTOP)
-	}
 	doomed := make(map[int]bool, len(pids))
 	for p := range pids {
 		doomed[p] = true
+	}
+	// stopDescendants stops every descendant of the groups and of doomed
+	// outside the groups, and reads again until a read finds none new (one
+	// that forked before it was stopped).
+	stopDescendants := func() {
+		for range 10 {
+			procs := readProcTable()
+			children := make(map[int][]int)
+			var queue []int
+			for pid, p := range procs {
+				children[p.ppid] = append(children[p.ppid], pid)
+				if groups[p.pgrp] || doomed[pid] {
+					queue = append(queue, pid)
+				}
+			}
+			added, seen := 0, make(map[int]bool)
+			for len(queue) > 0 {
+				pid := queue[len(queue)-1]
+				queue = queue[:len(queue)-1]
+				if seen[pid] {
+					continue
+				}
+				seen[pid] = true
+				for _, c := range children[pid] {
+					if !groups[procs[c].pgrp] && !doomed[c] {
+						doomed[c] = true
+						kill(c, syscall.SIGSTOP)
+						added++
+					}
+					queue = append(queue, c)
+				}
+			}
+			if added == 0 {
+				return
+			}
+		}
+	}
+	// Step 1: before any group is stopped, find what left the groups below
+	// a live member: a group orphaned while a member is stopped gets the
+	// kernel's SIGHUP when the dying server's exit reaches it (after the
+	// pipe closed, however long waitParentGone waited), and a member dead
+	// of it no longer leads to what it started.
+	stopDescendants()
+	// Step 2: stop what is known, so that nothing forks away while the
+	// process tree is read again.
+	for g := range groups {
+		killGroup(g, syscall.SIGSTOP)
+	}
+	for p := range doomed {
 		kill(p, syscall.SIGSTOP)
 	}
-	// Step 2: stop every descendant outside the groups too, and read again
-	// until a read finds none new (one that forked before it was stopped).
-	for range 10 {
-		procs := readProcTable()
-		children := make(map[int][]int)
-		var queue []int
-		for pid, p := range procs {
-			children[p.ppid] = append(children[p.ppid], pid)
-			if groups[p.pgrp] || doomed[pid] {
-				queue = append(queue, pid)
-			}
-		}
-		added, seen := 0, make(map[int]bool)
-		for len(queue) > 0 {
-			pid := queue[len(queue)-1]
-			queue = queue[:len(queue)-1]
-			if seen[pid] {
-				continue
-			}
-			seen[pid] = true
-			for _, c := range children[pid] {
-				if !groups[procs[c].pgrp] && !doomed[c] {
-					doomed[c] = true
-					kill(c, syscall.SIGSTOP)
-					added++
-				}
-				queue = append(queue, c)
-			}
-		}
-		if added == 0 {
-			break
-		}
-	}
+	stopDescendants()
 	// Step 3: kill them all; stopped processes die of SIGKILL too.
 	for g := range groups {
 		killGroup(g, syscall.SIGKILL)
