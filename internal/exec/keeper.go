@@ -27,12 +27,7 @@ const (
 	recordGroupEnded  = 'G' // it has ended: its id may be anyone's now
 	recordEscape      = 'e' // a process that left its group, adopted by the server
 	recordEscapeEnded = 'E' // it is about to be reaped: its pid may be anyone's now
-	recordClose       = 'c' // the server closes the pipe itself (Close): it lives
 )
-
-// keeperParentWait bounds how long the keeper waits, after the pipe closed
-// without a recordClose, for the server's exit to finish (waitParentGone).
-const keeperParentWait = 500 * time.Millisecond
 
 // keeperCloseWait bounds how long Close waits for the keeper to exit.
 const keeperCloseWait = 5 * time.Second
@@ -120,7 +115,6 @@ func (k *Keeper) Close() error {
 	if k == nil {
 		return nil
 	}
-	k.send(recordClose, 0) // the server lives: the keeper need not wait for its exit
 	k.mu.Lock()
 	if k.w != nil {
 		_ = k.w.Close()
@@ -175,12 +169,7 @@ const keeperPace = 10 * time.Millisecond
 // the signals that would end it early: it lives as long as the pipe.
 func RunKeeper(in io.Reader, remove []string) error {
 	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT, syscall.SIGPIPE)
-	server := os.Getppid()
-	groups, escaped, closed := readRecords(in)
-	if !closed {
-		waitParentGone(server, keeperParentWait)
-	}
-	endAll(groups, escaped)
+	endAll(readRecords(in))
 	var errs []error
 	for _, dir := range remove {
 		if removable(dir) {
@@ -196,29 +185,9 @@ func removable(dir string) bool {
 	return filepath.IsAbs(dir) && filepath.Clean(dir) != "/"
 }
 
-// waitParentGone waits, at most bound, until the keeper's parent is no
-// longer server: the pipe closes when a dying server's files are released,
-// before the kernel has reparented its children and checked their process
-// groups for orphans. A group orphaned then with a member stopped gets SIGHUP
-// and SIGCONT, so a group the keeper had already stopped (endAll) would die
-// of that SIGHUP while the keeper reads the process table, and a process that
-// left it (setsid), its parent gone, would no longer be found below it and
-// would outlive the server (seen in TestKilledServerLeavesNothing). Once the
-// keeper itself has a new parent, the kernel is reparenting under the
-// tasklist lock, which the keeper's first kill of a group waits for. The
-// wait is bounded short, since a large process's exit can take longer than
-// issue 14's 2 s allow: endAll also finds what left the groups before it
-// stops any, so that the SIGHUP costs nothing when it comes late.
-func waitParentGone(server int, bound time.Duration) {
-	for deadline := time.Now().Add(bound); os.Getppid() == server && time.Now().Before(deadline); {
-		time.Sleep(100 * time.Microsecond)
-	}
-}
-
 // readRecords reads records from in until it ends and returns the groups and
-// the escaped processes that the records leave running, and whether the
-// server closed the pipe itself (a recordClose: it lives).
-func readRecords(in io.Reader) (groups, escaped map[int]bool, closed bool) {
+// the escaped processes that the records leave running.
+func readRecords(in io.Reader) (groups, escaped map[int]bool) {
 	groups, escaped = map[int]bool{}, map[int]bool{}
 	buf := make([]byte, 64<<10) // a pipe's default capacity
 	held := 0                   // bytes of a record the last read cut, at buf's start
@@ -237,13 +206,11 @@ func readRecords(in io.Reader) (groups, escaped map[int]bool, closed bool) {
 				escaped[pid] = true
 			case recordEscapeEnded:
 				delete(escaped, pid)
-			case recordClose:
-				closed = true
 			}
 		}
 		held = copy(buf, buf[whole:held])
 		if err != nil {
-			return groups, escaped, closed
+			return groups, escaped
 		}
 		time.Sleep(keeperPace)
 	}
@@ -272,48 +239,14 @@ func endAll(groups, pids map[int]bool) {
 	for p := range pids {
 		doomed[p] = true
 	}
-	// stopDescendants stops every descendant of the groups and of doomed
-	// outside the groups, and reads again until a read finds none new (one
-	// that forked before it was stopped).
-	stopDescendants := func() {
-		for range 10 {
-			procs := readProcTable()
-			children := make(map[int][]int)
-			var queue []int
-			for pid, p := range procs {
-				children[p.ppid] = append(children[p.ppid], pid)
-				if groups[p.pgrp] || doomed[pid] {
-					queue = append(queue, pid)
-				}
-			}
-			added, seen := 0, make(map[int]bool)
-			for len(queue) > 0 {
-				pid := queue[len(queue)-1]
-				queue = queue[:len(queue)-1]
-				if seen[pid] {
-					continue
-				}
-				seen[pid] = true
-				for _, c := range children[pid] {
-					if !groups[procs[c].pgrp] && !doomed[c] {
-						doomed[c] = true
-						kill(c, syscall.SIGSTOP)
-						added++
-					}
-					queue = append(queue, c)
-				}
-			}
-			if added == 0 {
-				return
-			}
-		}
-	}
 	// Step 1: before any group is stopped, find what left the groups below
-	// a live member: a group orphaned while a member is stopped gets the
-	// kernel's SIGHUP when the dying server's exit reaches it (after the
-	// pipe closed, however long waitParentGone waited), and a member dead
-	// of it no longer leads to what it started.
-	stopDescendants()
+	// a live member. The pipe closes when a dying server's files are
+	// released, before the kernel reparents its children and sends SIGHUP
+	// and SIGCONT to every group orphaned with a member stopped: a member
+	// dead of that SIGHUP no longer leads to what it started (a process that
+	// left its group with setsid would outlive the server; seen in
+	// TestKilledServerLeavesNothing).
+	stopDescendants(groups, doomed, kill)
 	// Step 2: stop what is known, so that nothing forks away while the
 	// process tree is read again.
 	for g := range groups {
@@ -322,12 +255,50 @@ func endAll(groups, pids map[int]bool) {
 	for p := range doomed {
 		kill(p, syscall.SIGSTOP)
 	}
-	stopDescendants()
+	stopDescendants(groups, doomed, kill)
 	// Step 3: kill them all; stopped processes die of SIGKILL too.
 	for g := range groups {
 		killGroup(g, syscall.SIGKILL)
 	}
 	for p := range doomed {
 		kill(p, syscall.SIGKILL)
+	}
+}
+
+// stopDescendants stops (kill with SIGSTOP) every descendant of the groups'
+// members and of doomed that is in none of the groups, adds it to doomed,
+// and reads the process table again until a read finds none new (one that
+// forked before it was stopped).
+func stopDescendants(groups, doomed map[int]bool, kill func(int, syscall.Signal)) {
+	for range 10 {
+		procs := readProcTable()
+		children := make(map[int][]int)
+		var queue []int
+		for pid, p := range procs {
+			children[p.ppid] = append(children[p.ppid], pid)
+			if groups[p.pgrp] || doomed[pid] {
+				queue = append(queue, pid)
+			}
+		}
+		added, seen := 0, make(map[int]bool)
+		for len(queue) > 0 {
+			pid := queue[len(queue)-1]
+			queue = queue[:len(queue)-1]
+			if seen[pid] {
+				continue
+			}
+			seen[pid] = true
+			for _, c := range children[pid] {
+				if !groups[procs[c].pgrp] && !doomed[c] {
+					doomed[c] = true
+					kill(c, syscall.SIGSTOP)
+					added++
+				}
+				queue = append(queue, c)
+			}
+		}
+		if added == 0 {
+			return
+		}
 	}
 }
