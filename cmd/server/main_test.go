@@ -2,6 +2,8 @@ package main
 
 import (
 	"os"
+	"os/signal"
+	"syscall"
 	"testing"
 
 	"github.com/snapexec/snapexec/internal/exec"
@@ -19,5 +21,23 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
+	unignoreSignals()
 	os.Exit(m.Run())
+}
+
+// unignoreSignals has the runtime handle every signal this test binary
+// started with ignored, so that what it starts begins with their default
+// action: a login from a terminal ignores none, nor do the server's commands,
+// but a test run under nohup, or as a background job of a script, ignores
+// SIGHUP, or SIGINT and SIGQUIT, and the real login shells that the fidelity
+// tests compare the server with would inherit that (handled signals are reset
+// by exec, ignored ones are not). Signals 32 and up are libc's and the Go
+// runtime's.
+func unignoreSignals() {
+	handled := make(chan os.Signal, 1)
+	for sig := syscall.Signal(1); sig < 32; sig++ {
+		if signal.Ignored(sig) {
+			signal.Notify(handled, sig)
+		}
+	}
 }

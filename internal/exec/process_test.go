@@ -134,7 +134,9 @@ func TestMaxOutputKeepsHeadAndTail(t *testing.T) {
 func TestTimeoutKillsWholeGroup(t *testing.T) {
 	m := testManager()
 	spec := helperSpec(t, "grandchild")
-	spec.Timeout = 200 * time.Millisecond
+	// Long enough for a race-built helper on a loaded machine to print its
+	// grandchild's pid before its SIGTERM (200 ms was not, in a CI run).
+	spec.Timeout = time.Second
 	start := time.Now()
 	got := run(t, m, spec)
 	if got.Status != StatusTimedOut || got.Signal != "SIGKILL" {
