@@ -512,6 +512,7 @@ func (e SnapshotReceiptState) Valid() bool {
 const (
 	UnrestoredPieceKindAlias      UnrestoredPieceKind = "alias"
 	UnrestoredPieceKindCompletion UnrestoredPieceKind = "completion"
+	UnrestoredPieceKindDescriptor UnrestoredPieceKind = "descriptor"
 	UnrestoredPieceKindFunction   UnrestoredPieceKind = "function"
 	UnrestoredPieceKindVariable   UnrestoredPieceKind = "variable"
 )
@@ -522,6 +523,8 @@ func (e UnrestoredPieceKind) Valid() bool {
 	case UnrestoredPieceKindAlias:
 		return true
 	case UnrestoredPieceKindCompletion:
+		return true
+	case UnrestoredPieceKindDescriptor:
 		return true
 	case UnrestoredPieceKindFunction:
 		return true
@@ -1525,7 +1528,9 @@ type TransferRequest struct {
 	To        string `json:"to"`
 }
 
-// UnrestoredPiece One piece of a snapshot's state that a replay leaves out, by name; never its value.
+// UnrestoredPiece One piece of a snapshot's state that a replay leaves out, by name; never its value. A
+// `descriptor` is one the startup files left open (`exec 3>>~/.log`), named by its number:
+// an open file of the profile's process, which the replayed command does not have.
 type UnrestoredPiece struct {
 	Kind UnrestoredPieceKind `json:"kind"`
 	Name string              `json:"name"`

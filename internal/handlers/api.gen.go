@@ -510,6 +510,7 @@ func (e SnapshotReceiptState) Valid() bool {
 const (
 	Alias      UnrestoredPieceKind = "alias"
 	Completion UnrestoredPieceKind = "completion"
+	Descriptor UnrestoredPieceKind = "descriptor"
 	Function   UnrestoredPieceKind = "function"
 	Variable   UnrestoredPieceKind = "variable"
 )
@@ -520,6 +521,8 @@ func (e UnrestoredPieceKind) Valid() bool {
 	case Alias:
 		return true
 	case Completion:
+		return true
+	case Descriptor:
 		return true
 	case Function:
 		return true
@@ -1523,7 +1526,9 @@ type TransferRequest struct {
 	To        string `json:"to"`
 }
 
-// UnrestoredPiece One piece of a snapshot's state that a replay leaves out, by name; never its value.
+// UnrestoredPiece One piece of a snapshot's state that a replay leaves out, by name; never its value. A
+// `descriptor` is one the startup files left open (`exec 3>>~/.log`), named by its number:
+// an open file of the profile's process, which the replayed command does not have.
 type UnrestoredPiece struct {
 	Kind UnrestoredPieceKind `json:"kind"`
 	Name string              `json:"name"`

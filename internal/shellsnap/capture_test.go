@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -239,6 +240,56 @@ func TestCaptureDumpGoesToItsOwnStdout(t *testing.T) {
 			}
 			if string(b) != "logged\n" {
 				t.Errorf("the profile's log after the capture = %.200q, %v; want only what the profile printed", b, err)
+			}
+		})
+	}
+}
+
+// TestCaptureNamesDescriptorsTheProfileLeftOpen: a descriptor the startup
+// files leave open is an open file of the profile's process, which a replay
+// cannot have, so the receipt says partial and names it by number; one they
+// open and close again, and the shells' own (zsh maps its .zwc function
+// files on descriptors from 10 up), are not named.
+func TestCaptureNamesDescriptorsTheProfileLeftOpen(t *testing.T) {
+	tests := []struct {
+		name, shell, file, profile string
+		want                       []string // the descriptors named; none: used
+	}{
+		{"appended", "bash", ".bash_profile", "exec 3>>~/fd.log\n", []string{"3"}},
+		{"read and named", "bash", ".bashrc", "exec 5</dev/null {LOGFD}>>~/fd.log\n", []string{"5", "{LOGFD}"}},
+		{"closed again", "bash", ".bash_profile", "exec 4>~/fd.log\necho x >&4\nexec 4>&-\n", nil},
+		{"none", "bash", ".bash_profile", "export A=1\n", nil},
+		{"appended", "zsh", ".zprofile", "exec 3>>~/fd.log\n", []string{"3"}},
+		{"closed again", "zsh", ".zshrc", "exec 4>~/fd.log\nexec 4>&-\n", nil},
+		{"autoloaded functions", "zsh", ".zshrc", "autoload -U colors && colors\n", nil},
+		{"appended", "sh", ".profile", "exec 3>>~/fd.log\n", []string{"3"}},
+		{"read", "sh", ".profile", "exec 7</dev/null\n", []string{"7"}},
+		{"closed again", "sh", ".profile", "exec 4>~/fd.log\nexec 4>&-\n", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.shell+"/"+tt.name, func(t *testing.T) {
+			sh := shellByName(t, tt.shell)
+			home := t.TempDir()
+			writeHomeFiles(t, home, map[string]string{tt.file: tt.profile})
+			c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
+			req := &Request{ScopeID: "fds", Shell: Shell{Name: tt.shell, Path: sh.path}}
+			p, err := c.Prepare(context.Background(), req, Launch{Argv: []string{sh.path, "-lc", "true"}, Cwd: home, Env: loginEnv(home)})
+			if err != nil {
+				t.Fatalf("Prepare: %v", err)
+			}
+			var want []Piece
+			for _, fd := range tt.want {
+				if fd == "{LOGFD}" {
+					fd = strconv.Itoa(10 + 2) // after the two the capture keeps its stdout on, from 10 up
+				}
+				want = append(want, Piece{Kind: "descriptor", Name: fd})
+			}
+			wantOutcome := OutcomeUsed
+			if want != nil {
+				wantOutcome = OutcomePartial
+			}
+			if p.Receipt.Outcome != wantOutcome || !slices.Equal(p.Receipt.Unrestored, want) {
+				t.Errorf("Prepare(%s) = %s %v; want %s %v", tt.profile, p.Receipt.Outcome, p.Receipt.Unrestored, wantOutcome, want)
 			}
 		})
 	}

@@ -79,7 +79,7 @@ func (c snapshotCapture) capture(ctx context.Context) (*Snapshot, []fileStamp, e
 	if c.terminal && c.shell == "zsh" {
 		zshTerminalSteps(p, byKind(recs))
 	}
-	snap.Unrestored = append(p.unrestored, c.validate(ctx, p)...)
+	snap.Unrestored = append(append(p.unrestored, descriptorPieces(recs)...), c.validate(ctx, p)...)
 	snap.FunctionCount, snap.AliasCount, snap.OptionCount = p.counts()
 	stamps = append(stamps, sourcedStamps(recs, stamps, started)...)
 	if err := c.keep(snap, p, recs); err != nil {

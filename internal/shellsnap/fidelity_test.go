@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -130,6 +131,7 @@ func TestReplayMatchesLoginShellOddProfiles(t *testing.T) {
 		files       map[string]string
 		env         map[string]string // the request's, beside loginEnv's
 		probe       string
+		unrestored  []Piece // what the receipt names (partial); none: used
 	}{
 		{
 			// The dump prints with printf and reads with mapfile: were they
@@ -141,11 +143,12 @@ func TestReplayMatchesLoginShellOddProfiles(t *testing.T) {
 		},
 		{
 			// The descriptor is the profile's, which no replay has (a
-			// known gap): the variable is set all the same, without
-			// bash's warning on every command's stderr.
+			// known gap, which the receipt names): the variable is set all
+			// the same, without bash's warning on every command's stderr.
 			name: "BASH_XTRACEFD on a descriptor of the profile", shell: "bash",
-			files: map[string]string{".bash_profile": "exec 7>>~/trace.log\nBASH_XTRACEFD=7\nhelper() { echo helper-ok; }\n"},
-			probe: "helper; echo \"[$BASH_XTRACEFD]\"",
+			files:      map[string]string{".bash_profile": "exec 7>>~/trace.log\nBASH_XTRACEFD=7\nhelper() { echo helper-ok; }\n"},
+			probe:      "helper; echo \"[$BASH_XTRACEFD]\"",
+			unrestored: []Piece{{Kind: "descriptor", Name: "7"}},
 		},
 		{
 			// The dump reads the functions' attributes with read.
@@ -199,8 +202,12 @@ func TestReplayMatchesLoginShellOddProfiles(t *testing.T) {
 			req := &Request{ScopeID: "odd", Shell: Shell{Name: sh.name, Path: sh.path}}
 			l := Launch{Argv: []string{sh.path, "-lc", tt.probe}, Cwd: home, Env: cloneMap(env)}
 			p, err := c.Prepare(context.Background(), req, l)
-			if err != nil || p.Receipt.Outcome != OutcomeUsed {
-				t.Fatalf("Prepare(%s) = %+v, %v; want used", tt.name, p.Receipt, err)
+			want := OutcomeUsed
+			if tt.unrestored != nil {
+				want = OutcomePartial
+			}
+			if err != nil || p.Receipt.Outcome != want || !slices.Equal(p.Receipt.Unrestored, tt.unrestored) {
+				t.Fatalf("Prepare(%s) = %+v, %v; want %s %v", tt.name, p.Receipt, err, want, tt.unrestored)
 			}
 			argv, env := replayOf(req, l, p)
 			if replayed := runBoth(t, argv, home, env); replayed != login {

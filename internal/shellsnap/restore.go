@@ -41,10 +41,11 @@ type step struct {
 func (s step) piece() bool { return s.kind != "" }
 
 // Piece is one piece of a snapshot's state that a restore defines on its
-// own: a function, variable, alias or completion, by name. Names only: a
+// own: a function, variable, alias or completion, by name; or a descriptor
+// the startup files left open, by number (descriptors.go). Names only: a
 // piece's value never leaves the server.
 type Piece struct {
-	// Kind is "function", "variable", "alias" or "completion".
+	// Kind is "function", "variable", "alias", "completion" or "descriptor".
 	Kind string
 	// Name is the piece's name as the shell knows it.
 	Name string

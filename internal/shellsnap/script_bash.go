@@ -55,7 +55,7 @@ const bashCaptureProfile = bashCaptureLogin + bashCaptureRC
 const bashCaptureLogin = `if [[ -n ${__SNAPEXEC_BASH_ENV+x} ]]; then BASH_ENV=$__SNAPEXEC_BASH_ENV; \builtin export BASH_ENV; \builtin unset -v __SNAPEXEC_BASH_ENV; fi
 \builtin exec {__snapexec_out}>&1 {__snapexec_out2}>&1
 \command exec >/dev/null
-__snapexec_n=@NONCE@
+` + bashFdsBefore + `__snapexec_n=@NONCE@
 __snapexec_pwd=$PWD
 __snapexec_args=("$@")
 __snapexec_zero=$0
@@ -243,7 +243,7 @@ fi
 for __snapexec_f in "${!__snapexec_fn0[@]}"; do
   \command printf '%s fn0 %q\n%s\n' "$__snapexec_n" "$__snapexec_f" "${__snapexec_fn0[$__snapexec_f]}"
 done
-`
+` + bashFdsRecord
 
 // bashDumpEnd ends a dump: the end record, then the environment.
 const bashDumpEnd = `\command printf '%s end\n\n\0' "$__snapexec_n"

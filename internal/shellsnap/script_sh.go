@@ -142,7 +142,7 @@ __snapexec_argc=$#
 __snapexec_argv=$*
 __snapexec_limits=$(command ulimit -a; command printf -- '--\n'; command ulimit -H -a)
 \exec 8>&1 9>&1 >/dev/null
-if [ -r /etc/profile ]; then __snapexec_note /etc/profile; \. /etc/profile; fi
+` + shFdsBefore + `if [ -r /etc/profile ]; then __snapexec_note /etc/profile; \. /etc/profile; fi
 if [ -r "${HOME:-}/.profile" ]; then __snapexec_note "${HOME:-}/.profile"; \. "${HOME:-}/.profile"; fi
 __snapexec_watched=
 case $(command alias . 2>/dev/null) in *__snapexec_dot*) __snapexec_watched=1 ;; esac
@@ -175,6 +175,6 @@ if [ -z "$__snapexec_watched" ]; then command printf '%s unwatched\n\n' "$__snap
 if command -v grep >/dev/null 2>&1 && command -v sort >/dev/null 2>&1; then
   command printf '%s functions\n' "$__snapexec_n"; (command unalias -a; command eval "__snapexec_scan $__snapexec_srcs $__snapexec_maybe"); command printf '\n'
 fi
-command printf '%s end\n\n\0' "$__snapexec_n"
+` + shFdsRecord + `command printf '%s end\n\n\0' "$__snapexec_n"
 /usr/bin/env -0
 `

@@ -28,7 +28,7 @@ __snapexec_src=
 __snapexec_srcs=()
 if [[ -o interactive ]]; then __snapexec_keys0=$(` + zshKeysListing + `); fi
 \exec {__snapexec_out}>&1 {__snapexec_out2}>&1 >/dev/null
-\builtin trap '[[ ${(%):-%x} == "$__snapexec_src" ]] || { __snapexec_src=${(%):-%x}; __snapexec_srcs+=("$__snapexec_src"); }' DEBUG
+` + zshFdsBefore + `\builtin trap '[[ ${(%):-%x} == "$__snapexec_src" ]] || { __snapexec_src=${(%):-%x}; __snapexec_srcs+=("$__snapexec_src"); }' DEBUG
 if [[ -e ${ZDOTDIR:-$HOME}/.zshenv ]]; then \builtin source ${ZDOTDIR:-$HOME}/.zshenv; fi
 `
 
@@ -161,7 +161,7 @@ fi
 for __snapexec_f in "${__snapexec_srcs[@]}" "${functions_source[@]}"; do
   if [[ -n $__snapexec_f && $__snapexec_f != zsh ]]; then \builtin print -rl -- "$__snapexec_n file" "$__snapexec_f"; fi
 done
-`
+` + zshFdsRecord
 
 // zshDumpEnable notes the builtins the state disabled (__snapexec_dis,
 // which the dump's disabled record lists) and enables them, once, before
