@@ -219,13 +219,8 @@ func TestCaptureDumpGoesToItsOwnStdout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.shell+"/"+tt.name, func(t *testing.T) {
-			sh := shellByName(t, tt.shell)
 			home := t.TempDir()
-			writeHomeFiles(t, home, map[string]string{tt.file: tt.profile})
-			c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
-			t.Cleanup(c.Close)
-			req := &Request{ScopeID: "log", Shell: Shell{Name: tt.shell, Path: sh.path}}
-			p, err := c.Prepare(context.Background(), req, Launch{Argv: []string{sh.path, "-lc", "true"}, Cwd: home, Env: loginEnv(home)})
+			p, err := prepareProfile(t, tt.shell, home, tt.file, tt.profile)
 			if err != nil || p.Receipt.Outcome != tt.want {
 				t.Errorf("Prepare(%s -lc true) = %+v, %v; want %s", tt.shell, p.Receipt, err, tt.want)
 			}
@@ -268,12 +263,7 @@ func TestCaptureNamesDescriptorsTheProfileLeftOpen(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.shell+"/"+tt.name, func(t *testing.T) {
-			sh := shellByName(t, tt.shell)
-			home := t.TempDir()
-			writeHomeFiles(t, home, map[string]string{tt.file: tt.profile})
-			c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
-			req := &Request{ScopeID: "fds", Shell: Shell{Name: tt.shell, Path: sh.path}}
-			p, err := c.Prepare(context.Background(), req, Launch{Argv: []string{sh.path, "-lc", "true"}, Cwd: home, Env: loginEnv(home)})
+			p, err := prepareProfile(t, tt.shell, t.TempDir(), tt.file, tt.profile)
 			if err != nil {
 				t.Fatalf("Prepare: %v", err)
 			}
@@ -293,6 +283,18 @@ func TestCaptureNamesDescriptorsTheProfileLeftOpen(t *testing.T) {
 			}
 		})
 	}
+}
+
+// prepareProfile prepares `shell -lc true` in a new cache, in home, whose
+// startup file file holds profile: the command's receipt of a capture of
+// that profile.
+func prepareProfile(t *testing.T, shell, home, file, profile string) (Prepared, error) {
+	t.Helper()
+	sh := shellByName(t, shell)
+	writeHomeFiles(t, home, map[string]string{file: profile})
+	c := newTestCache(t, Options{Capture: NewCapturer(newTestProcs(t))})
+	req := &Request{ScopeID: "profile", Shell: Shell{Name: shell, Path: sh.path}}
+	return c.Prepare(context.Background(), req, Launch{Argv: []string{sh.path, "-lc", "true"}, Cwd: home, Env: loginEnv(home)})
 }
 
 // TestCaptureIgnoresBackgroundOutput: a job the startup files leave running
