@@ -17,18 +17,21 @@ import "strings"
 // their own descriptors (zsh's mapped .zwc files, dash's sourced files) are
 // from 10 up.
 
+// bashFDSize sets __snapexec_i to the size of bash's descriptor table, the
+// bound of its listings (FDSize in /proc/self/status), or empty.
+const bashFDSize = `while IFS=$' \t' \command read -r __snapexec_f __snapexec_i; do if [[ $__snapexec_f == FDSize: ]]; then break; fi; __snapexec_i=; done </proc/self/status
+`
+
 // bashFdsBefore lists, before the startup files, what bashFdsRecord
 // compares with: " 3 10 " in __snapexec_fds0.
 const bashFdsBefore = `__snapexec_fds0=' '
-while IFS=$' \t' \builtin read -r __snapexec_f __snapexec_i; do if [[ $__snapexec_f == FDSize: ]]; then break; fi; __snapexec_i=; done </proc/self/status
-for ((__snapexec_f = 3; __snapexec_f < ${__snapexec_i:-0}; __snapexec_f++)); do if [[ -e /proc/self/fd/$__snapexec_f ]]; then __snapexec_fds0+="$__snapexec_f "; fi; done
+` + bashFDSize + `for ((__snapexec_f = 3; __snapexec_f < ${__snapexec_i:-0}; __snapexec_f++)); do if [[ -e /proc/self/fd/$__snapexec_f ]]; then __snapexec_fds0+="$__snapexec_f "; fi; done
 `
 
 // bashFdsRecord prints the fds record of a capture that ran bashFdsBefore.
 const bashFdsRecord = `if [[ -n ${__snapexec_fds0-} ]]; then
   \command printf '%s fds\n' "$__snapexec_n"
-  while IFS=$' \t' \command read -r __snapexec_f __snapexec_i; do if [[ $__snapexec_f == FDSize: ]]; then break; fi; __snapexec_i=; done </proc/self/status
-  for ((__snapexec_f = 3; __snapexec_f < ${__snapexec_i:-0}; __snapexec_f++)); do
+  ` + bashFDSize + `  for ((__snapexec_f = 3; __snapexec_f < ${__snapexec_i:-0}; __snapexec_f++)); do
     if [[ -e /proc/self/fd/$__snapexec_f && $__snapexec_fds0 != *" $__snapexec_f "* ]]; then \command printf '%s\n' "$__snapexec_f"; fi
   done
   \command printf '\n'
