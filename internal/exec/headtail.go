@@ -81,7 +81,13 @@ func keptOutput(data []byte, headLen int, total int64) Output {
 			break
 		}
 	}
-	for i := 0; i < len(tail) && i < utf8.UTFMax; i++ {
+	for i := 0; i < utf8.UTFMax; i++ {
+		if i == len(tail) {
+			// Fewer bytes than a character has, none of them its start:
+			// the end of a character the cut split.
+			tail = tail[:0]
+			break
+		}
 		if utf8.RuneStart(tail[i]) {
 			tail = tail[i:]
 			break

@@ -180,8 +180,16 @@ func TestRingHeadTailMatchesCollector(t *testing.T) {
 // dropped, is cut at characters' boundaries, the ring's as the
 // collector's: UTF-8 text stays UTF-8 (an answer sends output that is not
 // as base64), at most limit bytes, the start of the text and its end.
+// Texts that end in a character of several bytes leave a tail too short to
+// hold a character's start at the smallest limits (printf é, limit 1).
 func TestHeadTailCutsAtCharacters(t *testing.T) {
-	text := "héllo wörld ✓ 𝄞 ünïcödé ✓✓ 𝄞𝄞 ende"
+	for _, text := range []string{"héllo wörld ✓ 𝄞 ünïcödé ✓✓ 𝄞𝄞 ende", "é", "€", "𝄞", "ab€", "x 𝄞", "ü ✓"} {
+		headTailCutsAtCharacters(t, text)
+	}
+}
+
+func headTailCutsAtCharacters(t *testing.T, text string) {
+	t.Helper()
 	for limit := 1; limit <= len(text); limit++ {
 		r := newRing(1<<20, 1000)
 		c := newHeadTail(limit)
