@@ -200,6 +200,16 @@ func requestDecodeError(w http.ResponseWriter, r *http.Request, err error) {
 		writeProblem(w, r, p)
 		return
 	}
+	var ute *json.UnmarshalTypeError
+	if errors.As(err, &ute) && ute.Field != "" {
+		// The schema's integer takes 1e3 and 1000.0; Go's integer does not.
+		detail := "must be " + ute.Type.String() + ", not " + ute.Value
+		if strings.HasPrefix(ute.Value, "number") {
+			detail = "must be a whole number written without a fraction or an exponent (1000, not 1e3 or 1000.0)"
+		}
+		writeProblem(w, r, &problem{status: http.StatusBadRequest, code: InvalidRequest, field: ute.Field, detail: ute.Field + " " + detail, cause: err})
+		return
+	}
 	writeProblem(w, r, &problem{status: http.StatusBadRequest, code: InvalidRequest, detail: "the request body does not match the operation's schema", cause: err})
 }
 
