@@ -314,11 +314,11 @@ func startDir(cwd string) string {
 
 // releaseSessionStandby runs in in the standby shell that waits for the
 // lease's state, when there is one, in is one it runs exactly
-// (shellsnap.SessionStandbyServes) and asks nothing its spawn fixed (stdin,
+// (session.Lease.StandbyServes) and asks nothing its spawn fixed (stdin,
 // an output bound), and its directory is still the one it started in. It
 // returns no process and no error when in is to start fresh.
 func (s *Service) releaseSessionStandby(ctx context.Context, lease *session.Lease, in SessionExecInput) (*exec.Process, error) {
-	if len(in.Stdin) > 0 || in.MaxOutputBytes != 0 || !shellsnap.SessionStandbyServes(in.Script) {
+	if len(in.Stdin) > 0 || in.MaxOutputBytes != 0 || !lease.StandbyServes(in.Script) {
 		return nil, nil
 	}
 	sb := lease.Standby()

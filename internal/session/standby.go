@@ -118,6 +118,13 @@ func (t *Table) dropStandbyLocked(s *session) {
 	}
 }
 
+// StandbyServes reports whether a standby shell of the state l starts from
+// would run script exactly as the fresh command would
+// (shellsnap.SessionStandbyServes).
+func (l *Lease) StandbyServes(script string) bool {
+	return shellsnap.SessionStandbyServes(l.state, script)
+}
+
 // Standby takes the session's standby shell for l's command, when one waits
 // in the state l starts from, and makes its command l's; nil otherwise. The
 // caller runs the command in it (exec.Held.Release with Cmd.GoAhead) and

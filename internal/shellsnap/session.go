@@ -1,5 +1,12 @@
 package shellsnap
 
+import (
+	"slices"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
 // SessionShell reports whether sessions support the shell named name: bash
 // (session_bash.go) and zsh (session_zsh.go).
 func SessionShell(name string) bool { return name == "bash" || name == "zsh" }
@@ -11,4 +18,130 @@ func SessionShell(name string) bool { return name == "bash" || name == "zsh" }
 func (f *SessionFiles) Ready(s *SessionState) {
 	_, _ = s.restoreFile(f)
 	s.names()
+}
+
+// A session command's dump is also a line after the script (bash, zsh), so
+// that a script that replaces the EXIT trap still hands its state on; that
+// line must not be read into the script's last command. The parser reads
+// the script as the shell would only while no alias changes its text: an
+// alias whose value is not whole syntax by itself (a here-document, a
+// backslash, a pipe or && last, a quote or a compound command left open)
+// would join the line to the script's last command, or read it as a
+// here-document's text, which the command then prints.
+
+// aliasCanOpenLine reports whether an alias may leave script's last line
+// open, run in state (nil: none) or, for a session's first command, in snap
+// (nil: none). Aliases expand in the script's text only when the state (or
+// snapshot) has them on (bash's expand_aliases, zsh's aliases option), or
+// the script can turn them on (it names expand_aliases, posix or
+// POSIXLY_CORRECT, in any quoting); then every alias of the state must be
+// whole (a snapshot's values are not kept: it may have none), and the
+// script may define none: it names no alias (nor BASH_ALIASES) and the
+// state has no function that names one. A file the script sources that
+// turns aliases on and defines one that opens a line used on the script's
+// last line is not seen.
+func aliasCanOpenLine(script string, lang syntax.LangVariant, state *SessionState, snap *Snapshot) bool {
+	plain := strings.NewReplacer(`\`, "", `'`, "", `"`, "").Replace(script)
+	var a stateAliases
+	switch {
+	case state != nil:
+		a = state.readAliasesOnce(lang)
+	case snap != nil && snap.definitions != nil:
+		d := snap.definitions
+		a = stateAliases{on: d.ExpandAliases, open: len(d.Aliases)+len(d.SuffixAliases) > 0}
+	default:
+		a.on = lang == syntax.LangZsh
+	}
+	if !a.on && !strings.Contains(plain, "expand_aliases") && !strings.Contains(plain, "posix") && !strings.Contains(plain, "POSIXLY_CORRECT") {
+		return false
+	}
+	return a.open || scriptAliasCanOpenLine(script, plain, lang)
+}
+
+// scriptAliasCanOpenLine reports whether script may define an alias that
+// is not whole: it assigns BASH_ALIASES, or names alias (in any quoting)
+// other than in alias commands whose words are all literal, or one of
+// those defines an alias that is not whole. plain is script without
+// quotes and backslashes, where every alias the script names shows.
+func scriptAliasCanOpenLine(script, plain string, lang syntax.LangVariant) bool {
+	if strings.Contains(plain, "BASH_ALIASES") {
+		return true
+	}
+	// expand_aliases and unalias define none.
+	named := strings.Count(plain, "alias") - strings.Count(plain, "expand_aliases") - strings.Count(plain, "unalias")
+	if named == 0 {
+		return false
+	}
+	f, err := syntax.NewParser(syntax.Variant(lang)).Parse(strings.NewReader(script), "")
+	if err != nil {
+		return true
+	}
+	open := false
+	syntax.Walk(f, func(node syntax.Node) bool {
+		call, ok := node.(*syntax.CallExpr)
+		if open || !ok || len(call.Args) == 0 || literal(call.Args[0]) != "alias" {
+			return !open
+		}
+		for _, w := range call.Args {
+			word := literal(w)
+			if word == "" {
+				open = true // an alias made from an expansion
+				return false
+			}
+			named -= strings.Count(word, "alias")
+			if name, value, ok := strings.Cut(word, "="); ok && !strings.HasPrefix(name, "-") {
+				kind := "alias"
+				if lang == syntax.LangZsh && call.Args[1] != w && literal(call.Args[1]) == "-g" {
+					kind = "galias"
+				}
+				open = open || !wholeAlias(kind, value, lang)
+			}
+		}
+		return !open
+	})
+	// Any other alias named: eval "alias ...", builtin alias, a heredoc.
+	return open || named != 0
+}
+
+// stateAliases is what aliasCanOpenLine reads of a state: whether aliases
+// expand (on), and whether one of its aliases is not whole syntax (a zsh
+// global alias: after a word) or one of its functions names alias (open).
+type stateAliases struct{ on, open bool }
+
+// readAliasesOnce reads s's stateAliases for its shell's lang, once.
+func (s *SessionState) readAliasesOnce(lang syntax.LangVariant) stateAliases {
+	s.aliasOnce.Do(func() {
+		a := stateAliases{on: lang == syntax.LangZsh}
+		for _, r := range s.recs {
+			switch r.kind {
+			case "shopts":
+				a.on = a.on || slices.Contains(strings.Split(r.payload, ":"), "expand_aliases")
+			case "options":
+				a.on = a.on && !slices.Contains(strings.Split(r.payload, "\n"), "aliases off")
+			case "fn":
+				a.open = a.open || strings.Contains(r.payload, "alias")
+			case "alias", "salias", "galias":
+				a.open = a.open || !wholeAlias(r.kind, r.payload, lang)
+			}
+		}
+		s.aliases = a
+	})
+	return s.aliases
+}
+
+// wholeAlias reports whether an alias of kind (alias, salias, or zsh's
+// global galias) whose value is value leaves no line open where it stands:
+// a global one is expanded anywhere, after a word most often (| grep).
+func wholeAlias(kind, value string, lang syntax.LangVariant) bool {
+	if kind == "galias" {
+		return wholeSyntax("x "+value, lang)
+	}
+	return wholeSyntax(value, lang)
+}
+
+// wholeSyntax reports whether text is whole syntax of lang by itself, as
+// far as the parser knows it, and does not end in a backslash.
+func wholeSyntax(text string, lang syntax.LangVariant) bool {
+	_, err := syntax.NewParser(syntax.Variant(lang)).Parse(strings.NewReader(text), "")
+	return err == nil && !strings.HasSuffix(text, `\`)
 }

@@ -93,6 +93,9 @@ type SessionState struct {
 
 	guardOnce sync.Once
 	guard     fnGuard // what keepsFunctions reads of the state
+
+	aliasOnce sync.Once
+	aliases   stateAliases // what aliasCanOpenLine reads of the state
 }
 
 // fnListing is a file holding a declare -f listing, shared by the states
@@ -281,20 +284,21 @@ func (f *SessionFiles) Command(l SessionLaunch) (*SessionCommand, error) {
 	switch {
 	case l.Standby:
 		script = StandbyWaitLine
-	case takesEndLine(script):
+	case takesEndLine(script, l.State, l.Snapshot):
 		script += "\n" + c.dump
 	}
 	c.Argv, c.Env = []string{l.Shell.Path, "--noprofile", "-lc", script}, env
 	return c, nil
 }
 
-// SessionStandbyServes reports whether a standby shell of a session runs
-// script exactly as the fresh command would: a script that takes the dump
-// line after it (takesEndLine: in an eval a syntax error does not end the
-// shell); that turns neither xtrace nor verbose on, which would trace the
-// eval's nesting; and that fits one argument, as the fresh command needs.
-func SessionStandbyServes(script string) bool {
-	return len(script) <= MaxSessionScript && !StandbyTraced(script) && takesEndLine(script)
+// SessionStandbyServes reports whether a standby shell of a session in
+// state runs script exactly as the fresh command would: a script that
+// takes the dump line after it (takesEndLine: in an eval a syntax error
+// does not end the shell); that turns neither xtrace nor verbose on, which
+// would trace the eval's nesting; and that fits one argument, as the fresh
+// command needs.
+func SessionStandbyServes(state *SessionState, script string) bool {
+	return len(script) <= MaxSessionScript && !StandbyTraced(script) && takesEndLine(script, state, nil)
 }
 
 // MaxSessionScript is the longest script of a session command (a longer one
@@ -391,13 +395,14 @@ func (s *SessionState) setTrap(dump, redirect string) string {
 	return set
 }
 
-// takesEndLine reports whether the dump can run as a line after script: the
-// script is whole bash syntax, so that the line cannot be read into a heredoc
-// or a continued line of it, and does not end in a backslash, which would
-// join the line to the script's last.
-func takesEndLine(script string) bool {
-	_, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "")
-	return err == nil && !strings.HasSuffix(script, `\`)
+// takesEndLine reports whether the dump can run as a line after script,
+// run in state or, for a session's first command, snap: the script is
+// whole bash syntax, so that the line cannot be read into a heredoc or a
+// continued line of it, does not end in a backslash, which would join the
+// line to the script's last, and no alias can leave its last line open
+// (aliasCanOpenLine).
+func takesEndLine(script string, state *SessionState, snap *Snapshot) bool {
+	return wholeSyntax(script, syntax.LangBash) && !aliasCanOpenLine(script, syntax.LangBash, state, snap)
 }
 
 // From is the state the command starts from; nil for a session's first.
@@ -858,7 +863,10 @@ func (e bashEnd) narrowed(r scriptReach) bashEnd {
 // functrace is on (it is in the options). The traps are listed once the
 // builtins are enabled, so that a disabled trap builtin lists them (and
 // clears them: the EXIT trap must not dump twice), and in posix mode as
-// the state had it, as the capture does. The variables are printed last,
+// the state had it, as the capture does; then SIGXFSZ is ignored, so that a
+// file-size limit the script lowered below what the dump writes fails the
+// writes (the state is not handed on) rather than kill the shell, whose
+// status is the user's. The variables are printed last,
 // by this shell, exported values and all, with POSIXLY_CORRECT, which
 // turning posix mode off unsets, set again as it was; the aliases by one
 // alias -p (an aliases record, which Finish turns into alias records),
@@ -906,6 +914,7 @@ fi
 \command shopt -u expand_aliases
 \command printf '` + StateMarker + `\n@NONCE@ begin bash\n\n@NONCE@ setopts\n%s\n@NONCE@ shopts\n%s` + disabled + `
 ` + traps + `\command trap - ` + bashDumpTraps + `
+\command trap '' XFSZ
 __snapexec_pca=${POSIXLY_CORRECT+x${POSIXLY_CORRECT@a}} __snapexec_pcv=${POSIXLY_CORRECT-}
 \command set +o posix
 `)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // sessionRun runs one session command from state and returns its output,
@@ -408,5 +411,149 @@ func TestSessionRunsBashEnvOnce(t *testing.T) {
 	}
 	if runs, err := os.ReadFile(filepath.Join(home, "runs")); err != nil || string(runs) != "ran\n" {
 		t.Errorf("BASH_ENV ran %q (%v), want once", runs, err)
+	}
+}
+
+// TestSessionAliasThatOpensTheLastLine: an alias whose value is not whole
+// syntax (a here-document, a backslash or a pipe last, a quote or a group
+// left open), used on the script's last line, reads the shell's next line
+// into the command; the dump's line after the script must not be that line.
+// What the command prints, its status and the state it hands on are those
+// of the shell running the same script with -c, the dump taken by its EXIT
+// trap; the alias defined by the command before or by the script itself.
+func TestSessionAliasThatOpensTheLastLine(t *testing.T) {
+	cases := []struct{ shell, alias, script string }{
+		{"bash", `alias hd='cat <<EOF'`, "V=2; hd\nhello"},
+		{"bash", `alias bs='echo a \'`, "V=2; bs"},
+		{"bash", `alias p='echo x |'`, "V=2\np"},
+		{"bash", `alias q="echo 'x"`, "V=2\nq"},
+		{"bash", `alias g='{ echo g'`, "V=2\ng"},
+		{"bash", `alias a='true &&'`, "V=2\na"},
+		{"zsh", `alias hd='cat <<EOF'`, "V=2; hd\nhello"},
+		{"zsh", `alias -g P='| cat'; alias -g Q='|'`, "V=2\necho x Q"},
+	}
+	for _, tc := range cases {
+		for _, same := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/%s/same=%v", tc.shell, tc.alias, same), func(t *testing.T) {
+				home := t.TempDir()
+				f := &SessionFiles{}
+				defer f.Close()
+				shell := Shell{Name: "bash", Path: "/bin/bash"}
+				defs := "shopt -s expand_aliases; " + tc.alias + "; V=1"
+				refArgv := []string{"/bin/bash", "--noprofile", "--norc", "-c"}
+				if tc.shell == "zsh" {
+					shell = Shell{Name: "zsh", Path: zshPath(t)}
+					defs = tc.alias + "; V=1"
+					refArgv = []string{shell.Path, "-f", "-c"}
+				}
+				// The reference: the definitions, then the script, in one
+				// shell -c, whose EXIT trap prints V on descriptor 3. zsh
+				// reads a -c string whole before it runs any of it, so
+				// there a script after the definitions' command is an
+				// eval's, read once the aliases are defined.
+				refArgv = append(refArgv, defs+"\ntrap 'echo V=$V >&3' EXIT\n"+tc.script)
+				if tc.shell == "zsh" && !same {
+					refArgv[len(refArgv)-1] = defs + "\ntrap 'echo V=$V >&3' EXIT\neval \"$1\""
+					refArgv = append(refArgv, "zsh", tc.script)
+				}
+				ref := exec.Command(refArgv[0], refArgv[1:]...)
+				ref.Env, ref.Dir = envPairs(loginEnv(home)), home
+				var refOut, refV bytes.Buffer
+				ref.Stdout = &refOut
+				r, w, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				ref.ExtraFiles = []*os.File{w}
+				runErr := ref.Run()
+				w.Close()
+				if _, err := refV.ReadFrom(r); err != nil {
+					t.Fatal(err)
+				}
+				r.Close()
+				var ee *exec.ExitError
+				if runErr != nil && !errors.As(runErr, &ee) {
+					t.Fatal(runErr)
+				}
+				var st *SessionState
+				script := tc.script
+				if same {
+					st = func() *SessionState {
+						_, errOut, _, st, err := shellSessionRun(t, f, shell, home, nil, "V=1")
+						if err != nil {
+							t.Fatalf("first command: %v (stderr %q)", err, errOut)
+						}
+						return st
+					}()
+					script = defs + "\n" + tc.script
+				} else {
+					_, errOut, _, next, err := shellSessionRun(t, f, shell, home, nil, defs)
+					if err != nil {
+						t.Fatalf("first command: %v (stderr %q)", err, errOut)
+					}
+					st = next
+					if tc.shell == "bash" && SessionStandbyServes(st, script) {
+						t.Errorf("a standby shell serves %q, which its eval would read the dump's line into", script)
+					}
+				}
+				out, errOut, code, next, err := shellSessionRun(t, f, shell, home, st, script)
+				if err != nil {
+					t.Fatalf("the alias's command: %v (stderr %q)", err, errOut)
+				}
+				if out != refOut.String() || code != ref.ProcessState.ExitCode() {
+					t.Errorf("the alias's command printed %q, status %d (stderr %q); %s -c printed %q, status %d",
+						out, code, errOut, tc.shell, refOut.String(), ref.ProcessState.ExitCode())
+				}
+				if strings.Contains(out+errOut, "__snapexec") {
+					t.Errorf("the dump's line reached the command's output: %q %q", out, errOut)
+				}
+				probe, _, _, _, err := shellSessionRun(t, f, shell, home, next, "echo V=$V")
+				if err != nil || probe != refV.String() {
+					t.Errorf("the next command saw %q (%v); %s -c ended with %q", probe, err, tc.shell, refV.String())
+				}
+			})
+		}
+	}
+}
+
+// TestScriptAliasCanOpenLine: a script's own alias commands, read from its
+// text when their words are literal; any other alias it names, or an
+// assignment to BASH_ALIASES, may define one that opens a line.
+func TestScriptAliasCanOpenLine(t *testing.T) {
+	for script, want := range map[string]bool{
+		`shopt -s expand_aliases; alias '{'='echo brace' trap='echo alias'; echo defined`: false,
+		`alias ll='ls -l' la="ls -a"; ll`:                                                 false,
+		`alias -p; alias ll`:                                                              false,
+		`alias hd='cat <<EOF'`:                                                            true,
+		`alias bs='echo a \'`:                                                             true,
+		`alias "$name=$value"`:                                                            true,
+		`eval "alias x=y"`:                                                                true,
+		`builtin alias x=y`:                                                               true,
+		`BASH_ALIASES[x]='cat <<EOF'`:                                                     true,
+		`echo none here; shopt -s expand_aliases`:                                         false,
+		`echo an alias`:                                                                   true,
+	} {
+		plain := strings.NewReplacer(`\`, "", `'`, "", `"`, "").Replace(script)
+		if got := scriptAliasCanOpenLine(script, plain, syntax.LangBash); got != want {
+			t.Errorf("scriptAliasCanOpenLine(%q) = %v, want %v", script, got, want)
+		}
+	}
+}
+
+// TestSessionFileSizeLimitBelowTheState: a script that lowers the file-size
+// limit below what its state takes to write ends as it would in bash, not
+// killed by SIGXFSZ as the dump writes; the state it could not write is not
+// handed on (the session keeps the one before).
+func TestSessionFileSizeLimitBelowTheState(t *testing.T) {
+	home := t.TempDir()
+	f := &SessionFiles{}
+	defer f.Close()
+	st := firstState(t, f, home, "U=0")
+	out, errOut, code, _, err := sessionRun(t, f, home, st, "U=1; ulimit -f 1; echo set")
+	if out != "set\n" || code != 0 || errOut != "" {
+		t.Errorf("ulimit -f 1; echo set: got %q, status %d, stderr %q; want set, 0, as bash -c", out, code, errOut)
+	}
+	if !errors.Is(err, ErrNoSessionState) {
+		t.Errorf("Finish = %v, want ErrNoSessionState: the state did not fit the limit", err)
 	}
 }

@@ -88,8 +88,9 @@ func (f *SessionFiles) zshCommand(l SessionLaunch) (*SessionCommand, error) {
 
 	env := sessionEnv(c.base, l.State, "ZDOTDIR", userZdotdirVar, c.start)
 	script := l.Script
-	if parsesZsh(script) && !strings.HasSuffix(script, `\`) {
-		// A backslash last would join the line to the script's.
+	if wholeSyntax(script, syntax.LangZsh) && !aliasCanOpenLine(script, syntax.LangZsh, l.State, l.Snapshot) {
+		// A backslash last would join the line to the script's, and so
+		// would an alias that leaves the last line open.
 		script += "\n" + dump
 	}
 	c.Argv, c.Env = []string{l.Shell.Path, "-lc", script}, env
@@ -107,14 +108,6 @@ const zshBareLogin = `if (( ${+__snapexec_zdotdir} )); then ZDOTDIR=$__snapexec_
 \builtin unset __snapexec_zdotdir
 \builtin setopt globalrcs
 `
-
-// parsesZsh reports whether script is whole zsh syntax, as far as the
-// parser knows zsh: one it cannot read gets no line after it, which only a
-// script that replaces the EXIT trap needs.
-func parsesZsh(script string) bool {
-	_, err := syntax.NewParser(syntax.Variant(syntax.LangZsh)).Parse(strings.NewReader(script), "")
-	return err == nil
-}
 
 // zshSessionEnd is the end script of a zsh session command, sourced with
 // __snapexec_status set to the status the shell is leaving with and
