@@ -25,7 +25,7 @@ func TestEnvPolicyProblems(t *testing.T) {
 		{"unknown inherit", `{"inherit":"some"}`, "envPolicy.inherit"},
 		{"set name with =", `{"set":{"A=B":"1"}}`, `envPolicy.set["A=B"]`},
 		{"set value with NUL", `{"set":{"A":"x\u0000y"}}`, `envPolicy.set["A"]`},
-		{"unknown field", `{"inherits":"all"}`, "envPolicy"},
+		{"unknown field", `{"inherits":"all"}`, "envPolicy.inherits"},
 		{"exclude not a list", `{"exclude":"A"}`, "envPolicy.exclude"},
 	}
 	for _, tt := range tests {

@@ -275,7 +275,11 @@ func validationError(w http.ResponseWriter, r *http.Request, err error) {
 			// validator gives no reason of its own.
 			p.detail = "the value may not be " + excluded(se.Schema.Not.Value.Enum)
 		}
-		switch ptr := se.JSONPointer(); {
+		ptr := se.JSONPointer()
+		if name, ok := unsupportedProperty(se); ok {
+			ptr = append(ptr, name) // the property itself, not the object that has it
+		}
+		switch {
 		case re.Parameter != nil:
 			// A parameter's value: the field is the parameter's name.
 		case len(ptr) > 0:
@@ -290,6 +294,34 @@ func validationError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	}
 	writeProblem(w, r, p)
+}
+
+// unsupportedProperty is the name of the property a schema's
+// additionalProperties: false refuses (the validator says: property "name"
+// is unsupported, of the object's properties).
+func unsupportedProperty(se *openapi3.SchemaError) (string, bool) {
+	if se.SchemaField != "properties" {
+		return "", false
+	}
+	quoted, ok := strings.CutPrefix(se.Reason, "property ")
+	if !ok {
+		return "", false
+	}
+	quoted, ok = strings.CutSuffix(quoted, " is unsupported")
+	if !ok {
+		return "", false
+	}
+	name, err := strconv.Unquote(quoted)
+	return name, err == nil
+}
+
+// renameField is err as the problem the table gives it, its field renamed:
+// for an operation whose request names the field otherwise (a prewarm's
+// scope is its path's scopeId, not shellSnapshot.scopeId).
+func renameField(err error, rename func(field string) string) error {
+	p := *problemFor(err)
+	p.field = rename(p.field)
+	return &p
 }
 
 // excluded lists the values of a schema's not, quoted, as a detail says them.

@@ -42,7 +42,7 @@ func TestProblemResponses(t *testing.T) {
 	}{
 		{"malformed JSON", okExecutor(), "POST", "/exec", "application/json", `{"argv":`, 400, "invalid_request", "body"},
 		{"not an object", okExecutor(), "POST", "/exec", "application/json", `[1,2]`, 400, "invalid_request", "body"},
-		{"unknown field", okExecutor(), "POST", "/exec", "application/json", `{"argv":["true"],"argz":1}`, 400, "invalid_request", "body"},
+		{"unknown field", okExecutor(), "POST", "/exec", "application/json", `{"argv":["true"],"argz":1}`, 400, "invalid_request", "argz"},
 		{"wrong type argv", okExecutor(), "POST", "/exec", "application/json", `{"argv":"true"}`, 400, "invalid_request", "argv"},
 		{"wrong type element", okExecutor(), "POST", "/exec", "application/json", `{"argv":[1]}`, 400, "invalid_request", "argv[0]"},
 		{"wrong type env value", okExecutor(), "POST", "/exec", "application/json", `{"argv":["true"],"env":{"A":1}}`, 400, "invalid_request", `env["A"]`},
@@ -70,7 +70,7 @@ func TestProblemResponses(t *testing.T) {
 		{"sandbox unavailable", failWith(&sandbox.UnavailableError{Missing: []string{"Landlock ABI 6 or later"}}), "POST", "/exec", "application/json", `{"argv":["true"],"sandbox":{"readOnly":true}}`, 422, "sandbox_unavailable", "sandbox"},
 		{"sandbox root missing", failWith(&sandbox.FieldError{Field: "sandbox.writableRoots[0]", Reason: "does not exist"}), "POST", "/exec", "application/json", `{"argv":["true"],"sandbox":{"writableRoots":["/x"]}}`, 400, "invalid_request", "sandbox.writableRoots[0]"},
 		{"sandbox network unknown", okExecutor(), "POST", "/exec", "application/json", `{"argv":["true"],"sandbox":{"network":"some"}}`, 400, "invalid_request", "sandbox.network"},
-		{"sandbox field unknown", okExecutor(), "POST", "/exec", "application/json", `{"argv":["true"],"sandbox":{"writable":["/x"]}}`, 400, "invalid_request", "sandbox"},
+		{"sandbox field unknown", okExecutor(), "POST", "/exec", "application/json", `{"argv":["true"],"sandbox":{"writable":["/x"]}}`, 400, "invalid_request", "sandbox.writable"},
 		{"sandbox too many roots", okExecutor(), "POST", "/exec", "application/json", `{"argv":["true"],"sandbox":{"writableRoots":[` + strings.Repeat(`"/a",`, 64) + `"/a"]}}`, 400, "invalid_request", "sandbox.writableRoots"},
 	}
 	for _, tt := range tests {

@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"strings"
+
 	"context"
 	"time"
 
@@ -43,7 +45,10 @@ func (s *Server) PrewarmSnapshot(ctx context.Context, req PrewarmSnapshotRequest
 	}
 	info, err := s.snapshots.Prewarm(ctx, in)
 	if err != nil {
-		return nil, err
+		// The table names an exec's fields; a prewarm's are its body's.
+		return nil, renameField(err, func(field string) string {
+			return strings.TrimPrefix(field, "shellSnapshot.")
+		})
 	}
 	if !in.Wait {
 		return PrewarmSnapshot202JSONResponse(entry(info)), nil

@@ -54,8 +54,10 @@ func TestSnapshotHandlers(t *testing.T) {
 					return shellsnap.EntryInfo{}, &shellsnap.CaptureError{Reason: shellsnap.ReasonNonzeroExit, Message: "exit status: 7"}
 				case "nowhere":
 					return shellsnap.EntryInfo{}, fmt.Errorf("%w: /nope", exec.ErrCwdNotFound)
-				case "":
+				case "x" + strings.Repeat("y", shellsnap.MaxScopeBytes):
 					return shellsnap.EntryInfo{}, shellsnap.ErrInvalidScope
+				case "fish":
+					return shellsnap.EntryInfo{}, shellsnap.ErrUnsupportedShell
 				}
 				if !in.Wait {
 					return shellsnap.EntryInfo{ScopeID: in.ScopeID, Shell: in.Shell, State: shellsnap.EntryPending, MaxAttempts: 3}, nil
@@ -96,6 +98,12 @@ func TestSnapshotHandlers(t *testing.T) {
 			status: 502, calls: []string{"Prewarm fails"}, want: `{"code":"capture_failed","detail":"nonzero_exit: exit status: 7"}`},
 		{name: "prewarm in a missing cwd", method: "POST", target: "/snapshots/nowhere/prewarm", body: `{"shell":{"name":"bash","path":"/bin/bash"},"cwd":"/nope"}`,
 			svc: registry, status: 422, calls: []string{"Prewarm nowhere"}, want: `{"code":"cwd_not_found","field":"cwd"}`},
+		// The problem table names an exec's fields (shellSnapshot.*); a
+		// prewarm's are its path's and its body's.
+		{name: "prewarm of a scope too long", method: "POST", target: "/snapshots/x" + strings.Repeat("y", shellsnap.MaxScopeBytes) + "/prewarm", body: body,
+			svc: registry, status: 422, calls: []string{"Prewarm x" + strings.Repeat("y", shellsnap.MaxScopeBytes)}, want: `{"code":"invalid_scope","field":"scopeId"}`},
+		{name: "prewarm of an unsupported shell", method: "POST", target: "/snapshots/fish/prewarm", body: `{"shell":{"name":"fish","path":"/usr/bin/fish"}}`,
+			svc: registry, status: 422, calls: []string{"Prewarm fish"}, want: `{"code":"unsupported_shell","field":"shell.name"}`},
 		{name: "prewarm refused by the contract", method: "POST", target: "/snapshots/ws/prewarm", body: `{"shell":{"name":"bash"}}`,
 			svc: registry, status: 400, want: `{"code":"invalid_request"}`},
 	})

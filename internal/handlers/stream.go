@@ -106,6 +106,8 @@ func (s *Server) processEvents(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, badID)
 	case errors.Is(err, exec.ErrSeqAhead):
 		writeProblem(w, r, invalid("Last-Event-ID", "Last-Event-ID is beyond the last event of this process: resume from an id the stream sent"))
+	case errors.Is(err, exec.ErrOutputLost):
+		writeProblem(w, r, renameField(err, func(string) string { return "Last-Event-ID" }))
 	case err != nil:
 		writeProblem(w, r, err)
 	default:

@@ -266,7 +266,7 @@ func TestProcessEvents(t *testing.T) {
 		{name: "resume beyond the output", method: "GET", target: "/processes/p-1/events", header: map[string]string{"Last-Event-ID": "99"},
 			followErr: exec.ErrSeqAhead, status: 400, want: `{"code":"invalid_request","field":"Last-Event-ID"}`, calls: []string{"Follow p-1 99"}},
 		{name: "resume from evicted output", method: "GET", target: "/processes/p-1/events", header: map[string]string{"Last-Event-ID": "1"},
-			followErr: exec.ErrOutputLost, status: 410, want: `{"code":"output_lost"}`, calls: []string{"Follow p-1 1"}},
+			followErr: exec.ErrOutputLost, status: 410, want: `{"code":"output_lost","field":"Last-Event-ID"}`, calls: []string{"Follow p-1 1"}},
 		{name: "reader fell behind", method: "GET", target: "/processes/p-1/events",
 			steps:  []readStep{{r: exec.ReadResult{NextSeq: 7}, err: exec.ErrOutputLost}, {r: exec.ReadResult{Chunks: []exec.Chunk{chunk(7, exec.Stdout, "7\n")}, NextSeq: 8}}, closed},
 			status: 200, events: []string{"lost", "stdout#7", "exit"}, calls: []string{"Follow p-1 0", "Next", "Next", "Next", "Info"},

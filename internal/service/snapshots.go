@@ -40,6 +40,11 @@ func (s *Service) Prewarm(ctx context.Context, in PrewarmInput) (shellsnap.Entry
 	if err := in.Validate(s.limits); err != nil {
 		return shellsnap.EntryInfo{}, err
 	}
+	// The scope and the shell's name before its path: fish at a path that
+	// does not exist is an unsupported shell.
+	if err := (shellsnap.Request{ScopeID: in.ScopeID, Shell: in.Shell}).Check(); err != nil {
+		return shellsnap.EntryInfo{}, err
+	}
 	if err := s.admit(); err != nil {
 		return shellsnap.EntryInfo{}, err
 	}

@@ -40,6 +40,19 @@ type Launch struct {
 	Terminal bool
 }
 
+// Check refuses a request whose scope is empty or too long
+// (ErrInvalidScope), then one whose shell is not bash, zsh or sh
+// (ErrUnsupportedShell): the request's own faults, before any launch.
+func (req Request) Check() error {
+	if req.ScopeID == "" || len(req.ScopeID) > MaxScopeBytes {
+		return ErrInvalidScope
+	}
+	if !supportedShell(req.Shell.Name) {
+		return ErrUnsupportedShell
+	}
+	return nil
+}
+
 // check runs the checks of docs/design/snapshots.md#eligibility-and-check-order:
 // the scope, then the shell name, then the argv shape. The reference checks
 // the shape before the name, so that `fish` with another argv falls back
@@ -50,11 +63,8 @@ func check(req *Request, l Launch) (Receipt, error) {
 	if req == nil {
 		return Receipt{Outcome: OutcomeNotRequested}, nil
 	}
-	if req.ScopeID == "" || len(req.ScopeID) > MaxScopeBytes {
-		return Receipt{}, ErrInvalidScope
-	}
-	if !supportedShell(req.Shell.Name) {
-		return Receipt{}, ErrUnsupportedShell
+	if err := req.Check(); err != nil {
+		return Receipt{}, err
 	}
 	if l.Terminal {
 		if !LoginTerminal(req.Shell, l.Argv) {
