@@ -187,6 +187,7 @@ const (
 	ProblemCodeProcessExists        ProblemCode = "process_exists"
 	ProblemCodeProcessExited        ProblemCode = "process_exited"
 	ProblemCodeRangeNotSatisfiable  ProblemCode = "range_not_satisfiable"
+	ProblemCodeSameFile             ProblemCode = "same_file"
 	ProblemCodeSandboxUnavailable   ProblemCode = "sandbox_unavailable"
 	ProblemCodeSessionBusy          ProblemCode = "session_busy"
 	ProblemCodeSessionExists        ProblemCode = "session_exists"
@@ -261,6 +262,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeProcessExited:
 		return true
 	case ProblemCodeRangeNotSatisfiable:
+		return true
+	case ProblemCodeSameFile:
 		return true
 	case ProblemCodeSandboxUnavailable:
 		return true
@@ -699,12 +702,19 @@ type FileEntry struct {
 	Mode       int       `json:"mode"`
 	ModifiedAt time.Time `json:"modifiedAt"`
 
-	// Name The path relative to the listed or walked directory.
+	// Name The path relative to the listed or walked directory; U+FFFD in place of each byte that is not UTF-8.
 	Name string `json:"name"`
 
-	// Path The absolute path, cleaned, as the request named it.
+	// NameBase64 The name, exactly, when it is not UTF-8.
+	NameBase64 *[]byte `json:"nameBase64,omitempty"`
+
+	// Path The absolute path, cleaned, as the request named it (or beneath the directory a
+	// list or walk named); U+FFFD in place of each byte that is not UTF-8.
 	Path string `json:"path"`
-	Size int64  `json:"size"`
+
+	// PathBase64 The path, exactly, when it is not UTF-8 (a query parameter can name it, percent-encoded).
+	PathBase64 *[]byte `json:"pathBase64,omitempty"`
+	Size       int64   `json:"size"`
 
 	// Type other is a FIFO, a socket or a device.
 	Type FileEntryType `json:"type"`
@@ -722,9 +732,13 @@ type FileInfo struct {
 	Mode       int       `json:"mode"`
 	ModifiedAt time.Time `json:"modifiedAt"`
 
-	// Path The absolute path, cleaned, as the request named it.
+	// Path The absolute path, cleaned, as the request named it (or beneath the directory a
+	// list or walk named); U+FFFD in place of each byte that is not UTF-8.
 	Path string `json:"path"`
-	Size int64  `json:"size"`
+
+	// PathBase64 The path, exactly, when it is not UTF-8 (a query parameter can name it, percent-encoded).
+	PathBase64 *[]byte `json:"pathBase64,omitempty"`
+	Size       int64   `json:"size"`
 
 	// Type other is a FIFO, a socket or a device.
 	Type FileInfoType `json:"type"`
@@ -1575,7 +1589,7 @@ type WriteFileParams struct {
 	// operation would make there, is 409 not_a_directory.
 	Path FilePath `form:"path" json:"path"`
 
-	// IfMatch The ETag the file must still have.
+	// IfMatch The ETag the file must still have, or a comma-separated list of them, quoted or not.
 	IfMatch *string `json:"If-Match,omitempty"`
 
 	// IfNoneMatch "*": the file must not exist.
@@ -1589,7 +1603,11 @@ type ListDirectoryParams struct {
 	// operation would make there, is 409 not_a_directory.
 	Path FilePath `form:"path" json:"path"`
 
-	// Cursor The next of the previous page; absent for the first.
+	// Cursor The next of the previous page; absent for the first. It is the last entry's name (or
+	// path beneath the directory, for a walk) when that is UTF-8; a name that is not is
+	// written as / and its bytes in unpadded base64url. A cursor no page gives (an empty
+	// name, one that is no base64url, a path for a list) is 400 invalid_request (field
+	// cursor).
 	Cursor *FileCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
 	// Limit Entries a page holds at most; absent or above --files-max-list means --files-max-list.
@@ -1611,7 +1629,11 @@ type WalkDirectoryParams struct {
 	// operation would make there, is 409 not_a_directory.
 	Path FilePath `form:"path" json:"path"`
 
-	// Cursor The next of the previous page; absent for the first.
+	// Cursor The next of the previous page; absent for the first. It is the last entry's name (or
+	// path beneath the directory, for a walk) when that is UTF-8; a name that is not is
+	// written as / and its bytes in unpadded base64url. A cursor no page gives (an empty
+	// name, one that is no base64url, a path for a list) is 400 invalid_request (field
+	// cursor).
 	Cursor *FileCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
 	// Limit Entries a page holds at most; absent or above --files-max-list means --files-max-list.
@@ -1829,10 +1851,15 @@ type ClientInterface interface {
 	// as a read follows it: the file it names is written (made, when there is none) and the
 	// link stays; one that leads outside is 403 outside_root. If-Match with an ETag from stat
 	// or read refuses (412 precondition_failed) to replace a file changed or removed since;
+	// it may list several (any one of them matching is enough), and several If-Match lines
+	// are one list. It compares strongly, as RFC 9110 says: a weak ETag (W/"...") matches no
+	// version, so that a list of weak ones alone is 412; "*" is 400 invalid_request.
 	// If-None-Match "*" refuses (412) to replace any. A replaced file keeps its permission
-	// bits (not setuid, setgid or sticky). The body may be up to --files-max-bytes (413
-	// body_too_large beyond), and arrives at its own pace: --body-timeout bounds each pause,
-	// not the whole upload.
+	// bits (not setuid, setgid or sticky). The body is always the whole file: a
+	// Content-Range (a partial PUT, which the server does not support) is 400
+	// invalid_request, field Content-Range, and nothing is written. The body may be up to
+	// --files-max-bytes (413 body_too_large beyond), and arrives at its own pace:
+	// --body-timeout bounds each pause, not the whole upload.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1845,7 +1872,9 @@ type ClientInterface interface {
 	// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
 	// does. A directory is never replaced: one with entries is 409 destination_not_empty
 	// (field to), an empty one 409 is_a_directory; a FIFO, socket or device is 409
-	// not_a_regular_file. A symlink at to is followed as by a write.
+	// not_a_regular_file. A symlink at to is followed as by a write. A copy of a file onto
+	// itself (to names from's file: by another path, as a hard link, or through a symlink at
+	// either end) is 409 same_file (field to), with overwrite or without, as cp refuses it.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1858,7 +1887,9 @@ type ClientInterface interface {
 	// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
 	// does. A directory is never replaced: one with entries is 409 destination_not_empty
 	// (field to), an empty one 409 is_a_directory; a FIFO, socket or device is 409
-	// not_a_regular_file. A symlink at to is followed as by a write.
+	// not_a_regular_file. A symlink at to is followed as by a write. A copy of a file onto
+	// itself (to names from's file: by another path, as a hard link, or through a symlink at
+	// either end) is 409 same_file (field to), with overwrite or without, as cp refuses it.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1870,7 +1901,10 @@ type ClientInterface interface {
 	// Entries in byte order of their names, at most limit (and at most --files-max-list) a
 	// page; pass next as cursor for the following page. Symlinks are described, not followed.
 	// A path that is not a directory (a FIFO, socket or device included) is 409
-	// not_a_directory, and is never opened.
+	// not_a_directory, and is never opened. A name that is not UTF-8 (a Linux name is any
+	// bytes) is listed like any other: name and path hold it with U+FFFD for each invalid
+	// byte, nameBase64 and pathBase64 exactly, and next names it exactly, so that the pages
+	// go on past it and end.
 	//
 	// Corresponds with GET /files/list (the `ListDirectory` operationId).
 	ListDirectory(ctx context.Context, params *ListDirectoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1894,8 +1928,12 @@ type ClientInterface interface {
 	// An existing destination is replaced only with overwrite (else 409 exists; a directory
 	// only by a directory, and only an empty one: a directory with entries is 409
 	// destination_not_empty, field to, even with overwrite). Across filesystems 409 cross_device. A root,
-	// or a directory that holds one, is never moved or replaced (409 is_root). A directory
-	// moved into itself is 400 invalid_request (field to).
+	// or a directory that holds one, is never moved or replaced (409 is_root, with overwrite
+	// or without). A directory moved into itself is 400 invalid_request (field to). A move of
+	// a file onto itself (to names from's file: by another path, as another hard link of it,
+	// or from is a symlink that leads to to, which would leave a link to itself in the file's
+	// place) is 409 same_file (field to), with overwrite or without, as mv refuses it; nothing
+	// changes.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1907,8 +1945,12 @@ type ClientInterface interface {
 	// An existing destination is replaced only with overwrite (else 409 exists; a directory
 	// only by a directory, and only an empty one: a directory with entries is 409
 	// destination_not_empty, field to, even with overwrite). Across filesystems 409 cross_device. A root,
-	// or a directory that holds one, is never moved or replaced (409 is_root). A directory
-	// moved into itself is 400 invalid_request (field to).
+	// or a directory that holds one, is never moved or replaced (409 is_root, with overwrite
+	// or without). A directory moved into itself is 400 invalid_request (field to). A move of
+	// a file onto itself (to names from's file: by another path, as another hard link of it,
+	// or from is a symlink that leads to to, which would leave a link to itself in the file's
+	// place) is 409 same_file (field to), with overwrite or without, as mv refuses it; nothing
+	// changes.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1946,7 +1988,8 @@ type ClientInterface interface {
 	// so that next resumes where a page ended. At most maxDepth levels (1 is the directory's
 	// own entries; at most 32) and limit entries a page. Symlinks are entries, never followed.
 	// A path that is not a directory (a FIFO, socket or device included) is 409
-	// not_a_directory, and is never opened.
+	// not_a_directory, and is never opened. Names that are not UTF-8 are walked as a list
+	// gives them (nameBase64, pathBase64).
 	//
 	// Corresponds with GET /files/walk (the `WalkDirectory` operationId).
 	WalkDirectory(ctx context.Context, params *WalkDirectoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2394,10 +2437,15 @@ func (c *APIClient) ReadFile(ctx context.Context, params *ReadFileParams, reqEdi
 // as a read follows it: the file it names is written (made, when there is none) and the
 // link stays; one that leads outside is 403 outside_root. If-Match with an ETag from stat
 // or read refuses (412 precondition_failed) to replace a file changed or removed since;
+// it may list several (any one of them matching is enough), and several If-Match lines
+// are one list. It compares strongly, as RFC 9110 says: a weak ETag (W/"...") matches no
+// version, so that a list of weak ones alone is 412; "*" is 400 invalid_request.
 // If-None-Match "*" refuses (412) to replace any. A replaced file keeps its permission
-// bits (not setuid, setgid or sticky). The body may be up to --files-max-bytes (413
-// body_too_large beyond), and arrives at its own pace: --body-timeout bounds each pause,
-// not the whole upload.
+// bits (not setuid, setgid or sticky). The body is always the whole file: a
+// Content-Range (a partial PUT, which the server does not support) is 400
+// invalid_request, field Content-Range, and nothing is written. The body may be up to
+// --files-max-bytes (413 body_too_large beyond), and arrives at its own pace:
+// --body-timeout bounds each pause, not the whole upload.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2420,7 +2468,9 @@ func (c *APIClient) WriteFileWithBody(ctx context.Context, params *WriteFilePara
 // permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
 // does. A directory is never replaced: one with entries is 409 destination_not_empty
 // (field to), an empty one 409 is_a_directory; a FIFO, socket or device is 409
-// not_a_regular_file. A symlink at to is followed as by a write.
+// not_a_regular_file. A symlink at to is followed as by a write. A copy of a file onto
+// itself (to names from's file: by another path, as a hard link, or through a symlink at
+// either end) is 409 same_file (field to), with overwrite or without, as cp refuses it.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2443,7 +2493,9 @@ func (c *APIClient) CopyFileWithBody(ctx context.Context, contentType string, bo
 // permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
 // does. A directory is never replaced: one with entries is 409 destination_not_empty
 // (field to), an empty one 409 is_a_directory; a FIFO, socket or device is 409
-// not_a_regular_file. A symlink at to is followed as by a write.
+// not_a_regular_file. A symlink at to is followed as by a write. A copy of a file onto
+// itself (to names from's file: by another path, as a hard link, or through a symlink at
+// either end) is 409 same_file (field to), with overwrite or without, as cp refuses it.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2465,7 +2517,10 @@ func (c *APIClient) CopyFile(ctx context.Context, body CopyFileJSONRequestBody, 
 // Entries in byte order of their names, at most limit (and at most --files-max-list) a
 // page; pass next as cursor for the following page. Symlinks are described, not followed.
 // A path that is not a directory (a FIFO, socket or device included) is 409
-// not_a_directory, and is never opened.
+// not_a_directory, and is never opened. A name that is not UTF-8 (a Linux name is any
+// bytes) is listed like any other: name and path hold it with U+FFFD for each invalid
+// byte, nameBase64 and pathBase64 exactly, and next names it exactly, so that the pages
+// go on past it and end.
 //
 // Corresponds with GET /files/list (the `ListDirectory` operationId).
 func (c *APIClient) ListDirectory(ctx context.Context, params *ListDirectoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2519,8 +2574,12 @@ func (c *APIClient) MakeDirectory(ctx context.Context, body MakeDirectoryJSONReq
 // An existing destination is replaced only with overwrite (else 409 exists; a directory
 // only by a directory, and only an empty one: a directory with entries is 409
 // destination_not_empty, field to, even with overwrite). Across filesystems 409 cross_device. A root,
-// or a directory that holds one, is never moved or replaced (409 is_root). A directory
-// moved into itself is 400 invalid_request (field to).
+// or a directory that holds one, is never moved or replaced (409 is_root, with overwrite
+// or without). A directory moved into itself is 400 invalid_request (field to). A move of
+// a file onto itself (to names from's file: by another path, as another hard link of it,
+// or from is a symlink that leads to to, which would leave a link to itself in the file's
+// place) is 409 same_file (field to), with overwrite or without, as mv refuses it; nothing
+// changes.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2542,8 +2601,12 @@ func (c *APIClient) MoveFileWithBody(ctx context.Context, contentType string, bo
 // An existing destination is replaced only with overwrite (else 409 exists; a directory
 // only by a directory, and only an empty one: a directory with entries is 409
 // destination_not_empty, field to, even with overwrite). Across filesystems 409 cross_device. A root,
-// or a directory that holds one, is never moved or replaced (409 is_root). A directory
-// moved into itself is 400 invalid_request (field to).
+// or a directory that holds one, is never moved or replaced (409 is_root, with overwrite
+// or without). A directory moved into itself is 400 invalid_request (field to). A move of
+// a file onto itself (to names from's file: by another path, as another hard link of it,
+// or from is a symlink that leads to to, which would leave a link to itself in the file's
+// place) is 409 same_file (field to), with overwrite or without, as mv refuses it; nothing
+// changes.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2621,7 +2684,8 @@ func (c *APIClient) StatFile(ctx context.Context, params *StatFileParams, reqEdi
 // so that next resumes where a page ended. At most maxDepth levels (1 is the directory's
 // own entries; at most 32) and limit entries a page. Symlinks are entries, never followed.
 // A path that is not a directory (a FIFO, socket or device included) is 409
-// not_a_directory, and is never opened.
+// not_a_directory, and is never opened. Names that are not UTF-8 are walked as a list
+// gives them (nameBase64, pathBase64).
 //
 // Corresponds with GET /files/walk (the `WalkDirectory` operationId).
 func (c *APIClient) WalkDirectory(ctx context.Context, params *WalkDirectoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4993,10 +5057,15 @@ type ClientWithResponsesInterface interface {
 	// as a read follows it: the file it names is written (made, when there is none) and the
 	// link stays; one that leads outside is 403 outside_root. If-Match with an ETag from stat
 	// or read refuses (412 precondition_failed) to replace a file changed or removed since;
+	// it may list several (any one of them matching is enough), and several If-Match lines
+	// are one list. It compares strongly, as RFC 9110 says: a weak ETag (W/"...") matches no
+	// version, so that a list of weak ones alone is 412; "*" is 400 invalid_request.
 	// If-None-Match "*" refuses (412) to replace any. A replaced file keeps its permission
-	// bits (not setuid, setgid or sticky). The body may be up to --files-max-bytes (413
-	// body_too_large beyond), and arrives at its own pace: --body-timeout bounds each pause,
-	// not the whole upload.
+	// bits (not setuid, setgid or sticky). The body is always the whole file: a
+	// Content-Range (a partial PUT, which the server does not support) is 400
+	// invalid_request, field Content-Range, and nothing is written. The body may be up to
+	// --files-max-bytes (413 body_too_large beyond), and arrives at its own pace:
+	// --body-timeout bounds each pause, not the whole upload.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5009,7 +5078,9 @@ type ClientWithResponsesInterface interface {
 	// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
 	// does. A directory is never replaced: one with entries is 409 destination_not_empty
 	// (field to), an empty one 409 is_a_directory; a FIFO, socket or device is 409
-	// not_a_regular_file. A symlink at to is followed as by a write.
+	// not_a_regular_file. A symlink at to is followed as by a write. A copy of a file onto
+	// itself (to names from's file: by another path, as a hard link, or through a symlink at
+	// either end) is 409 same_file (field to), with overwrite or without, as cp refuses it.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5022,7 +5093,9 @@ type ClientWithResponsesInterface interface {
 	// permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
 	// does. A directory is never replaced: one with entries is 409 destination_not_empty
 	// (field to), an empty one 409 is_a_directory; a FIFO, socket or device is 409
-	// not_a_regular_file. A symlink at to is followed as by a write.
+	// not_a_regular_file. A symlink at to is followed as by a write. A copy of a file onto
+	// itself (to names from's file: by another path, as a hard link, or through a symlink at
+	// either end) is 409 same_file (field to), with overwrite or without, as cp refuses it.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5034,7 +5107,10 @@ type ClientWithResponsesInterface interface {
 	// Entries in byte order of their names, at most limit (and at most --files-max-list) a
 	// page; pass next as cursor for the following page. Symlinks are described, not followed.
 	// A path that is not a directory (a FIFO, socket or device included) is 409
-	// not_a_directory, and is never opened.
+	// not_a_directory, and is never opened. A name that is not UTF-8 (a Linux name is any
+	// bytes) is listed like any other: name and path hold it with U+FFFD for each invalid
+	// byte, nameBase64 and pathBase64 exactly, and next names it exactly, so that the pages
+	// go on past it and end.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5060,8 +5136,12 @@ type ClientWithResponsesInterface interface {
 	// An existing destination is replaced only with overwrite (else 409 exists; a directory
 	// only by a directory, and only an empty one: a directory with entries is 409
 	// destination_not_empty, field to, even with overwrite). Across filesystems 409 cross_device. A root,
-	// or a directory that holds one, is never moved or replaced (409 is_root). A directory
-	// moved into itself is 400 invalid_request (field to).
+	// or a directory that holds one, is never moved or replaced (409 is_root, with overwrite
+	// or without). A directory moved into itself is 400 invalid_request (field to). A move of
+	// a file onto itself (to names from's file: by another path, as another hard link of it,
+	// or from is a symlink that leads to to, which would leave a link to itself in the file's
+	// place) is 409 same_file (field to), with overwrite or without, as mv refuses it; nothing
+	// changes.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5073,8 +5153,12 @@ type ClientWithResponsesInterface interface {
 	// An existing destination is replaced only with overwrite (else 409 exists; a directory
 	// only by a directory, and only an empty one: a directory with entries is 409
 	// destination_not_empty, field to, even with overwrite). Across filesystems 409 cross_device. A root,
-	// or a directory that holds one, is never moved or replaced (409 is_root). A directory
-	// moved into itself is 400 invalid_request (field to).
+	// or a directory that holds one, is never moved or replaced (409 is_root, with overwrite
+	// or without). A directory moved into itself is 400 invalid_request (field to). A move of
+	// a file onto itself (to names from's file: by another path, as another hard link of it,
+	// or from is a symlink that leads to to, which would leave a link to itself in the file's
+	// place) is 409 same_file (field to), with overwrite or without, as mv refuses it; nothing
+	// changes.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5114,7 +5198,8 @@ type ClientWithResponsesInterface interface {
 	// so that next resumes where a page ended. At most maxDepth levels (1 is the directory's
 	// own entries; at most 32) and limit entries a page. Symlinks are entries, never followed.
 	// A path that is not a directory (a FIFO, socket or device included) is 409
-	// not_a_directory, and is never opened.
+	// not_a_directory, and is never opened. Names that are not UTF-8 are walked as a list
+	// gives them (nameBase64, pathBase64).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8150,10 +8235,15 @@ func (c *ClientWithResponses) ReadFileWithResponse(ctx context.Context, params *
 // as a read follows it: the file it names is written (made, when there is none) and the
 // link stays; one that leads outside is 403 outside_root. If-Match with an ETag from stat
 // or read refuses (412 precondition_failed) to replace a file changed or removed since;
+// it may list several (any one of them matching is enough), and several If-Match lines
+// are one list. It compares strongly, as RFC 9110 says: a weak ETag (W/"...") matches no
+// version, so that a list of weak ones alone is 412; "*" is 400 invalid_request.
 // If-None-Match "*" refuses (412) to replace any. A replaced file keeps its permission
-// bits (not setuid, setgid or sticky). The body may be up to --files-max-bytes (413
-// body_too_large beyond), and arrives at its own pace: --body-timeout bounds each pause,
-// not the whole upload.
+// bits (not setuid, setgid or sticky). The body is always the whole file: a
+// Content-Range (a partial PUT, which the server does not support) is 400
+// invalid_request, field Content-Range, and nothing is written. The body may be up to
+// --files-max-bytes (413 body_too_large beyond), and arrives at its own pace:
+// --body-timeout bounds each pause, not the whole upload.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8172,7 +8262,9 @@ func (c *ClientWithResponses) WriteFileWithBodyWithResponse(ctx context.Context,
 // permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
 // does. A directory is never replaced: one with entries is 409 destination_not_empty
 // (field to), an empty one 409 is_a_directory; a FIFO, socket or device is 409
-// not_a_regular_file. A symlink at to is followed as by a write.
+// not_a_regular_file. A symlink at to is followed as by a write. A copy of a file onto
+// itself (to names from's file: by another path, as a hard link, or through a symlink at
+// either end) is 409 same_file (field to), with overwrite or without, as cp refuses it.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8191,7 +8283,9 @@ func (c *ClientWithResponses) CopyFileWithBodyWithResponse(ctx context.Context, 
 // permission bits; a new one takes the source's (not setuid, setgid or sticky), as cp
 // does. A directory is never replaced: one with entries is 409 destination_not_empty
 // (field to), an empty one 409 is_a_directory; a FIFO, socket or device is 409
-// not_a_regular_file. A symlink at to is followed as by a write.
+// not_a_regular_file. A symlink at to is followed as by a write. A copy of a file onto
+// itself (to names from's file: by another path, as a hard link, or through a symlink at
+// either end) is 409 same_file (field to), with overwrite or without, as cp refuses it.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8209,7 +8303,10 @@ func (c *ClientWithResponses) CopyFileWithResponse(ctx context.Context, body Cop
 // Entries in byte order of their names, at most limit (and at most --files-max-list) a
 // page; pass next as cursor for the following page. Symlinks are described, not followed.
 // A path that is not a directory (a FIFO, socket or device included) is 409
-// not_a_directory, and is never opened.
+// not_a_directory, and is never opened. A name that is not UTF-8 (a Linux name is any
+// bytes) is listed like any other: name and path hold it with U+FFFD for each invalid
+// byte, nameBase64 and pathBase64 exactly, and next names it exactly, so that the pages
+// go on past it and end.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8253,8 +8350,12 @@ func (c *ClientWithResponses) MakeDirectoryWithResponse(ctx context.Context, bod
 // An existing destination is replaced only with overwrite (else 409 exists; a directory
 // only by a directory, and only an empty one: a directory with entries is 409
 // destination_not_empty, field to, even with overwrite). Across filesystems 409 cross_device. A root,
-// or a directory that holds one, is never moved or replaced (409 is_root). A directory
-// moved into itself is 400 invalid_request (field to).
+// or a directory that holds one, is never moved or replaced (409 is_root, with overwrite
+// or without). A directory moved into itself is 400 invalid_request (field to). A move of
+// a file onto itself (to names from's file: by another path, as another hard link of it,
+// or from is a symlink that leads to to, which would leave a link to itself in the file's
+// place) is 409 same_file (field to), with overwrite or without, as mv refuses it; nothing
+// changes.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8272,8 +8373,12 @@ func (c *ClientWithResponses) MoveFileWithBodyWithResponse(ctx context.Context, 
 // An existing destination is replaced only with overwrite (else 409 exists; a directory
 // only by a directory, and only an empty one: a directory with entries is 409
 // destination_not_empty, field to, even with overwrite). Across filesystems 409 cross_device. A root,
-// or a directory that holds one, is never moved or replaced (409 is_root). A directory
-// moved into itself is 400 invalid_request (field to).
+// or a directory that holds one, is never moved or replaced (409 is_root, with overwrite
+// or without). A directory moved into itself is 400 invalid_request (field to). A move of
+// a file onto itself (to names from's file: by another path, as another hard link of it,
+// or from is a symlink that leads to to, which would leave a link to itself in the file's
+// place) is 409 same_file (field to), with overwrite or without, as mv refuses it; nothing
+// changes.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8337,7 +8442,8 @@ func (c *ClientWithResponses) StatFileWithResponse(ctx context.Context, params *
 // so that next resumes where a page ended. At most maxDepth levels (1 is the directory's
 // own entries; at most 32) and limit entries a page. Symlinks are entries, never followed.
 // A path that is not a directory (a FIFO, socket or device included) is 409
-// not_a_directory, and is never opened.
+// not_a_directory, and is never opened. Names that are not UTF-8 are walked as a list
+// gives them (nameBase64, pathBase64).
 //
 // Returns a wrapper object for the known response body format(s).
 //

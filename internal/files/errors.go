@@ -51,6 +51,13 @@ var (
 	ErrCutShort = errors.New("content cut short")
 	// ErrMoveIntoItself means a move would put a directory beneath itself.
 	ErrMoveIntoItself = errors.New("directory moved into itself")
+	// ErrSameFile means the source and the destination of a move or a copy
+	// are one file: one entry, two hard links of one file, or a symlink and
+	// the file it leads to. Nothing was changed.
+	ErrSameFile = errors.New("source and destination are the same file")
+	// ErrInvalidCursor means a List or Walk cursor is not one that a page
+	// gives.
+	ErrInvalidCursor = errors.New("invalid cursor")
 )
 
 // errPathEscapes is os.Root's message for a path that leads outside it; the

@@ -104,7 +104,7 @@ func TestWrite(t *testing.T) {
 				t.Fatalf("Write(new) = %+v, %v", in, err)
 			}
 			// A replaced file keeps its mode.
-			in2, err := fx.fs.Write(path, strings.NewReader("second"), WriteOptions{IfMatch: in.ETag, Mode: 0o644})
+			in2, err := fx.fs.Write(path, strings.NewReader("second"), WriteOptions{IfMatch: []string{in.ETag}, Mode: 0o644})
 			if err != nil || in2.Mode != 0o600 || in2.ETag == in.ETag {
 				t.Fatalf("Write(replace) = %+v, %v", in2, err)
 			}
@@ -122,7 +122,9 @@ func TestWrite(t *testing.T) {
 				o    WriteOptions
 				want error
 			}{
-				{"stale ETag", strings.NewReader("x"), WriteOptions{IfMatch: in.ETag}, ErrPreconditionFailed},
+				{"stale ETag", strings.NewReader("x"), WriteOptions{IfMatch: []string{in.ETag}}, ErrPreconditionFailed},
+				{"stale ETags", strings.NewReader("x"), WriteOptions{IfMatch: []string{"other", in.ETag}}, ErrPreconditionFailed},
+				{"no ETag to match", strings.NewReader("x"), WriteOptions{IfMatch: []string{}}, ErrPreconditionFailed},
 				{"must not exist", strings.NewReader("x"), WriteOptions{MustNotExist: true}, ErrExists},
 				{"too large", strings.NewReader(strings.Repeat("x", 101)), WriteOptions{}, ErrTooLarge},
 				{"cut short", io.MultiReader(strings.NewReader("partial"), errReader{}), WriteOptions{}, errCut},
@@ -138,6 +140,12 @@ func TestWrite(t *testing.T) {
 			if got := names(t, fx.root); !slices.Equal(got, []string{"f"}) {
 				t.Errorf("root holds %q after the writes, want only f", got)
 			}
+			// Any one ETag of the list matching is enough.
+			in3, err := fx.fs.Write(path, strings.NewReader("third"), WriteOptions{IfMatch: []string{"other", in2.ETag, in.ETag}})
+			if err != nil || readFile(t, path) != "third" {
+				t.Fatalf("Write(If-Match a list holding the current ETag) = %+v, %v", in3, err)
+			}
+			in2 = in3
 			// Exactly the limit is allowed.
 			if _, err := fx.fs.Write(path, strings.NewReader(strings.Repeat("x", 100)), WriteOptions{}); err != nil {
 				t.Errorf("Write(100 bytes, limit 100) = %v", err)
@@ -154,7 +162,7 @@ func TestWrite(t *testing.T) {
 			}
 			_, err = fx.fs.Write(fx.in("d"), strings.NewReader("x"), WriteOptions{})
 			wantErr(t, "Write(directory)", err, ErrIsDirectory)
-			_, err = fx.fs.Write(fx.in("new"), strings.NewReader("x"), WriteOptions{IfMatch: in2.ETag})
+			_, err = fx.fs.Write(fx.in("new"), strings.NewReader("x"), WriteOptions{IfMatch: []string{in2.ETag}})
 			wantErr(t, "Write(IfMatch on a missing file)", err, ErrPreconditionFailed)
 		})
 	}
@@ -194,7 +202,7 @@ func TestMkdirRemoveMoveCopy(t *testing.T) {
 	wantErr(t, "Move(dir)", fx.fs.Move(fx.in("a/b"), fx.in("moved"), false), nil)
 	wantErr(t, "Move(missing)", fx.fs.Move(fx.in("nothing"), fx.in("x"), false), ErrNotFound)
 	wantErr(t, "Move(root)", fx.fs.Move(fx.root, fx.in("x"), false), ErrIsRoot)
-	wantErr(t, "Move(onto root)", fx.fs.Move(fx.in("moved"), fx.root, true), ErrExists)
+	wantErr(t, "Move(onto root)", fx.fs.Move(fx.in("moved"), fx.root, true), ErrIsRoot)
 
 	wantErr(t, "Remove(non-empty dir)", fx.fs.Remove(fx.in("moved"), false), ErrNotEmpty)
 	wantErr(t, "Remove(file)", fx.fs.Remove(fx.in("moved/copy"), false), nil)
@@ -379,7 +387,7 @@ func TestWriteThroughSymlink(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		in, err := fx.fs.Write(fx.in(name), strings.NewReader("via "+name), WriteOptions{IfMatch: st.ETag})
+		in, err := fx.fs.Write(fx.in(name), strings.NewReader("via "+name), WriteOptions{IfMatch: []string{st.ETag}})
 		if err != nil || in.Mode != 0o640 {
 			t.Fatalf("Write(%s, If-Match its Stat) = %+v, %v; want the linked file's mode 0640", name, in, err)
 		}
@@ -389,7 +397,7 @@ func TestWriteThroughSymlink(t *testing.T) {
 		if after, _ := fx.fs.Stat(fx.in(name)); after.ETag != in.ETag {
 			t.Errorf("Stat(%s) after the write has ETag %s, Write gave %s", name, after.ETag, in.ETag)
 		}
-		_, err = fx.fs.Write(fx.in(name), strings.NewReader("stale"), WriteOptions{IfMatch: st.ETag})
+		_, err = fx.fs.Write(fx.in(name), strings.NewReader("stale"), WriteOptions{IfMatch: []string{st.ETag}})
 		wantErr(t, "Write("+name+", a stale If-Match)", err, ErrPreconditionFailed)
 	}
 	isLink("s/up")

@@ -1,11 +1,15 @@
 package files
 
 import (
+	"bytes"
+	"encoding/base64"
 	"errors"
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,7 +24,8 @@ type Entry struct {
 
 // Page is one page of entries. Next is the cursor of the following page, or
 // empty when there is none; a page may end exactly at the last entry and
-// still give a Next, whose page is then empty.
+// still give a Next, whose page is then empty. A cursor is UTF-8 text that
+// names the page's last entry exactly (cursorOf).
 type Page struct {
 	Entries []Entry
 	Next    string
@@ -28,9 +33,17 @@ type Page struct {
 
 // List returns the entries of the directory at dirPath in byte order of their
 // names, at most limit of them (0 or more than MaxListEntries means
-// MaxListEntries), starting after the name cursor ("" for the first page).
-// Entries are described as they are: a symlink is not followed.
+// MaxListEntries), starting after the name the cursor names ("" for the
+// first page; a page's Next). Entries are described as they are: a symlink
+// is not followed.
 func (f *FS) List(dirPath, cursor string, limit int) (Page, error) {
+	after, err := parseCursor(cursor)
+	if err == nil && len(after) > 1 {
+		err = fail(ErrInvalidCursor, strconv.Quote(cursor)+" names a path, and a list's cursor a name")
+	}
+	if err != nil {
+		return Page{}, err
+	}
 	dir, abs, err := f.openDir(dirPath)
 	if err != nil {
 		return Page{}, err
@@ -43,14 +56,17 @@ func (f *FS) List(dirPath, cursor string, limit int) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	start, _ := slices.BinarySearch(names, cursor)
-	if start < len(names) && names[start] == cursor {
-		start++
+	start := 0
+	if len(after) == 1 {
+		start, _ = slices.BinarySearch(names, after[0])
+		if start < len(names) && names[start] == after[0] {
+			start++
+		}
 	}
 	var page Page
 	for _, name := range names[start:] {
 		if len(page.Entries) == limit {
-			page.Next = page.Entries[len(page.Entries)-1].Rel
+			page.Next = cursorOf([]string{page.Entries[len(page.Entries)-1].Rel})
 			break
 		}
 		st, ok, err := lstatAt(dir, name)
@@ -95,8 +111,8 @@ func (f *FS) Walk(dirPath string, o WalkOptions) (Page, error) {
 	if w.maxDepth <= 0 || w.maxDepth > f.opts.MaxWalkDepth {
 		w.maxDepth = f.opts.MaxWalkDepth
 	}
-	if o.Cursor != "" {
-		w.cursor = strings.Split(o.Cursor, "/")
+	if w.cursor, err = parseCursor(o.Cursor); err != nil {
+		return Page{}, err
 	}
 	if err := w.dir(dir, nil); err != nil && !errors.Is(err, errPageFull) {
 		return Page{}, err
@@ -135,7 +151,7 @@ func (w *walker) dir(dir *os.File, prefix []string) error {
 		rel := strings.Join(p, "/")
 		if order == after {
 			if len(w.page.Entries) == w.limit {
-				w.page.Next = w.page.Entries[len(w.page.Entries)-1].Rel
+				w.page.Next = cursorOf(strings.Split(w.page.Entries[len(w.page.Entries)-1].Rel, "/"))
 				return errPageFull
 			}
 			w.page.Entries = append(w.page.Entries, Entry{Info: infoOf(path.Join(w.abs, rel), st), Rel: rel})
@@ -188,6 +204,60 @@ func compareTo(p, cursor []string) order {
 		return ancestor
 	}
 	return after // a descendant of the cursor
+}
+
+// A cursor names the last entry a page gave, as text that a client sends
+// back through JSON and a URL, which both want UTF-8: its path relative to
+// the listed or walked directory, names joined by "/". A name that is UTF-8,
+// as nearly every one is, is written as it is, so that a list's cursor is
+// the name itself. A name that is not (Linux takes any bytes but "/" and
+// NUL) is written as an empty name, which no real one is, and its bytes in
+// unpadded base64url: "bad\xffname" is "/YmFk_25hbWU", "d/bad\xffname"
+// "d//YmFk_25hbWU". Written as itself it would come back with U+FFFD for its
+// invalid bytes, which sorts before them, and its page would start at the
+// name again, and again: the cursor keeps every byte, so that each page
+// starts after the last one ended, and the pages end.
+func cursorOf(names []string) string {
+	var b strings.Builder
+	for i, name := range names {
+		if i > 0 {
+			b.WriteByte('/')
+		}
+		if !utf8.ValidString(name) {
+			b.WriteByte('/')
+			b.WriteString(base64.RawURLEncoding.EncodeToString([]byte(name)))
+			continue
+		}
+		b.WriteString(name)
+	}
+	return b.String()
+}
+
+// parseCursor returns the names of the path the cursor names, nil for "".
+// A cursor that no page gives (an empty name without a base64url one after
+// it, or one that decodes to no name) is ErrInvalidCursor.
+func parseCursor(cursor string) ([]string, error) {
+	if cursor == "" {
+		return nil, nil
+	}
+	parts := strings.Split(cursor, "/")
+	names := make([]string, 0, len(parts))
+	for i := 0; i < len(parts); i++ {
+		name := parts[i]
+		if name == "" {
+			i++
+			if i == len(parts) {
+				return nil, fail(ErrInvalidCursor, strconv.Quote(cursor)+" has an empty name")
+			}
+			b, err := base64.RawURLEncoding.DecodeString(parts[i])
+			if err != nil || len(b) == 0 || bytes.ContainsAny(b, "/\x00") {
+				return nil, fail(ErrInvalidCursor, strconv.Quote(cursor)+": "+strconv.Quote(parts[i])+" is no name in base64url")
+			}
+			name = string(b)
+		}
+		names = append(names, name)
+	}
+	return names, nil
 }
 
 // openDir opens the directory at path beneath its root, with O_DIRECTORY, so

@@ -60,8 +60,9 @@ func (f *FS) Remove(path string, recursive bool) error {
 // filesystem; an existing dst is replaced only with overwrite (a directory
 // only by a directory, and only when empty: one with entries is
 // ErrDestinationNotEmpty). A root itself is never moved nor replaced, nor a
-// directory that holds one; a directory is never moved beneath itself
-// (ErrMoveIntoItself).
+// directory that holds one (ErrIsRoot, with overwrite or without: no
+// overwrite would do); a directory is never moved beneath itself
+// (ErrMoveIntoItself); nor is a file moved onto itself (ErrSameFile).
 func (f *FS) Move(src, dst string, overwrite bool) error {
 	from, err := f.resolve(src)
 	if err != nil {
@@ -72,7 +73,7 @@ func (f *FS) Move(src, dst string, overwrite bool) error {
 		return err
 	}
 	if to.rel == "." {
-		return fail(ErrExists, to.abs)
+		return fail(ErrIsRoot, to.abs)
 	}
 	if from.dir || to.dir {
 		// Either path names a directory (resolve has refused a file at
@@ -94,11 +95,18 @@ func (f *FS) Move(src, dst string, overwrite bool) error {
 	if err := f.refuseRoots(fromDir, fromName, from.root); err != nil {
 		return err
 	}
+	if err := f.refuseRoots(toDir, toName, to.root); err != nil {
+		return err
+	}
+	// Checked before the rename, which follows at once; another program
+	// that makes them one file in between is not seen.
+	if same, err := sameFile(fromDir, fromName, toDir, toName); err != nil {
+		return err
+	} else if same {
+		return fail(ErrSameFile, from.abs+" and "+to.abs)
+	}
 	flags := uint(0)
 	if overwrite {
-		if err := f.refuseRoots(toDir, toName, to.root); err != nil {
-			return err
-		}
 		defer f.holdDropped(toDir, toName)()
 	} else {
 		flags = unix.RENAME_NOREPLACE
@@ -119,6 +127,38 @@ func (f *FS) Move(src, dst string, overwrite bool) error {
 		return fail(ErrMoveIntoItself, from.abs+" into "+to.abs)
 	}
 	return classify(err)
+}
+
+// sameFile reports whether the entry fromName in fromDir and the entry toName
+// in toDir are one file, as mv refuses them ("are the same file"): one inode
+// (one entry by two paths, or two hard links of one file), or a symlink from
+// that leads, through one link or several, to the entry to. A rename of the
+// first kind does nothing and says it succeeded; of the second, it leaves in
+// the file's place a link to itself, and the file's content is gone. The
+// link is followed as the kernel follows it, for this comparison only, even
+// an absolute one or one through a place outside the root: that is where it
+// leads once it has the file's name. A destination that is not there is no
+// file.
+func sameFile(fromDir *os.File, fromName string, toDir *os.File, toName string) (bool, error) {
+	dst, ok, err := lstatAt(toDir, toName)
+	if err != nil || !ok {
+		return false, err
+	}
+	src, ok, err := lstatAt(fromDir, fromName)
+	if err != nil || !ok {
+		return false, err // the rename answers for a source not there
+	}
+	if src.dev == dst.dev && src.ino == dst.ino {
+		return true, nil
+	}
+	if src.mode&unix.S_IFMT != unix.S_IFLNK {
+		return false, nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(int(fromDir.Fd()), fromName, &st, 0); err != nil {
+		return false, nil // a link that leads nowhere does not lead to to
+	}
+	return uint64(st.Dev) == dst.dev && st.Ino == dst.ino, nil
 }
 
 // hasEntries reports whether the entry name in dir is a directory with

@@ -69,7 +69,7 @@ func TestIfMatchRace(t *testing.T) {
 	var won, lost atomic.Int64
 	for i := range writers {
 		wg.Go(func() {
-			_, err := fx.fs.Write(path, strings.NewReader(strings.Repeat("x", i+1)), WriteOptions{IfMatch: in.ETag})
+			_, err := fx.fs.Write(path, strings.NewReader(strings.Repeat("x", i+1)), WriteOptions{IfMatch: []string{in.ETag}})
 			switch {
 			case err == nil:
 				won.Add(1)

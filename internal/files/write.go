@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,15 +21,20 @@ const copyBufferBytes = 256 << 10
 
 // WriteOptions condition a write.
 type WriteOptions struct {
-	// IfMatch, when set, is the ETag the entry must have: a write against a
-	// changed or removed file fails with ErrPreconditionFailed.
-	IfMatch string
+	// IfMatch, when not nil, lists the ETags the entry may have: a write
+	// against a file that has none of them (changed or removed since) fails
+	// with ErrPreconditionFailed. An empty list, not nil, names no version,
+	// and every write conditioned on it fails.
+	IfMatch []string
 	// MustNotExist makes the write fail with ErrExists when the entry exists,
 	// atomically: of two such writes of one path, one wins.
 	MustNotExist bool
 	// Mode is the permission of a new file; 0 means 0o644. A replaced file
 	// keeps its own permission bits (never setuid, setgid or sticky).
 	Mode fs.FileMode
+	// source is the file a Copy copies, which it never writes over:
+	// ErrSameFile.
+	source *rawStat
 }
 
 // Write replaces the file at path with what r yields, atomically: the content
@@ -352,6 +358,9 @@ func (o WriteOptions) check(path string, old rawStat, exists bool) error {
 	switch {
 	case exists && old.mode&unix.S_IFMT == unix.S_IFDIR:
 		return fail(ErrIsDirectory, path)
+	case exists && o.source != nil && old.dev == o.source.dev && old.ino == o.source.ino:
+		// Before MustNotExist: overwrite would not do either.
+		return fail(ErrSameFile, path)
 	case exists && o.MustNotExist:
 		return fail(ErrExists, path)
 	case exists && old.mode&unix.S_IFMT != unix.S_IFREG:
@@ -359,7 +368,7 @@ func (o WriteOptions) check(path string, old rawStat, exists bool) error {
 		// writes, and replacing one would take it from the program that
 		// reads the FIFO or listens on the socket.
 		return fail(ErrNotRegular, path)
-	case o.IfMatch != "" && (!exists || infoOf(path, old).ETag != o.IfMatch):
+	case o.IfMatch != nil && (!exists || !slices.Contains(o.IfMatch, infoOf(path, old).ETag)):
 		return fail(ErrPreconditionFailed, path)
 	}
 	return nil
@@ -429,13 +438,21 @@ func tempName(name string) string {
 // but that a new file takes src's permission bits (never setuid, setgid or
 // sticky), as cp gives them, whatever o.Mode says. A dst that is a
 // directory with entries is ErrDestinationNotEmpty, an empty one
-// ErrIsDirectory.
+// ErrIsDirectory. A dst that is src's file (by another path, as a hard link
+// of it, or through a symlink at either end) is ErrSameFile, as cp refuses
+// it: the copy would change nothing but the file's inode, and part its hard
+// links.
 func (f *FS) Copy(src, dst string, o WriteOptions) (Info, error) {
 	in, info, err := f.Open(src)
 	if err != nil {
 		return Info{}, err
 	}
 	defer in.Close()
+	st, err := fstat(in)
+	if err != nil {
+		return Info{}, classify(err)
+	}
+	o.source = &st
 	o.Mode = info.Mode.Perm()
 	out, err := f.Write(dst, in, o)
 	if errors.Is(err, ErrIsDirectory) && f.hasEntries(dst) {

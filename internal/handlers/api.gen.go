@@ -185,6 +185,7 @@ const (
 	ProcessExists        ProblemCode = "process_exists"
 	ProcessExited        ProblemCode = "process_exited"
 	RangeNotSatisfiable  ProblemCode = "range_not_satisfiable"
+	SameFile             ProblemCode = "same_file"
 	SandboxUnavailable   ProblemCode = "sandbox_unavailable"
 	SessionBusy          ProblemCode = "session_busy"
 	SessionExists        ProblemCode = "session_exists"
@@ -259,6 +260,8 @@ func (e ProblemCode) Valid() bool {
 	case ProcessExited:
 		return true
 	case RangeNotSatisfiable:
+		return true
+	case SameFile:
 		return true
 	case SandboxUnavailable:
 		return true
@@ -697,12 +700,19 @@ type FileEntry struct {
 	Mode       int       `json:"mode"`
 	ModifiedAt time.Time `json:"modifiedAt"`
 
-	// Name The path relative to the listed or walked directory.
+	// Name The path relative to the listed or walked directory; U+FFFD in place of each byte that is not UTF-8.
 	Name string `json:"name"`
 
-	// Path The absolute path, cleaned, as the request named it.
+	// NameBase64 The name, exactly, when it is not UTF-8.
+	NameBase64 *[]byte `json:"nameBase64,omitempty"`
+
+	// Path The absolute path, cleaned, as the request named it (or beneath the directory a
+	// list or walk named); U+FFFD in place of each byte that is not UTF-8.
 	Path string `json:"path"`
-	Size int64  `json:"size"`
+
+	// PathBase64 The path, exactly, when it is not UTF-8 (a query parameter can name it, percent-encoded).
+	PathBase64 *[]byte `json:"pathBase64,omitempty"`
+	Size       int64   `json:"size"`
 
 	// Type other is a FIFO, a socket or a device.
 	Type FileEntryType `json:"type"`
@@ -720,9 +730,13 @@ type FileInfo struct {
 	Mode       int       `json:"mode"`
 	ModifiedAt time.Time `json:"modifiedAt"`
 
-	// Path The absolute path, cleaned, as the request named it.
+	// Path The absolute path, cleaned, as the request named it (or beneath the directory a
+	// list or walk named); U+FFFD in place of each byte that is not UTF-8.
 	Path string `json:"path"`
-	Size int64  `json:"size"`
+
+	// PathBase64 The path, exactly, when it is not UTF-8 (a query parameter can name it, percent-encoded).
+	PathBase64 *[]byte `json:"pathBase64,omitempty"`
+	Size       int64   `json:"size"`
 
 	// Type other is a FIFO, a socket or a device.
 	Type FileInfoType `json:"type"`
@@ -1562,7 +1576,11 @@ type ListDirectoryParams struct {
 	// operation would make there, is 409 not_a_directory.
 	Path FilePath `form:"path" json:"path"`
 
-	// Cursor The next of the previous page; absent for the first.
+	// Cursor The next of the previous page; absent for the first. It is the last entry's name (or
+	// path beneath the directory, for a walk) when that is UTF-8; a name that is not is
+	// written as / and its bytes in unpadded base64url. A cursor no page gives (an empty
+	// name, one that is no base64url, a path for a list) is 400 invalid_request (field
+	// cursor).
 	Cursor *FileCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
 	// Limit Entries a page holds at most; absent or above --files-max-list means --files-max-list.
@@ -1584,7 +1602,11 @@ type WalkDirectoryParams struct {
 	// operation would make there, is 409 not_a_directory.
 	Path FilePath `form:"path" json:"path"`
 
-	// Cursor The next of the previous page; absent for the first.
+	// Cursor The next of the previous page; absent for the first. It is the last entry's name (or
+	// path beneath the directory, for a walk) when that is UTF-8; a name that is not is
+	// written as / and its bytes in unpadded base64url. A cursor no page gives (an empty
+	// name, one that is no base64url, a path for a list) is 400 invalid_request (field
+	// cursor).
 	Cursor *FileCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
 	// Limit Entries a page holds at most; absent or above --files-max-list means --files-max-list.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/snapexec/snapexec/internal/files"
 )
@@ -45,6 +46,13 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer f.Close()
+	// ServeContent reads the first line of each alone; the lines of a
+	// list are one list (RFC 9110, 5.3), as on a write.
+	for _, name := range []string{"If-Match", "If-None-Match"} {
+		if lines := r.Header.Values(name); len(lines) > 1 {
+			r.Header.Set(name, strings.Join(lines, ", "))
+		}
+	}
 	if h := r.Header.Get("Range"); h != "" && !bytesRange(h) {
 		// A unit ServeContent does not know either: ignored, as RFC
 		// 9110 (14.2) requires, where ServeContent answers 416.
@@ -154,14 +162,25 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, errFilesDisabled)
 		return
 	}
+	// RFC 9110 (14.5): a server that does not apply a partial PUT must
+	// refuse it with 400; ignored, Content-Range would have the part
+	// replace the whole file. Refused from the headers, before the body is
+	// read or anything written.
+	if r.Header.Values("Content-Range") != nil {
+		writeProblem(w, r, invalid("Content-Range", "a write replaces the whole file with the body: partial writes (Content-Range) are not supported, and nothing was written; send the whole file without Content-Range"))
+		return
+	}
 	var o files.WriteOptions
-	if m := r.Header.Get("If-Match"); m != "" {
-		if o.IfMatch = unquoteETag(m); o.IfMatch == "*" {
-			writeProblem(w, r, invalid("If-Match", `If-Match takes one ETag from stat or read, not "*"`))
+	weakOnly := false
+	if lines := r.Header.Values("If-Match"); strings.TrimSpace(strings.Join(lines, "")) != "" {
+		tags, weak, err := ifMatchTags(lines)
+		if err != nil {
+			writeProblem(w, r, err)
 			return
 		}
+		o.IfMatch, weakOnly = tags, len(tags) == 0 && weak > 0
 	}
-	switch nm := r.Header.Get("If-None-Match"); nm {
+	switch nm := strings.Join(r.Header.Values("If-None-Match"), ", "); nm {
 	case "":
 	case "*":
 		o.MustNotExist = true
@@ -174,6 +193,9 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, files.ErrExists):
 		// Refused by the client's own condition: HTTP's answer is 412.
 		err = &problem{status: http.StatusPreconditionFailed, code: PreconditionFailed, field: "If-None-Match", detail: "the file exists", cause: err}
+	case errors.Is(err, files.ErrPreconditionFailed) && weakOnly:
+		err = &problem{status: http.StatusPreconditionFailed, code: PreconditionFailed, field: "If-Match",
+			detail: "If-Match named weak ETags (W/) alone, and it compares strongly (RFC 9110): a weak ETag matches no version; send the ETag as stat or read gives it", cause: err}
 	case err != nil:
 		if p := bodyReadProblem(err); p != nil {
 			err = p
@@ -187,6 +209,62 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_ = json.NewEncoder(w).Encode(fileInfo(info))
+}
+
+// ifMatchTags reads the lines of an If-Match as one list (RFC 9110, 5.3)
+// of entity tags, quoted or bare (the contract takes an ETag without its
+// quotes too), and returns the opaque tags of the strong ones; weak counts
+// the others. If-Match compares strongly (13.1.1), so that a weak tag
+// matches no version and is left out: a list of weak tags alone is an empty
+// list, which no version matches. "*" is refused, alone or in a list, as it
+// always was: a write names the version it replaces.
+func ifMatchTags(lines []string) (tags []string, weak int, err error) {
+	malformed := invalid("If-Match", `If-Match is a comma-separated list of ETags from stat or read, each quoted ("...") or bare`)
+	tags = []string{}
+	for _, s := range lines {
+		for {
+			s = strings.TrimLeft(s, " \t")
+			if s == "" {
+				break
+			}
+			if s[0] == ',' {
+				s = s[1:] // a list may have empty elements (5.6.1)
+				continue
+			}
+			isWeak := strings.HasPrefix(s, "W/")
+			if isWeak {
+				s = s[2:]
+			}
+			var tag string
+			if s != "" && s[0] == '"' {
+				end := strings.IndexByte(s[1:], '"')
+				if end < 0 {
+					return nil, 0, malformed
+				}
+				tag, s = s[1:1+end], s[2+end:]
+			} else {
+				end := strings.IndexAny(s, ", \t\"")
+				if end < 0 {
+					end = len(s)
+				}
+				if tag, s = s[:end], s[end:]; tag == "" {
+					return nil, 0, malformed
+				}
+				if tag == "*" {
+					return nil, 0, invalid("If-Match", `If-Match takes ETags from stat or read, not "*"`)
+				}
+			}
+			if s = strings.TrimLeft(s, " \t"); s != "" && s[0] != ',' {
+				return nil, 0, malformed
+			}
+			if isWeak {
+				weak++
+			} else {
+				tags = append(tags, tag)
+			}
+		}
+	}
+	return tags, weak, nil
 }
 
 // StatFile describes one entry.
@@ -274,13 +352,14 @@ func (s *Server) MoveFile(_ context.Context, req MoveFileRequestObject) (MoveFil
 }
 
 func fileInfo(in files.Info) FileInfo {
-	return FileInfo{Path: in.Path, Type: FileInfoType(in.Type), Size: in.Size, Mode: int(in.Mode), ModifiedAt: in.ModTime.UTC(), Etag: in.ETag}
+	return FileInfo{Path: in.Path, PathBase64: unlessUTF8(in.Path), Type: FileInfoType(in.Type), Size: in.Size, Mode: int(in.Mode), ModifiedAt: in.ModTime.UTC(), Etag: in.ETag}
 }
 
 func filePage(p files.Page) FilePage {
 	out := FilePage{Entries: make([]FileEntry, len(p.Entries))}
 	for i, e := range p.Entries {
-		out.Entries[i] = FileEntry{Path: e.Path, Name: e.Rel, Type: FileEntryType(e.Type), Size: e.Size, Mode: int(e.Mode), ModifiedAt: e.ModTime.UTC(), Etag: e.ETag}
+		out.Entries[i] = FileEntry{Path: e.Path, PathBase64: unlessUTF8(e.Path), Name: e.Rel, NameBase64: unlessUTF8(e.Rel),
+			Type: FileEntryType(e.Type), Size: e.Size, Mode: int(e.Mode), ModifiedAt: e.ModTime.UTC(), Etag: e.ETag}
 	}
 	if p.Next != "" {
 		out.Next = &p.Next
@@ -288,14 +367,19 @@ func filePage(p files.Page) FilePage {
 	return out
 }
 
+// unlessUTF8 is a name's bytes when they are not UTF-8, for the field that
+// sends them exactly: JSON sends a string's invalid bytes as U+FFFD, so
+// that two names can look the same and neither can be named back.
+func unlessUTF8(name string) *[]byte {
+	if utf8.ValidString(name) {
+		return nil
+	}
+	b := []byte(name)
+	return &b
+}
+
 // quoteETag is an ETag as HTTP sends it.
 func quoteETag(etag string) string { return `"` + etag + `"` }
-
-// unquoteETag takes an If-Match value quoted, weak or bare.
-func unquoteETag(v string) string {
-	v = strings.TrimPrefix(strings.TrimSpace(v), "W/")
-	return strings.Trim(v, `"`)
-}
 
 // contentWriter turns the plain-text refusals http.ServeContent writes (416
 // for a range beyond the file, 412 for an If-Match of another version) into

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +72,11 @@ func TestFilesTranslation(t *testing.T) {
 	fs := &fakeFiles{
 		WriteFn: func(p string, r io.Reader, o files.WriteOptions) (files.Info, error) {
 			b, _ := io.ReadAll(r)
-			record("write %s %q ifMatch=%q mustNotExist=%v", p, b, o.IfMatch, o.MustNotExist)
+			ifMatch := "<nil>"
+			if o.IfMatch != nil {
+				ifMatch = fmt.Sprintf("%q", o.IfMatch)
+			}
+			record("write %s %q ifMatch=%s mustNotExist=%v", p, b, ifMatch, o.MustNotExist)
 			return fileInfoFixture, nil
 		},
 		ListFn: func(d, c string, l int) (files.Page, error) {
@@ -96,7 +102,9 @@ func TestFilesTranslation(t *testing.T) {
 		want                 int
 	}{
 		{"PUT", "/files/content?path=/r/f", "abc", map[string]string{"If-Match": `"1-2-3"`}, 200},
+		{"PUT", "/files/content?path=/r/f", "abc", map[string]string{"If-Match": `1-2-3`}, 200},
 		{"PUT", "/files/content?path=/r/f", "abc", map[string]string{"If-Match": `W/"1-2-3"`}, 200},
+		{"PUT", "/files/content?path=/r/f", "abc", map[string]string{"If-Match": `"1-2-3", W/"4", "5"`}, 200},
 		{"PUT", "/files/content?path=/r/f", "abc", map[string]string{"If-None-Match": "*"}, 200},
 		{"GET", "/files/list?path=/r&cursor=a&limit=5", "", nil, 200},
 		{"GET", "/files/walk?path=/r&maxDepth=2", "", nil, 200},
@@ -121,9 +129,11 @@ func TestFilesTranslation(t *testing.T) {
 		}
 	}
 	want := []string{
-		`write /r/f "abc" ifMatch="1-2-3" mustNotExist=false`,
-		`write /r/f "abc" ifMatch="1-2-3" mustNotExist=false`,
-		`write /r/f "abc" ifMatch="" mustNotExist=true`,
+		`write /r/f "abc" ifMatch=["1-2-3"] mustNotExist=false`,
+		`write /r/f "abc" ifMatch=["1-2-3"] mustNotExist=false`,
+		`write /r/f "abc" ifMatch=[] mustNotExist=false`, // weak: matches nothing
+		`write /r/f "abc" ifMatch=["1-2-3" "5"] mustNotExist=false`,
+		`write /r/f "abc" ifMatch=<nil> mustNotExist=true`,
 		`list /r "a" 5`,
 		`walk /r {Cursor: Limit:0 MaxDepth:2}`,
 		`copy /r/a /r/b mustNotExist=true`,
@@ -148,6 +158,8 @@ func TestFilesProblems(t *testing.T) {
 			RmFn:    func(string, bool) error { return err },
 			MoveFn:  func(string, string, bool) error { return err },
 			CopyFn:  func(string, string, files.WriteOptions) (files.Info, error) { return files.Info{}, err },
+			ListFn:  func(string, string, int) (files.Page, error) { return files.Page{}, err },
+			WalkFn:  func(string, files.WalkOptions) (files.Page, error) { return files.Page{}, err },
 		}
 	}
 	wrap := func(sentinel error) error { return fmt.Errorf("%w: /secret/server/path", sentinel) }
@@ -158,31 +170,38 @@ func TestFilesProblems(t *testing.T) {
 		header               map[string]string
 		status               int
 		code                 ProblemCode
+		field                string
 	}{
-		{"off", nil, "GET", "/files/stat?path=/r", "", nil, 404, FilesDisabled},
-		{"off, content", nil, "GET", "/files/content?path=/r", "", nil, 404, FilesDisabled},
-		{"off, upload", nil, "PUT", "/files/content?path=/r", "x", nil, 404, FilesDisabled},
-		{"outside", failing(wrap(files.ErrOutsideRoot)), "GET", "/files/stat?path=/etc", "", nil, 403, OutsideRoot},
-		{"not found", failing(wrap(files.ErrNotFound)), "GET", "/files/content?path=/r/x", "", nil, 404, NotFound},
-		{"directory", failing(wrap(files.ErrIsDirectory)), "GET", "/files/content?path=/r", "", nil, 409, IsADirectory},
-		{"not a directory", failing(wrap(files.ErrNotADirectory)), "GET", "/files/stat?path=/r/f/x", "", nil, 409, NotADirectory},
-		{"not regular", failing(wrap(files.ErrNotRegular)), "GET", "/files/content?path=/r/fifo", "", nil, 409, NotARegularFile},
-		{"invalid path", failing(wrap(files.ErrInvalidPath)), "GET", "/files/stat?path=r", "", nil, 400, InvalidRequest},
-		{"not empty", failing(wrap(files.ErrNotEmpty)), "POST", "/files/remove", `{"path":"/r/d"}`, nil, 409, NotEmpty},
-		{"root", failing(wrap(files.ErrIsRoot)), "POST", "/files/remove", `{"path":"/r"}`, nil, 409, IsRoot},
-		{"exists", failing(wrap(files.ErrExists)), "POST", "/files/move", `{"from":"/r/a","to":"/r/b"}`, nil, 409, Exists},
-		{"move onto a directory with entries", failing(wrap(files.ErrDestinationNotEmpty)), "POST", "/files/move", `{"from":"/r/a","to":"/r/d","overwrite":true}`, nil, 409, DestinationNotEmpty},
-		{"copy onto a directory with entries", failing(wrap(files.ErrDestinationNotEmpty)), "POST", "/files/copy", `{"from":"/r/a","to":"/r/d","overwrite":true}`, nil, 409, DestinationNotEmpty},
-		{"cross device", failing(wrap(files.ErrCrossDevice)), "POST", "/files/move", `{"from":"/r/a","to":"/s/b"}`, nil, 409, CrossDevice},
-		{"stale ETag", failing(wrap(files.ErrPreconditionFailed)), "PUT", "/files/content?path=/r/f", "x", map[string]string{"If-Match": `"e"`}, 412, PreconditionFailed},
-		{"exists under If-None-Match", failing(wrap(files.ErrExists)), "PUT", "/files/content?path=/r/f", "x", map[string]string{"If-None-Match": "*"}, 412, PreconditionFailed},
-		{"too large", failing(wrap(files.ErrTooLarge)), "PUT", "/files/content?path=/r/f", "x", nil, 413, BodyTooLarge},
-		{"cut short", failing(wrap(files.ErrCutShort)), "PUT", "/files/content?path=/r/f", "x", nil, 400, InvalidRequest},
-		{"into itself", failing(wrap(files.ErrMoveIntoItself)), "POST", "/files/move", `{"from":"/r/a","to":"/r/a/b"}`, nil, 400, InvalidRequest},
-		{"If-Match *", failing(nil), "PUT", "/files/content?path=/r/f", "x", map[string]string{"If-Match": "*"}, 400, InvalidRequest},
-		{"If-None-Match an ETag", failing(nil), "PUT", "/files/content?path=/r/f", "x", map[string]string{"If-None-Match": `"e"`}, 400, InvalidRequest},
-		{"unknown error", failing(errors.New("boom /secret/server/path")), "GET", "/files/stat?path=/r", "", nil, 500, Internal},
-		{"missing path", failing(nil), "GET", "/files/stat", "", nil, 400, InvalidRequest},
+		{"off", nil, "GET", "/files/stat?path=/r", "", nil, 404, FilesDisabled, ""},
+		{"off, content", nil, "GET", "/files/content?path=/r", "", nil, 404, FilesDisabled, ""},
+		{"off, upload", nil, "PUT", "/files/content?path=/r", "x", nil, 404, FilesDisabled, ""},
+		{"outside", failing(wrap(files.ErrOutsideRoot)), "GET", "/files/stat?path=/etc", "", nil, 403, OutsideRoot, ""},
+		{"not found", failing(wrap(files.ErrNotFound)), "GET", "/files/content?path=/r/x", "", nil, 404, NotFound, ""},
+		{"directory", failing(wrap(files.ErrIsDirectory)), "GET", "/files/content?path=/r", "", nil, 409, IsADirectory, ""},
+		{"not a directory", failing(wrap(files.ErrNotADirectory)), "GET", "/files/stat?path=/r/f/x", "", nil, 409, NotADirectory, ""},
+		{"not regular", failing(wrap(files.ErrNotRegular)), "GET", "/files/content?path=/r/fifo", "", nil, 409, NotARegularFile, ""},
+		{"invalid path", failing(wrap(files.ErrInvalidPath)), "GET", "/files/stat?path=r", "", nil, 400, InvalidRequest, ""},
+		{"not empty", failing(wrap(files.ErrNotEmpty)), "POST", "/files/remove", `{"path":"/r/d"}`, nil, 409, NotEmpty, ""},
+		{"root", failing(wrap(files.ErrIsRoot)), "POST", "/files/remove", `{"path":"/r"}`, nil, 409, IsRoot, ""},
+		{"exists", failing(wrap(files.ErrExists)), "POST", "/files/move", `{"from":"/r/a","to":"/r/b"}`, nil, 409, Exists, ""},
+		{"move onto a directory with entries", failing(wrap(files.ErrDestinationNotEmpty)), "POST", "/files/move", `{"from":"/r/a","to":"/r/d","overwrite":true}`, nil, 409, DestinationNotEmpty, ""},
+		{"copy onto a directory with entries", failing(wrap(files.ErrDestinationNotEmpty)), "POST", "/files/copy", `{"from":"/r/a","to":"/r/d","overwrite":true}`, nil, 409, DestinationNotEmpty, ""},
+		{"cross device", failing(wrap(files.ErrCrossDevice)), "POST", "/files/move", `{"from":"/r/a","to":"/s/b"}`, nil, 409, CrossDevice, ""},
+		{"stale ETag", failing(wrap(files.ErrPreconditionFailed)), "PUT", "/files/content?path=/r/f", "x", map[string]string{"If-Match": `"e"`}, 412, PreconditionFailed, ""},
+		{"exists under If-None-Match", failing(wrap(files.ErrExists)), "PUT", "/files/content?path=/r/f", "x", map[string]string{"If-None-Match": "*"}, 412, PreconditionFailed, ""},
+		{"too large", failing(wrap(files.ErrTooLarge)), "PUT", "/files/content?path=/r/f", "x", nil, 413, BodyTooLarge, ""},
+		{"cut short", failing(wrap(files.ErrCutShort)), "PUT", "/files/content?path=/r/f", "x", nil, 400, InvalidRequest, ""},
+		{"into itself", failing(wrap(files.ErrMoveIntoItself)), "POST", "/files/move", `{"from":"/r/a","to":"/r/a/b"}`, nil, 400, InvalidRequest, ""},
+		{"If-Match *", failing(nil), "PUT", "/files/content?path=/r/f", "x", map[string]string{"If-Match": "*"}, 400, InvalidRequest, "If-Match"},
+		{"If-None-Match an ETag", failing(nil), "PUT", "/files/content?path=/r/f", "x", map[string]string{"If-None-Match": `"e"`}, 400, InvalidRequest, "If-None-Match"},
+		{"Content-Range", failing(nil), "PUT", "/files/content?path=/r/f", "x", map[string]string{"Content-Range": "bytes 0-0/10"}, 400, InvalidRequest, "Content-Range"},
+		{"Content-Range, empty", failing(nil), "PUT", "/files/content?path=/r/f", "x", map[string]string{"Content-Range": ""}, 400, InvalidRequest, "Content-Range"},
+		{"same file, move", failing(wrap(files.ErrSameFile)), "POST", "/files/move", `{"from":"/r/link","to":"/r/f","overwrite":true}`, nil, 409, SameFile, "to"},
+		{"same file, copy", failing(wrap(files.ErrSameFile)), "POST", "/files/copy", `{"from":"/r/h1","to":"/r/h2","overwrite":true}`, nil, 409, SameFile, "to"},
+		{"invalid cursor, list", failing(wrap(files.ErrInvalidCursor)), "GET", "/files/list?path=/r&cursor=/", "", nil, 400, InvalidRequest, "cursor"},
+		{"invalid cursor, walk", failing(wrap(files.ErrInvalidCursor)), "GET", "/files/walk?path=/r&cursor=/", "", nil, 400, InvalidRequest, "cursor"},
+		{"unknown error", failing(errors.New("boom /secret/server/path")), "GET", "/files/stat?path=/r", "", nil, 500, Internal, ""},
+		{"missing path", failing(nil), "GET", "/files/stat", "", nil, 400, InvalidRequest, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -198,6 +217,9 @@ func TestFilesProblems(t *testing.T) {
 			p := decodeProblem(t, rec)
 			if rec.Code != tt.status || p.Code != tt.code {
 				t.Errorf("%s %s = %d %s, want %d %s", tt.method, tt.target, rec.Code, p.Code, tt.status, tt.code)
+			}
+			if tt.field != "" && deref(p.Field) != tt.field {
+				t.Errorf("%s %s names the field %q, want %q", tt.method, tt.target, deref(p.Field), tt.field)
 			}
 			if strings.Contains(rec.Body.String(), "/secret/server/path") {
 				t.Errorf("the answer quotes the cause: %s", rec.Body)
@@ -315,5 +337,158 @@ func TestReadFileRanges(t *testing.T) {
 				t.Errorf("%s sent %q, want %q", what, rec.Body, tt.body)
 			}
 		})
+	}
+}
+
+// TestWriteFileIfMatch: If-Match on a write is a list of ETags (RFC 9110,
+// 13.1.1), quoted or bare, any one of which matching is enough, its lines
+// one list (5.3); it compares strongly, so that a weak ETag matches no
+// version; "*" is refused, as the contract says, alone or in a list.
+func TestWriteFileIfMatch(t *testing.T) {
+	const current = "1-2-3"
+	fs := &fakeFiles{WriteFn: func(_ string, r io.Reader, o files.WriteOptions) (files.Info, error) {
+		if o.IfMatch != nil && !slices.Contains(o.IfMatch, current) {
+			return files.Info{}, fmt.Errorf("%w: /r/f", files.ErrPreconditionFailed)
+		}
+		_, _ = io.Copy(io.Discard, r)
+		return fileInfoFixture, nil
+	}}
+	h := filesRouter(t, fs)
+	tests := []struct {
+		lines  []string
+		status int
+	}{
+		{nil, 200},
+		{[]string{""}, 200}, // no value: no condition, as it always was
+		{[]string{`"1-2-3"`}, 200},
+		{[]string{`1-2-3`}, 200},
+		{[]string{` "1-2-3" `}, 200},
+		{[]string{`"other"`}, 412},
+		{[]string{`W/"1-2-3"`}, 412},
+		{[]string{`W/1-2-3`}, 412},
+		{[]string{`"1-2-3", "other"`}, 200},
+		{[]string{`"other", "1-2-3"`}, 200},
+		{[]string{`"other",,"1-2-3",`}, 200},
+		{[]string{`other, 1-2-3`}, 200},
+		{[]string{`"other", W/"1-2-3"`}, 412},
+		{[]string{`"other"`, `"1-2-3"`}, 200},
+		{[]string{`"1-2-3"`, `"other"`}, 200},
+		{[]string{`W/"1-2-3"`, `"other"`}, 412},
+		{[]string{`,`}, 412}, // a list of none: nothing matches
+		{[]string{`*`}, 400},
+		{[]string{`"1-2-3", *`}, 400},
+		{[]string{`"1-2-3"`, `*`}, 400},
+		{[]string{`"1-2-3`}, 400},
+		{[]string{`"1-2-3" "other"`}, 400},
+		{[]string{`W/`}, 400},
+	}
+	for _, tt := range tests {
+		req := localRequest("PUT", "/files/content?path=/r/f", strings.NewReader("x"))
+		for _, line := range tt.lines {
+			req.Header.Add("If-Match", line)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tt.status {
+			t.Errorf("PUT with If-Match lines %q = %d %s, want %d", tt.lines, rec.Code, rec.Body, tt.status)
+			continue
+		}
+		if tt.status != 200 {
+			if p := decodeProblem(t, rec); deref(p.Field) != "If-Match" {
+				t.Errorf("PUT with If-Match lines %q names the field %q, want If-Match", tt.lines, deref(p.Field))
+			}
+		}
+	}
+	// A weak ETag's 412 says why, where the file did not change.
+	req := localRequest("PUT", "/files/content?path=/r/f", strings.NewReader("x"))
+	req.Header.Set("If-Match", `W/"1-2-3"`)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if p := decodeProblem(t, rec); !strings.Contains(deref(p.Detail), "weak") {
+		t.Errorf("the 412 of a weak ETag says %q, want why", deref(p.Detail))
+	}
+}
+
+// TestReadFileConditionLines: the lines of If-Match and If-None-Match on a
+// read are one list, as on a write (http.ServeContent reads the first line
+// alone).
+func TestReadFileConditionLines(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs := &fakeFiles{OpenFn: func(string) (*os.File, files.Info, error) {
+		f, err := os.Open(p)
+		return f, files.Info{Path: p, Type: files.TypeFile, Size: 5, ModTime: time.Unix(1, 0), ETag: "e"}, err
+	}}
+	h := filesRouter(t, fs)
+	tests := []struct {
+		header string
+		lines  []string
+		status int
+	}{
+		{"If-Match", []string{`"other"`, `"e"`}, 200},
+		{"If-Match", []string{`"other"`, `W/"e"`}, 412},
+		{"If-None-Match", []string{`"other"`, `"e"`}, 304},
+	}
+	for _, tt := range tests {
+		req := localRequest("GET", "/files/content?path="+url.QueryEscape(p), nil)
+		for _, line := range tt.lines {
+			req.Header.Add(tt.header, line)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tt.status {
+			t.Errorf("GET with %s lines %q = %d %s, want %d", tt.header, tt.lines, rec.Code, rec.Body, tt.status)
+		}
+	}
+}
+
+// TestFilesNamesNotUTF8: a name or a path that is not UTF-8, which JSON
+// sends with U+FFFD for each invalid byte, is sent exactly as well, in
+// nameBase64 and pathBase64; one that is UTF-8 has neither. The cursor is
+// passed through as the files package writes it.
+func TestFilesNamesNotUTF8(t *testing.T) {
+	bad := files.Info{Path: "/r/bad\xffname", Type: files.TypeFile, ModTime: time.Unix(1, 0), ETag: "e"}
+	fs := &fakeFiles{
+		ListFn: func(string, string, int) (files.Page, error) {
+			return files.Page{Entries: []files.Entry{{Info: fileInfoFixture, Rel: "f"}, {Info: bad, Rel: "bad\xffname"}}, Next: "/YmFk_25hbWU"}, nil
+		},
+		StatFn: func(string) (files.Info, error) { return bad, nil },
+	}
+	h := filesRouter(t, fs)
+	req := localRequest("GET", "/files/list?path=/r&limit=2", nil)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var page struct {
+		Entries []map[string]any
+		Next    string
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil || rec.Code != 200 || len(page.Entries) != 2 {
+		t.Fatalf("list = %d %s (%v)", rec.Code, rec.Body, err)
+	}
+	if e := page.Entries[0]; e["nameBase64"] != nil || e["pathBase64"] != nil {
+		t.Errorf("a UTF-8 entry = %v, want no nameBase64 nor pathBase64", e)
+	}
+	want := map[string]any{
+		"name":       "bad\ufffdname",
+		"path":       "/r/bad\ufffdname",
+		"nameBase64": base64.StdEncoding.EncodeToString([]byte("bad\xffname")),
+		"pathBase64": base64.StdEncoding.EncodeToString([]byte("/r/bad\xffname")),
+	}
+	for k, v := range want {
+		if page.Entries[1][k] != v {
+			t.Errorf("entry's %s = %v, want %v", k, page.Entries[1][k], v)
+		}
+	}
+	if page.Next != "/YmFk_25hbWU" {
+		t.Errorf("next = %q, want the files package's cursor", page.Next)
+	}
+	req = localRequest("GET", "/files/stat?path=/r/bad%FFname", nil)
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var info map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &info); err != nil || info["pathBase64"] != want["pathBase64"] {
+		t.Errorf("stat = %d %s, want pathBase64 %v", rec.Code, rec.Body, want["pathBase64"])
 	}
 }

@@ -148,6 +148,12 @@ func problemFor(err error) *problem {
 		return &problem{status: http.StatusPreconditionFailed, code: PreconditionFailed, field: "If-Match", detail: "the file changed or was removed since the ETag If-Match names", cause: err}
 	case errors.Is(err, files.ErrTooLarge):
 		return &problem{status: http.StatusRequestEntityTooLarge, code: BodyTooLarge, detail: "the file is larger than the server's --files-max-bytes", cause: err}
+	case errors.Is(err, files.ErrSameFile):
+		return &problem{status: http.StatusConflict, code: SameFile, field: "to",
+			detail: "from and to are the same file (one path and another to it, two hard links of one file, or a symlink and the file it leads to); nothing was changed", cause: err}
+	case errors.Is(err, files.ErrInvalidCursor):
+		return &problem{status: http.StatusBadRequest, code: InvalidRequest, field: "cursor",
+			detail: "the cursor is not one a page gave: pass the next of the previous page as it came", cause: err}
 	case errors.Is(err, files.ErrIsRoot):
 		return &problem{status: http.StatusConflict, code: IsRoot, detail: "a files root itself cannot be removed, moved or replaced", cause: err}
 	case errors.Is(err, files.ErrCrossDevice):
