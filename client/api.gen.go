@@ -2062,8 +2062,11 @@ type ClientInterface interface {
 	// Output that was evicted before it was sent is skipped, with a text message
 	// {"type":"lost","nextSeq":N}. Client to server: a binary message is stdin bytes,
 	// written in order and held back while the process does not read; a text message
-	// {"type":"resize","cols":C,"rows":R} resizes its terminal. Any number of clients may
-	// attach at once: all see all output, all may type. A process without a terminal
+	// {"type":"resize","cols":C,"rows":R} resizes its terminal (C and R from 1 to 1000, as
+	// in TTYSize; a resize outside that range is ignored and the terminal keeps its size,
+	// as a window too small to measure would ask). Any other text message, or a resize
+	// whose cols or rows is not a whole number, closes the connection with 1003. Any
+	// number of clients may attach at once: all see all output, all may type. A process without a terminal
 	// gives its output, and takes stdin when started with pipeStdin. Closing every
 	// attachment does not end the process. The upgrade is held to every route's rules
 	// (token, Host, Origin); a browser, which cannot set Authorization on a WebSocket,
@@ -2848,8 +2851,11 @@ func (c *APIClient) GetProcess(ctx context.Context, processId ProcessId, reqEdit
 // Output that was evicted before it was sent is skipped, with a text message
 // {"type":"lost","nextSeq":N}. Client to server: a binary message is stdin bytes,
 // written in order and held back while the process does not read; a text message
-// {"type":"resize","cols":C,"rows":R} resizes its terminal. Any number of clients may
-// attach at once: all see all output, all may type. A process without a terminal
+// {"type":"resize","cols":C,"rows":R} resizes its terminal (C and R from 1 to 1000, as
+// in TTYSize; a resize outside that range is ignored and the terminal keeps its size,
+// as a window too small to measure would ask). Any other text message, or a resize
+// whose cols or rows is not a whole number, closes the connection with 1003. Any
+// number of clients may attach at once: all see all output, all may type. A process without a terminal
 // gives its output, and takes stdin when started with pipeStdin. Closing every
 // attachment does not end the process. The upgrade is held to every route's rules
 // (token, Host, Origin); a browser, which cannot set Authorization on a WebSocket,
@@ -5286,8 +5292,11 @@ type ClientWithResponsesInterface interface {
 	// Output that was evicted before it was sent is skipped, with a text message
 	// {"type":"lost","nextSeq":N}. Client to server: a binary message is stdin bytes,
 	// written in order and held back while the process does not read; a text message
-	// {"type":"resize","cols":C,"rows":R} resizes its terminal. Any number of clients may
-	// attach at once: all see all output, all may type. A process without a terminal
+	// {"type":"resize","cols":C,"rows":R} resizes its terminal (C and R from 1 to 1000, as
+	// in TTYSize; a resize outside that range is ignored and the terminal keeps its size,
+	// as a window too small to measure would ask). Any other text message, or a resize
+	// whose cols or rows is not a whole number, closes the connection with 1003. Any
+	// number of clients may attach at once: all see all output, all may type. A process without a terminal
 	// gives its output, and takes stdin when started with pipeStdin. Closing every
 	// attachment does not end the process. The upgrade is held to every route's rules
 	// (token, Host, Origin); a browser, which cannot set Authorization on a WebSocket,
@@ -8584,8 +8593,11 @@ func (c *ClientWithResponses) GetProcessWithResponse(ctx context.Context, proces
 // Output that was evicted before it was sent is skipped, with a text message
 // {"type":"lost","nextSeq":N}. Client to server: a binary message is stdin bytes,
 // written in order and held back while the process does not read; a text message
-// {"type":"resize","cols":C,"rows":R} resizes its terminal. Any number of clients may
-// attach at once: all see all output, all may type. A process without a terminal
+// {"type":"resize","cols":C,"rows":R} resizes its terminal (C and R from 1 to 1000, as
+// in TTYSize; a resize outside that range is ignored and the terminal keeps its size,
+// as a window too small to measure would ask). Any other text message, or a resize
+// whose cols or rows is not a whole number, closes the connection with 1003. Any
+// number of clients may attach at once: all see all output, all may type. A process without a terminal
 // gives its output, and takes stdin when started with pipeStdin. Closing every
 // attachment does not end the process. The upgrade is held to every route's rules
 // (token, Host, Origin); a browser, which cannot set Authorization on a WebSocket,

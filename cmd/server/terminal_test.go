@@ -134,6 +134,11 @@ func TestTerminalOverWebSockets(t *testing.T) {
 	a.until("from-42\r\n")
 	b.until("from-42\r\n")
 
+	// A resize out of TTYSize's range is ignored, the connection open.
+	a.sendText(`{"type":"resize","cols":0,"rows":0}`)
+	a.sendText(`{"type":"resize","cols":5000,"rows":31}`)
+	a.send("stty size\n")
+	b.until("24 80\r\n")
 	a.sendText(`{"type":"resize","cols":101,"rows":31}`)
 	if p := s.waitTTY(t, "term-1", 101); p["tty"].(map[string]any)["rows"] != 31.0 {
 		t.Errorf("tty after resize = %v, want 101x31", p["tty"])
