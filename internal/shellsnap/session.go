@@ -42,20 +42,18 @@ func (f *SessionFiles) Ready(s *SessionState) {
 // last line is not seen.
 func aliasCanOpenLine(script string, lang syntax.LangVariant, state *SessionState, snap *Snapshot) bool {
 	plain := strings.NewReplacer(`\`, "", `'`, "", `"`, "").Replace(script)
-	var a stateAliases
+	on, open := lang == syntax.LangZsh, func() bool { return false }
 	switch {
 	case state != nil:
-		a = state.readAliasesOnce(lang)
+		on, open = state.aliasesOn(lang), func() bool { return state.aliasOpen(lang) }
 	case snap != nil && snap.definitions != nil:
 		d := snap.definitions
-		a = stateAliases{on: d.ExpandAliases, open: len(d.Aliases)+len(d.SuffixAliases) > 0}
-	default:
-		a.on = lang == syntax.LangZsh
+		on, open = d.ExpandAliases, func() bool { return len(d.Aliases)+len(d.SuffixAliases) > 0 }
 	}
-	if !a.on && !strings.Contains(plain, "expand_aliases") && !strings.Contains(plain, "posix") && !strings.Contains(plain, "POSIXLY_CORRECT") {
+	if !on && !strings.Contains(plain, "expand_aliases") && !strings.Contains(plain, "posix") && !strings.Contains(plain, "POSIXLY_CORRECT") {
 		return false
 	}
-	return a.open || scriptAliasCanOpenLine(script, plain, lang)
+	return open() || scriptAliasCanOpenLine(script, plain, lang)
 }
 
 // scriptAliasCanOpenLine reports whether script may define an alias that
@@ -103,30 +101,36 @@ func scriptAliasCanOpenLine(script, plain string, lang syntax.LangVariant) bool 
 	return open || named != 0
 }
 
-// stateAliases is what aliasCanOpenLine reads of a state: whether aliases
-// expand (on), and whether one of its aliases is not whole syntax (a zsh
-// global alias: after a word) or one of its functions names alias (open).
-type stateAliases struct{ on, open bool }
+// aliasesOn reports whether aliases expand in s's shell: bash's
+// expand_aliases, zsh's aliases option (on unless turned off).
+func (s *SessionState) aliasesOn(lang syntax.LangVariant) bool {
+	on := lang == syntax.LangZsh
+	for _, r := range s.recs {
+		switch r.kind {
+		case "shopts":
+			on = on || slices.Contains(strings.Split(r.payload, ":"), "expand_aliases")
+		case "options":
+			on = on && !slices.Contains(strings.Split(r.payload, "\n"), "aliases off")
+		}
+	}
+	return on
+}
 
-// readAliasesOnce reads s's stateAliases for its shell's lang, once.
-func (s *SessionState) readAliasesOnce(lang syntax.LangVariant) stateAliases {
+// aliasOpen reports whether one of s's aliases is not whole syntax
+// (wholeAlias) or one of its functions names alias, read once: only a
+// state whose aliases expand reads it, each alias parsed.
+func (s *SessionState) aliasOpen(lang syntax.LangVariant) bool {
 	s.aliasOnce.Do(func() {
-		a := stateAliases{on: lang == syntax.LangZsh}
 		for _, r := range s.recs {
 			switch r.kind {
-			case "shopts":
-				a.on = a.on || slices.Contains(strings.Split(r.payload, ":"), "expand_aliases")
-			case "options":
-				a.on = a.on && !slices.Contains(strings.Split(r.payload, "\n"), "aliases off")
 			case "fn":
-				a.open = a.open || strings.Contains(r.payload, "alias")
+				s.openAlias = s.openAlias || strings.Contains(r.payload, "alias")
 			case "alias", "salias", "galias":
-				a.open = a.open || !wholeAlias(r.kind, r.payload, lang)
+				s.openAlias = s.openAlias || !wholeAlias(r.kind, r.payload, lang)
 			}
 		}
-		s.aliases = a
 	})
-	return s.aliases
+	return s.openAlias
 }
 
 // wholeAlias reports whether an alias of kind (alias, salias, or zsh's

@@ -95,7 +95,7 @@ type SessionState struct {
 	guard     fnGuard // what keepsFunctions reads of the state
 
 	aliasOnce sync.Once
-	aliases   stateAliases // what aliasCanOpenLine reads of the state
+	openAlias bool // what aliasOpen reads of the state
 }
 
 // fnListing is a file holding a declare -f listing, shared by the states
