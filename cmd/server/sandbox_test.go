@@ -266,3 +266,42 @@ func TestSandboxRootsKeepOffShellState(t *testing.T) {
 		t.Errorf("POST /exec with the writable root %s = %d %v, want it run", home, code, got)
 	}
 }
+
+// TestSandboxRootSwappedByItsProfile: a writable root that is a symbolic
+// link, admitted while it led into the request's own directory, and pointed
+// at the server's private directory by the profile the request's capture
+// runs, reaches nothing there: the spawns after the swap (the command's
+// own) check again where the root lies, and refuse it.
+func TestSandboxRootSwappedByItsProfile(t *testing.T) {
+	skipWithoutSandbox(t)
+	s := startServer(t, nil)
+	home := t.TempDir()
+	env := map[string]string{"HOME": home, "PATH": "/usr/bin:/bin"}
+	snap := map[string]any{"scopeId": "first", "shell": map[string]string{"name": "bash", "path": "/bin/bash"}}
+	code, got, _ := s.post(t, "/exec", map[string]any{"argv": []string{"/bin/bash", "-lc", `tr '\0' '\n' < /proc/$$/environ | sed -n 's/^BASH_ENV=//p'`}, "cwd": home, "env": env, "shellSnapshot": snap})
+	restore := strings.TrimSpace(fmt.Sprint(got["stdout"]))
+	if code != http.StatusOK || !filepath.IsAbs(restore) {
+		t.Fatalf("POST /exec = %d %v, want the restore file's path", code, got)
+	}
+	private := filepath.Dir(filepath.Dir(restore))
+	w := t.TempDir()
+	if err := os.Mkdir(filepath.Join(w, "real"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(w, "real"), filepath.Join(w, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".bash_profile"), []byte("ln -sfn "+private+" "+filepath.Join(w, "link")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(private, "planted")
+	code, got, _ = s.post(t, "/exec", map[string]any{"argv": []string{"/bin/bash", "-lc", "echo x > " + planted}, "cwd": home, "env": env,
+		"shellSnapshot": map[string]any{"scopeId": "swap", "shell": map[string]string{"name": "bash", "path": "/bin/bash"}},
+		"sandbox":       map[string]any{"writableRoots": []string{w, filepath.Join(w, "link")}, "network": "none"}})
+	if _, err := os.Stat(planted); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s exists (%v): a root swapped by the capture's profile reached the private directory", planted, err)
+	}
+	if code != http.StatusBadRequest || got["field"] != "sandbox.writableRoots[1]" {
+		t.Errorf("POST /exec after the swap = %d %v, want 400 for sandbox.writableRoots[1]", code, got)
+	}
+}

@@ -70,11 +70,12 @@ func BenchmarkStart(b *testing.B) {
 			b.Fatal(err)
 		}
 		for b.Loop() {
-			rs, err := rulesetOf(p)
+			roots, err := s.openRoots(p)
 			if err != nil {
 				b.Fatal(err)
 			}
-			fd, err := rs.open()
+			fd, err := rulesetOf(p, roots).open()
+			closeRoots(roots)
 			if err != nil {
 				b.Fatal(err)
 			}

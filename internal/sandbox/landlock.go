@@ -57,7 +57,7 @@ const (
 // checkRoots reports the first writable root of p that is missing or not a
 // directory as a *FieldError.
 func checkRoots(p Policy) error {
-	for i, root := range p.WritableRoots {
+	for i, root := range p.roots() {
 		fi, err := os.Stat(root)
 		switch {
 		case err != nil:
@@ -69,10 +69,12 @@ func checkRoots(p Policy) error {
 	return nil
 }
 
-// pathRule grants access beneath each of paths.
+// pathRule grants access beneath each of paths, and of the directories
+// fds hold open.
 type pathRule struct {
 	access uint64
 	paths  []string
+	fds    []int
 	// ignoreMissing skips a path that does not exist (a device this
 	// machine lacks) rather than fail.
 	ignoreMissing bool
@@ -84,22 +86,24 @@ type ruleset struct {
 	rules []pathRule
 }
 
-// rulesetOf builds the Landlock ruleset of p. A writable root that is
-// missing or not a directory is a *FieldError.
-func rulesetOf(p Policy) (ruleset, error) {
+// rulesetOf builds the Landlock ruleset of p, whose writable roots are
+// roots (openRoots): each rule is the directory its descriptor holds, never
+// its path again.
+func rulesetOf(p Policy, roots []root) ruleset {
 	rs := ruleset{attr: unix.LandlockRulesetAttr{Scoped: scoped}}
 	if p.confinesFiles() {
 		rs.attr.Handled_access_fs = handledFS
-		if err := checkRoots(p); err != nil {
-			return rs, err
-		}
 		rs.rules = append(rs.rules,
 			pathRule{access: readRights, paths: []string{"/"}},
 			pathRule{access: deviceRights, paths: []string{"/dev/null", "/dev/tty", "/dev/ptmx"}, ignoreMissing: true},
 			pathRule{access: deviceRights | unix.LANDLOCK_ACCESS_FS_READ_DIR, paths: []string{"/dev/pts"}, ignoreMissing: true},
 		)
-		if len(p.WritableRoots) > 0 {
-			rs.rules = append(rs.rules, pathRule{access: rootRights, paths: p.WritableRoots})
+		if len(roots) > 0 {
+			fds := make([]int, len(roots))
+			for i, r := range roots {
+				fds[i] = r.fd
+			}
+			rs.rules = append(rs.rules, pathRule{access: rootRights, fds: fds})
 		}
 	}
 	if p.network() == NetworkNone {
@@ -107,7 +111,7 @@ func rulesetOf(p Policy) (ruleset, error) {
 		// way appear, at no cost.
 		rs.attr.Handled_access_net = handledNet
 	}
-	return rs, nil
+	return rs
 }
 
 // open creates the ruleset in the kernel and returns its descriptor, for
@@ -129,6 +133,12 @@ func (rs ruleset) open() (int, error) {
 				return -1, fmt.Errorf("landlock rule for %s: %w", path, err)
 			}
 		}
+		for _, dir := range r.fds {
+			if err := addRule(int(fd), dir, r.access); err != nil {
+				unix.Close(int(fd))
+				return -1, fmt.Errorf("landlock rule for a writable root: %w", err)
+			}
+		}
 	}
 	return int(fd), nil
 }
@@ -141,6 +151,12 @@ func addPathRule(rulesetFD int, path string, access uint64) error {
 		return err
 	}
 	defer unix.Close(fd)
+	return addRule(rulesetFD, fd, access)
+}
+
+// addRule grants access beneath what fd holds (only the rights that apply
+// to a file when it is not a directory).
+func addRule(rulesetFD, fd int, access uint64) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return err

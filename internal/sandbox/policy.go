@@ -43,6 +43,11 @@ type Policy struct {
 	ReadOnly bool
 	// Network is the network mode; "" means NetworkFull.
 	Network Network
+
+	// scratch lists the directories the server makes writable for a
+	// command itself (WithWritable): its own, which may lie beneath its
+	// private directories, where no root of a request may.
+	scratch []string
 }
 
 // IsZero reports whether p confines nothing, so that no sandbox is needed.
@@ -77,11 +82,17 @@ func (p Policy) WithWritable(dir string) Policy {
 		return p
 	}
 	p.ReadOnly = false
-	p.WritableRoots = append(slices.Clip(p.WritableRoots), dir)
+	p.scratch = append(slices.Clip(p.scratch), dir)
 	return p
 }
 
-func (p Policy) confinesFiles() bool { return p.ReadOnly || len(p.WritableRoots) > 0 }
+func (p Policy) confinesFiles() bool {
+	return p.ReadOnly || len(p.WritableRoots) > 0 || len(p.scratch) > 0
+}
+
+// roots are the writable roots of a spawn under p: the request's, then the
+// server's own (WithWritable).
+func (p Policy) roots() []string { return append(slices.Clip(p.WritableRoots), p.scratch...) }
 
 func (p Policy) network() Network {
 	if p.Network == "" {

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -74,13 +75,19 @@ func TestWithWritable(t *testing.T) {
 	}{
 		{"none", Policy{}, Policy{}},
 		{"network only", Policy{Network: NetworkNone}, Policy{Network: NetworkNone}},
-		{"read-only", Policy{ReadOnly: true, Network: NetworkLoopback}, Policy{WritableRoots: []string{"/d"}, Network: NetworkLoopback}},
-		{"roots", Policy{WritableRoots: roots[:1:2]}, Policy{WritableRoots: []string{"/a", "/d"}}},
+		// The server's own root is kept apart from the request's, which
+		// alone are held off its private directories (openRoots).
+		{"read-only", Policy{ReadOnly: true, Network: NetworkLoopback}, Policy{Network: NetworkLoopback, scratch: []string{"/d"}}},
+		{"roots", Policy{WritableRoots: roots[:1:2]}, Policy{WritableRoots: []string{"/a"}, scratch: []string{"/d"}}},
+		{"scratch", Policy{WritableRoots: roots[:1:2], scratch: roots[1:2:2]}, Policy{WritableRoots: []string{"/a"}, scratch: []string{"/b", "/d"}}},
 	}
 	for _, tt := range tests {
 		got := tt.policy.WithWritable("/d")
 		if !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s: %+v.WithWritable(/d) = %+v, want %+v", tt.name, tt.policy, got, tt.want)
+		}
+		if !reflect.DeepEqual(got.roots(), append(slices.Clone(tt.want.WritableRoots), tt.want.scratch...)) {
+			t.Errorf("%s: roots() = %q", tt.name, got.roots())
 		}
 	}
 	if roots[1] != "/b" {

@@ -141,16 +141,76 @@ func (s *Sandbox) Admit(p Policy) error {
 		return err
 	}
 	for i, r := range resolved(p.WritableRoots) {
-		for _, dir := range s.private {
-			if within(dir, r) || within(r, dir) {
-				return &FieldError{
-					Field:  fmt.Sprintf("sandbox.writableRoots[%d]", i),
-					Reason: fmt.Sprintf("reaches %s, where the server keeps the shell state that other commands run: a command that could write there could run code outside its sandbox; list a narrower root", dir),
-				}
+		if err := s.refusePrivate(i, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refusePrivate refuses the request's writable root i, which lies at path
+// (links resolved), when it is, holds or lies beneath a private directory.
+func (s *Sandbox) refusePrivate(i int, path string) error {
+	for _, dir := range s.private {
+		if within(dir, path) || within(path, dir) {
+			return &FieldError{
+				Field:  fmt.Sprintf("sandbox.writableRoots[%d]", i),
+				Reason: fmt.Sprintf("reaches %s, where the server keeps the shell state that other commands run: a command that could write there could run code outside its sandbox; list a narrower root", dir),
 			}
 		}
 	}
 	return nil
+}
+
+// root is a writable root opened for one spawn (openRoots): from its check
+// on, the Landlock rule and the mount take the directory fd holds, never
+// the path again, so that a symbolic link swapped after the check (by the
+// command before, or by a profile its capture runs) changes nothing. path
+// is where the directory lay when it was opened, links resolved.
+type root struct {
+	fd   int
+	path string
+}
+
+// openRoots opens p's writable roots for a spawn and refuses, as Admit
+// does, a request's root that is, holds or lies beneath a private directory
+// now: Admit saw the roots when the request came, and a session's later
+// commands, or a capture, spawn under the same policy. A root missing or
+// not a directory is a *FieldError too. The caller closes them (closeRoots).
+func (s *Sandbox) openRoots(p Policy) ([]root, error) {
+	var roots []root
+	for i, dir := range p.roots() {
+		fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			closeRoots(roots)
+			reason := "does not exist"
+			if errors.Is(err, unix.ENOTDIR) {
+				reason = "is not a directory"
+			}
+			return nil, &FieldError{Field: fmt.Sprintf("sandbox.writableRoots[%d]", i), Reason: reason}
+		}
+		roots = append(roots, root{fd: fd})
+		path, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
+		if err == nil && !filepath.IsAbs(path) {
+			err = fmt.Errorf("%s lies at %q", dir, path) // deleted, or out of this namespace
+		}
+		if err == nil && i < len(p.WritableRoots) {
+			err = s.refusePrivate(i, path)
+		}
+		if err != nil {
+			closeRoots(roots)
+			return nil, err
+		}
+		roots[len(roots)-1].path = path
+	}
+	return roots, nil
+}
+
+// closeRoots closes what openRoots opened.
+func closeRoots(roots []root) {
+	for _, r := range roots {
+		unix.Close(r.fd)
+	}
 }
 
 // within reports whether path is dir or beneath it; both are clean and
@@ -190,11 +250,12 @@ func (s *Sandbox) Start(p Policy, cmd *exec.Cmd) (Report, error) {
 	if cmd.SysProcAttr != nil && cmd.SysProcAttr.Pdeathsig != 0 {
 		return Report{}, errors.New("sandbox: Pdeathsig would fire when the forking thread ends")
 	}
-	rs, err := rulesetOf(p)
+	roots, err := s.openRoots(p)
 	if err != nil {
 		return Report{}, err
 	}
-	fd, err := rs.open()
+	defer closeRoots(roots)
+	fd, err := rulesetOf(p, roots).open()
 	if err != nil {
 		return Report{}, err
 	}
@@ -211,8 +272,8 @@ func (s *Sandbox) Start(p Policy, cmd *exec.Cmd) (Report, error) {
 	}
 	// With / among the roots nothing lies outside them: no mount to make
 	// read-only.
-	roots := resolved(p.WritableRoots)
-	mounts := p.confinesFiles() && s.support.MountErr == nil && !slices.Contains(roots, "/")
+	mounts := p.confinesFiles() && s.support.MountErr == nil &&
+		!slices.ContainsFunc(roots, func(r root) bool { return r.path == "/" })
 	if err := onThrowawayThread(func() error { return s.startConfined(cmd, fd, netns, mounts, roots) }); err != nil {
 		return Report{}, err
 	}
@@ -234,7 +295,7 @@ func onThrowawayThread(f func() error) error {
 // startConfined confines the calling thread and starts cmd from it; with
 // mounts, everything but roots is mounted read-only for it. It runs on a
 // throwaway thread (onThrowawayThread).
-func (s *Sandbox) startConfined(cmd *exec.Cmd, rulesetFD int, netns *os.File, mounts bool, roots []string) error {
+func (s *Sandbox) startConfined(cmd *exec.Cmd, rulesetFD int, netns *os.File, mounts bool, roots []root) error {
 	// The order matters: joining or making a namespace and dropping
 	// capabilities need the capabilities that are dropped, and Landlock comes
 	// last so that none of the above is refused by it.

@@ -536,3 +536,48 @@ func TestAdmitKeepsRootsOffPrivateDirs(t *testing.T) {
 		t.Errorf("Check(a root beneath a private directory) = %v, want nil: a session's own directory is one", err)
 	}
 }
+
+// TestStartKeepsRootsOffPrivateDirs: a writable root that is a symbolic
+// link, admitted while it led elsewhere, and pointed at a private directory
+// before a spawn (a session's later command, a capture whose profile swaps
+// it), is refused at that spawn, and nothing the command does writes
+// there; the roots the server adds itself (WithWritable) still pass.
+func TestStartKeepsRootsOffPrivateDirs(t *testing.T) {
+	base := t.TempDir()
+	private := filepath.Join(base, "private")
+	real := filepath.Join(base, "w", "real")
+	link := filepath.Join(base, "w", "link")
+	for _, dir := range []string{filepath.Join(private, "cmd-1"), real} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	s := newSandbox(t, Options{Private: []string{private}})
+	p := Policy{WritableRoots: []string{filepath.Join(base, "w"), link}, Network: NetworkNone}
+	requireSupport(t, s, p)
+	if err := s.Admit(p); err != nil {
+		t.Fatalf("Admit(%v) = %v, want nil: the link leads to w/real", p.WritableRoots, err)
+	}
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(private, link); err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(private, "planted")
+	_, err := s.Start(p, helperCmd(t, "write", planted))
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "sandbox.writableRoots[1]" || !strings.Contains(fe.Reason, private) {
+		t.Errorf("Start with a root now leading to %s = %v, want a *FieldError of sandbox.writableRoots[1] naming it", private, err)
+	}
+	if _, err := os.Stat(planted); err == nil {
+		t.Errorf("%s was written: a root swapped after Admit reached a private directory", planted)
+	}
+	scratch := Policy{WritableRoots: p.WritableRoots[:1], Network: NetworkNone}.WithWritable(filepath.Join(private, "cmd-1"))
+	if got := run(t, s, scratch, helperCmd(t, "write", filepath.Join(private, "cmd-1", "dump"))); got != "ok" {
+		t.Errorf("a write to the server's own root (WithWritable) beneath a private directory = %q, want ok", got)
+	}
+}
