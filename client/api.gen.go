@@ -189,6 +189,7 @@ const (
 	ProblemCodeRangeNotSatisfiable  ProblemCode = "range_not_satisfiable"
 	ProblemCodeSameFile             ProblemCode = "same_file"
 	ProblemCodeSandboxUnavailable   ProblemCode = "sandbox_unavailable"
+	ProblemCodeSandboxedClient      ProblemCode = "sandboxed_client"
 	ProblemCodeSessionBusy          ProblemCode = "session_busy"
 	ProblemCodeSessionExists        ProblemCode = "session_exists"
 	ProblemCodeSessionStartFailed   ProblemCode = "session_start_failed"
@@ -266,6 +267,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeSameFile:
 		return true
 	case ProblemCodeSandboxUnavailable:
+		return true
+	case ProblemCodeSandboxedClient:
 		return true
 	case ProblemCodeSessionBusy:
 		return true

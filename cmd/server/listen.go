@@ -1,13 +1,19 @@
 package main
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 )
 
 // unixPrefix marks a listen address that is a Unix domain socket's path.
@@ -39,10 +45,10 @@ func checkAddrs(addrs []string) error {
 
 // listenAll listens on every address, in order; when one fails it closes
 // those already open, so that a server that does not start holds none.
-func listenAll(addrs []string) ([]net.Listener, error) {
+func listenAll(addrs []string, log zerolog.Logger) ([]net.Listener, error) {
 	lns := make([]net.Listener, 0, len(addrs))
 	for _, addr := range addrs {
-		ln, err := listen(addr)
+		ln, err := listen(addr, log)
 		if err != nil {
 			for _, open := range lns {
 				open.Close()
@@ -60,8 +66,10 @@ func listenAll(addrs []string) ([]net.Listener, error) {
 // made in a private directory beside PATH and renamed into place, so that it
 // never exists with a wider mode; a stale socket that nothing answers on is
 // replaced, while a live one, or anything that is not a socket, is an error.
-// Closing the listener removes the socket.
-func listen(addr string) (net.Listener, error) {
+// Closing the listener removes the socket. A connection of a command the
+// server confined to a network of its own is refused (confinedChild) and
+// logged to log.
+func listen(addr string, log zerolog.Logger) (net.Listener, error) {
 	path, ok := strings.CutPrefix(addr, unixPrefix)
 	if !ok {
 		ln, err := net.Listen("tcp", addr)
@@ -100,7 +108,7 @@ func listen(addr string) (net.Listener, error) {
 		ln.Close()
 		return nil, fmt.Errorf("--addr %s: %w", addr, err)
 	}
-	return &unixListener{UnixListener: ln, path: path, file: fi}, nil
+	return &unixListener{UnixListener: ln, path: path, file: fi, log: log}, nil
 }
 
 // clearStaleSocket removes path when it is a socket that no server answers
@@ -132,10 +140,105 @@ type unixListener struct {
 	*net.UnixListener
 	path string
 	file os.FileInfo
+	log  zerolog.Logger
 }
 
 // Addr is the socket's path.
 func (l *unixListener) Addr() net.Addr { return &net.UnixAddr{Name: l.path, Net: "unix"} }
+
+// Accept returns the next connection but a confined child's
+// (confinedChild), which it answers 403 and closes.
+func (l *unixListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.UnixListener.AcceptUnix()
+		if err != nil {
+			return nil, err
+		}
+		if pid, refused := confinedChild(c); refused {
+			refuseConfined(c, l.log, pid)
+			continue
+		}
+		return c, nil
+	}
+}
+
+// confinedChild reports whether the peer of c is a process this server
+// started (or one of its descendants) under a sandbox with a network of
+// its own (none, loopback), and its pid. Such a process has no way to the
+// server's TCP address, and must have none through its socket either: the
+// socket's file is reachable from the sandbox (its mount namespace keeps
+// the host's paths, and root there keeps dac_override), and a server with
+// no token would run for it a command with no sandbox at all. A process in
+// the server's own network namespace (an unsandboxed command, one with
+// network full, which reaches the TCP address anyway) or not descended from
+// the server (a container sharing the socket) is let through; one whose
+// namespace cannot be read (it has gone, with its descriptor handed on) is
+// refused.
+func confinedChild(c *net.UnixConn) (int, bool) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, true
+	}
+	var cred *unix.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil || credErr != nil {
+		return 0, true
+	}
+	if cred.Pid == 0 {
+		return 0, false // not in this pid namespace: not a child of ours
+	}
+	mine, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		return int(cred.Pid), false // no namespaces to tell apart
+	}
+	theirs, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", cred.Pid))
+	if err != nil {
+		return int(cred.Pid), true
+	}
+	if theirs == mine {
+		return int(cred.Pid), false
+	}
+	self := os.Getpid()
+	for pid, steps := int(cred.Pid), 0; pid > 1 && steps < 4096; steps++ {
+		if pid == self {
+			return int(cred.Pid), true
+		}
+		pid = parentOf(pid)
+	}
+	return int(cred.Pid), false
+}
+
+// parentOf is pid's parent, from /proc/PID/stat; 0 when unknown.
+func parentOf(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name is in parentheses and may hold any byte: the fields
+	// after its last ')' are the state, then the parent's pid.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
+
+// refuseConfined answers a confined child's connection with a 403 problem
+// (sandboxed_client) and closes it, without reading a request: no handler,
+// and so no request id but one of its own.
+func refuseConfined(c net.Conn, log zerolog.Logger, pid int) {
+	id := make([]byte, 12)
+	_, _ = rand.Read(id)
+	body := fmt.Sprintf(`{"type":"https://snapexec.dev/problems/sandboxed_client","title":"Forbidden","status":403,"code":"sandboxed_client",`+
+		`"detail":"a command this server runs in a sandbox with a network of its own may not use the server's socket","requestId":"%x"}`, id)
+	log.Warn().Int("pid", pid).Str("requestId", fmt.Sprintf("%x", id)).Msg("refused a sandboxed command's connection to the socket")
+	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = fmt.Fprintf(c, "HTTP/1.1 403 Forbidden\r\nContent-Type: application/problem+json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+	_ = c.Close()
+}
 
 // Close stops listening and removes the socket.
 func (l *unixListener) Close() error {

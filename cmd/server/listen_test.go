@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/rs/zerolog"
+
 	"context"
 	"errors"
 	"io"
@@ -22,7 +24,7 @@ import (
 func TestListenUnix(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "s.sock")
-	ln, err := listen("unix:" + path)
+	ln, err := listen("unix:"+path, zerolog.Nop())
 	if err != nil {
 		t.Fatalf("listen(unix:%s) error %v", path, err)
 	}
@@ -50,7 +52,7 @@ func TestListenUnix(t *testing.T) {
 	if string(body) != "ok" {
 		t.Errorf("GET over the socket = %q, want ok", body)
 	}
-	if _, err := listen("unix:" + path); err == nil || !strings.Contains(err.Error(), "answers") {
+	if _, err := listen("unix:"+path, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "answers") {
 		t.Errorf("a second listen on a live socket: error %v, want a refusal naming the server that answers", err)
 	}
 	srv.Close()
@@ -67,7 +69,7 @@ func TestListenUnix(t *testing.T) {
 		t.Fatal(err)
 	}
 	syscall.Close(fd)
-	ln, err = listen("unix:" + path)
+	ln, err = listen("unix:"+path, zerolog.Nop())
 	if err != nil {
 		t.Fatalf("listen over a stale socket: %v", err)
 	}
@@ -77,20 +79,20 @@ func TestListenUnix(t *testing.T) {
 	if err := os.WriteFile(plain, []byte("keep me"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := listen("unix:" + plain); err == nil {
+	if _, err := listen("unix:"+plain, zerolog.Nop()); err == nil {
 		t.Error("listen over a regular file succeeded, want a refusal")
 	}
 	if b, _ := os.ReadFile(plain); string(b) != "keep me" {
 		t.Errorf("the regular file now holds %q, want it untouched", b)
 	}
-	if _, err := listen("unix:relative.sock"); err == nil {
+	if _, err := listen("unix:relative.sock", zerolog.Nop()); err == nil {
 		t.Error("listen on a relative socket path succeeded, want a refusal")
 	}
 }
 
 // TestListenTCP: a host:port listens on TCP, and its URL is http://.
 func TestListenTCP(t *testing.T) {
-	ln, err := listen("127.0.0.1:0")
+	ln, err := listen("127.0.0.1:0", zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +191,7 @@ func TestListenAllClosesWhatItOpened(t *testing.T) {
 	}
 	defer taken.Close()
 	path := filepath.Join(t.TempDir(), "s.sock")
-	lns, err := listenAll([]string{"unix:" + path, taken.Addr().String()})
+	lns, err := listenAll([]string{"unix:" + path, taken.Addr().String()}, zerolog.Nop())
 	if err == nil || !strings.Contains(err.Error(), taken.Addr().String()) {
 		for _, ln := range lns {
 			ln.Close()

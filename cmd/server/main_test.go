@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bufio"
+	"fmt"
+	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -14,11 +18,23 @@ import (
 // signals) start this binary with it set.
 const serverEnv = "SNAPEXEC_TEST_RUN_MAIN"
 
+// dialEnv makes the test binary a client of the socket it names: it asks
+// the server there to run a command that writes dialFileEnv's file, and
+// prints the answer's status line (TestSandboxedCommandsCannotUseTheSocket).
+const (
+	dialEnv     = "SNAPEXEC_TEST_DIAL"
+	dialFileEnv = "SNAPEXEC_TEST_DIAL_FILE"
+)
+
 func TestMain(m *testing.M) {
 	// A server started in-process re-runs this binary as its keeper: main
 	// (run) serves that, as it does in the real binary.
 	if os.Getenv(exec.KeeperEnv) != "" || os.Getenv(serverEnv) != "" {
 		main()
+		os.Exit(0)
+	}
+	if sock := os.Getenv(dialEnv); sock != "" {
+		fmt.Println(dialSocket(sock, os.Getenv(dialFileEnv)))
 		os.Exit(0)
 	}
 	unignoreSignals()
@@ -40,4 +56,23 @@ func unignoreSignals() {
 			signal.Notify(handled, sig)
 		}
 	}
+}
+
+// dialSocket posts to the server at the socket sock a command that writes
+// file, and returns the answer's status line, or the error.
+func dialSocket(sock, file string) string {
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		return "dial: " + err.Error()
+	}
+	defer c.Close()
+	body := `{"argv":["/bin/sh","-c","echo escaped > ` + file + `"]}`
+	if _, err := fmt.Fprintf(c, "POST /exec HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body); err != nil {
+		return "write: " + err.Error()
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return "read: " + err.Error()
+	}
+	return strings.TrimSpace(line)
 }

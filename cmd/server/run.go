@@ -116,7 +116,7 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 	if err != nil {
 		return err
 	}
-	lns, err := listenAll(cfg.addrs)
+	lns, err := listenAll(cfg.addrs, logger)
 	if err != nil {
 		return err
 	}

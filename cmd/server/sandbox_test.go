@@ -305,3 +305,49 @@ func TestSandboxRootSwappedByItsProfile(t *testing.T) {
 		t.Errorf("POST /exec after the swap = %d %v, want 400 for sandbox.writableRoots[1]", code, got)
 	}
 }
+
+// TestSandboxedCommandsCannotUseTheSocket: a command the server runs with a
+// network of its own (none, loopback) reaches the server through its Unix
+// socket no more than through its TCP address, so that it cannot ask a
+// server without a token for a command with no sandbox: its connection gets
+// a 403 sandboxed_client and nothing runs. An unsandboxed command, and one
+// with the host's network (which reaches the TCP address anyway), may.
+func TestSandboxedCommandsCannotUseTheSocket(t *testing.T) {
+	skipWithoutSandbox(t)
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	s := startServer(t, nil, "--addr", "unix:"+sock)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		sandbox map[string]any
+		allowed bool
+	}{
+		{"none", map[string]any{"network": "none"}, false},
+		{"loopback", map[string]any{"network": "loopback"}, false},
+		{"read-only, none", map[string]any{"readOnly": true, "network": "none"}, false},
+		{"full", map[string]any{"network": "full", "readOnly": true}, true},
+		{"unsandboxed", nil, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "escaped")
+			body := map[string]any{"argv": []string{self}, "env": map[string]string{dialEnv: sock, dialFileEnv: file}}
+			if c.sandbox != nil {
+				body["sandbox"] = c.sandbox
+			}
+			code, got, _ := s.post(t, "/exec", body)
+			out := strings.TrimSpace(fmt.Sprint(got["stdout"]))
+			_, statErr := os.Stat(file)
+			switch {
+			case code != http.StatusOK:
+				t.Fatalf("POST /exec = %d %v", code, got)
+			case c.allowed && (out != "HTTP/1.1 200 OK" || statErr != nil):
+				t.Errorf("the command's request over the socket = %q, file %v; want 200 and the file written", out, statErr)
+			case !c.allowed && (out != "HTTP/1.1 403 Forbidden" || statErr == nil):
+				t.Errorf("the sandboxed command's request over the socket = %q, file %v; want 403 and nothing run", out, statErr)
+			}
+		})
+	}
+}

@@ -187,6 +187,7 @@ const (
 	RangeNotSatisfiable  ProblemCode = "range_not_satisfiable"
 	SameFile             ProblemCode = "same_file"
 	SandboxUnavailable   ProblemCode = "sandbox_unavailable"
+	SandboxedClient      ProblemCode = "sandboxed_client"
 	SessionBusy          ProblemCode = "session_busy"
 	SessionExists        ProblemCode = "session_exists"
 	SessionStartFailed   ProblemCode = "session_start_failed"
@@ -264,6 +265,8 @@ func (e ProblemCode) Valid() bool {
 	case SameFile:
 		return true
 	case SandboxUnavailable:
+		return true
+	case SandboxedClient:
 		return true
 	case SessionBusy:
 		return true
