@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -155,7 +156,7 @@ func (l *unixListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		if pid, refused := confinedChild(c); refused {
-			refuseConfined(c, l.log, pid)
+			go refuseConfined(c, l.log, pid)
 			continue
 		}
 		return c, nil
@@ -189,7 +190,10 @@ func confinedChild(c *net.UnixConn) (int, bool) {
 	if cred.Pid == 0 {
 		return 0, false // not in this pid namespace: not a child of ours
 	}
-	mine, err := os.Readlink("/proc/self/ns/net")
+	// This thread's namespace, not /proc/self's, which is the main
+	// thread's: the sandbox joins a command's namespace on a thread that
+	// never runs anything else again, and that thread may be the main one.
+	mine, err := os.Readlink("/proc/thread-self/ns/net")
 	if err != nil {
 		return int(cred.Pid), false // no namespaces to tell apart
 	}
@@ -228,15 +232,20 @@ func parentOf(pid int) int {
 
 // refuseConfined answers a confined child's connection with a 403 problem
 // (sandboxed_client) and closes it, without reading a request: no handler,
-// and so no request id but one of its own.
-func refuseConfined(c net.Conn, log zerolog.Logger, pid int) {
+// and so no request id but one of its own. What the client sends meanwhile
+// is read and dropped for up to a second (64 KiB), as a server lingers
+// before it closes, so that the client's write of its request does not
+// fail before it reads the answer.
+func refuseConfined(c *net.UnixConn, log zerolog.Logger, pid int) {
 	id := make([]byte, 12)
 	_, _ = rand.Read(id)
 	body := fmt.Sprintf(`{"type":"https://snapexec.dev/problems/sandboxed_client","title":"Forbidden","status":403,"code":"sandboxed_client",`+
 		`"detail":"a command this server runs in a sandbox with a network of its own may not use the server's socket","requestId":"%x"}`, id)
 	log.Warn().Int("pid", pid).Str("requestId", fmt.Sprintf("%x", id)).Msg("refused a sandboxed command's connection to the socket")
-	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+	_ = c.SetDeadline(time.Now().Add(time.Second))
 	_, _ = fmt.Fprintf(c, "HTTP/1.1 403 Forbidden\r\nContent-Type: application/problem+json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+	_ = c.CloseWrite()
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, 64<<10))
 	_ = c.Close()
 }
 
