@@ -237,6 +237,9 @@ func logSandbox(logger zerolog.Logger, sup sandbox.Support) {
 	if sup.CapsErr != nil {
 		ev = ev.Str("capabilities", sup.CapsErr.Error())
 	}
+	if sup.IPCErr != nil {
+		ev = ev.Str("ipcNamespace", sup.IPCErr.Error()+": a sandboxed command shares this host's System V IPC and POSIX message queues")
+	}
 	if sup.MountErr != nil {
 		ev = ev.Str("readOnlyMounts", sup.MountErr.Error()+": Landlock alone confines the filesystem, and a sandboxed command may change the metadata of files outside its roots that this server's user owns")
 	}

@@ -50,6 +50,14 @@ func helperMain(mode string, args []string) string {
 		return outcome(unix.Lsetxattr(args[0], "user.snapexec", []byte("x"), 0))
 	case "link":
 		return outcome(os.Link(args[0], args[1]))
+	case "shmget":
+		// Finds the System V shared memory segment of key args[0].
+		key, err := strconv.Atoi(args[0])
+		if err != nil {
+			return err.Error()
+		}
+		_, err = unix.SysvShmGet(key, 0, 0)
+		return outcome(err)
 	case "rename":
 		return outcome(os.Rename(args[0], args[1]))
 	case "dial":

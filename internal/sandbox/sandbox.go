@@ -75,7 +75,13 @@ type Sandbox struct {
 	// interface up and no capability to bring one up or move one in, it
 	// carries nothing, so that sharing it costs commands nothing and gives
 	// them no channel (Landlock scopes abstract Unix sockets to a sandbox).
-	none     *os.File
+	none *os.File
+	// ipc is the one IPC namespace of every sandboxed command: none of the
+	// host's System V objects or message queues are there. A namespace of
+	// each command's own cost 0.2 to 0.4 ms a spawn, and its teardown
+	// more; sandboxed commands may meet each other in this one, as they
+	// may through a writable root they share. nil when IPCErr.
+	ipc      *os.File
 	loopback *netnsPool
 	private  []string // Options.Private, symbolic links resolved
 }
@@ -100,6 +106,16 @@ func New(opts Options) *Sandbox {
 	if s.support.MountErr == nil {
 		s.support.MountErr = onThrowawayThread(func() error { return confineMounts(nil) })
 	}
+	if s.support.IPCErr == nil {
+		s.support.IPCErr = onThrowawayThread(func() error {
+			if err := unix.Unshare(unix.CLONE_NEWIPC); err != nil {
+				return err
+			}
+			var err error
+			s.ipc, err = os.Open("/proc/thread-self/ns/ipc")
+			return err
+		})
+	}
 	return s
 }
 
@@ -107,6 +123,9 @@ func New(opts Options) *Sandbox {
 // keep theirs.
 func (s *Sandbox) Close() error {
 	s.loopback.close()
+	if s.ipc != nil {
+		s.ipc.Close()
+	}
 	if s.none != nil {
 		return s.none.Close()
 	}
@@ -307,6 +326,14 @@ func (s *Sandbox) startConfined(cmd *exec.Cmd, rulesetFD int, netns *os.File, mo
 	if mounts {
 		if err := confineMounts(roots); err != nil {
 			return err
+		}
+	}
+	// System V IPC and POSIX message queues away from the host's, which
+	// would let the command write other processes' shared memory whatever
+	// its policy (Sandbox.ipc).
+	if s.ipc != nil {
+		if err := unix.Setns(int(s.ipc.Fd()), unix.CLONE_NEWIPC); err != nil {
+			return fmt.Errorf("setns(CLONE_NEWIPC): %w", err)
 		}
 	}
 	for _, c := range s.support.DropCaps {

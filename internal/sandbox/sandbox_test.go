@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // requireSupport skips a test the machine cannot run: the sandbox refuses what
@@ -579,5 +581,31 @@ func TestStartKeepsRootsOffPrivateDirs(t *testing.T) {
 	scratch := Policy{WritableRoots: p.WritableRoots[:1], Network: NetworkNone}.WithWritable(filepath.Join(private, "cmd-1"))
 	if got := run(t, s, scratch, helperCmd(t, "write", filepath.Join(private, "cmd-1", "dump"))); got != "ok" {
 		t.Errorf("a write to the server's own root (WithWritable) beneath a private directory = %q, want ok", got)
+	}
+}
+
+// TestIPCIsNotTheHosts: a sandboxed command, whatever its policy, finds
+// none of the host's System V IPC objects (the sandbox's IPC namespace),
+// where an unsandboxed one finds them: an adversarial probe's command wrote
+// into a root-owned shared memory segment of another process.
+func TestIPCIsNotTheHosts(t *testing.T) {
+	s := newSandbox(t, Options{})
+	if err := s.Support().IPCErr; err != nil {
+		t.Skipf("no IPC namespaces: %v", err)
+	}
+	key := 0x534e4150 + os.Getpid()%4096
+	id, err := unix.SysvShmGet(key, 4096, unix.IPC_CREAT|unix.IPC_EXCL|0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = unix.SysvShmCtl(id, unix.IPC_RMID, nil) })
+	if got := run(t, s, Policy{}, helperCmd(t, "shmget", strconv.Itoa(key))); got != "ok" {
+		t.Fatalf("an unsandboxed command's shmget = %q, want ok: the test's segment is not there", got)
+	}
+	for _, p := range []Policy{{ReadOnly: true}, {Network: NetworkNone}, {Network: NetworkLoopback}, {WritableRoots: []string{t.TempDir()}}} {
+		requireSupport(t, s, p)
+		if got := run(t, s, p, helperCmd(t, "shmget", strconv.Itoa(key))); got != "ENOENT" {
+			t.Errorf("shmget of the host's segment under %+v = %q, want ENOENT", p, got)
+		}
 	}
 }

@@ -32,6 +32,13 @@ type Support struct {
 	// can. Without it Landlock alone rules the filesystem, and a command may
 	// change the metadata of what the server's user owns outside its roots.
 	MountErr error
+	// IPCErr says why sandboxed commands cannot be kept from the host's
+	// System V IPC and POSIX message queues (an IPC namespace of the
+	// sandbox's, Sandbox.ipc); nil when they can.
+	// Without it the command shares the host's: it may read and write the
+	// shared memory, semaphores and queues of the server's user (of every
+	// user, as root) that their modes allow.
+	IPCErr error
 	// DropCaps lists the capabilities to take out of a child's bounding set;
 	// empty when the server does not run as root.
 	DropCaps []uintptr
@@ -62,7 +69,7 @@ func Probe() Support {
 	sup.LandlockABI = landlockABI()
 	eff, err := effectiveCaps()
 	if err != nil {
-		sup.NetnsErr, sup.CapsErr, sup.MountErr = err, err, err
+		sup.NetnsErr, sup.CapsErr, sup.MountErr, sup.IPCErr = err, err, err, err
 		return sup
 	}
 	// unshare(CLONE_NEWNET) and unshare(CLONE_NEWNS) outside a user
@@ -70,7 +77,7 @@ func Probe() Support {
 	// of each.
 	if eff&(1<<unix.CAP_SYS_ADMIN) == 0 {
 		sup.NetnsErr = errors.New("the server lacks CAP_SYS_ADMIN")
-		sup.MountErr = sup.NetnsErr
+		sup.MountErr, sup.IPCErr = sup.NetnsErr, sup.NetnsErr
 	}
 	// Only root gets capabilities back at execve: any other user's child gets
 	// none, since no_new_privs disregards file capabilities.
