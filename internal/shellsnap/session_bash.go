@@ -2,6 +2,7 @@ package shellsnap
 
 import (
 	"errors"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"weak"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -405,6 +407,58 @@ func takesEndLine(script string, state *SessionState, snap *Snapshot) bool {
 	return wholeSyntax(script, syntax.LangBash) && !aliasCanOpenLine(script, syntax.LangBash, state, snap)
 }
 
+// readScratch reads a file a session command's shell wrote in the
+// command's own directory, which the command may write too, and so may have
+// replaced by anything: a symbolic link (to /dev/zero, whose read would
+// never end, or to a file of the server's), a FIFO (whose open would
+// block). Only a regular file is read, and at most limit bytes (negative:
+// no bound; beyond it is ErrSessionStateTooLarge).
+func readScratch(path string, limit int) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, ErrNoSessionState
+	}
+	r := io.Reader(f)
+	if limit >= 0 {
+		r = io.LimitReader(f, int64(limit)+1)
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	if limit >= 0 && len(b) > limit {
+		return nil, ErrSessionStateTooLarge
+	}
+	return b, nil
+}
+
+// bound is readScratch's limit of a state at most maxBytes long (zero: no
+// bound).
+func bound(maxBytes int) int {
+	if maxBytes <= 0 {
+		return -1
+	}
+	return maxBytes
+}
+
+// stateErr is the error of a state that could not be read: too large, or
+// none.
+func stateErr(err error) error {
+	if errors.Is(err, ErrSessionStateTooLarge) {
+		return err
+	}
+	return ErrNoSessionState
+}
+
+// maxTrapListing bounds the trap listing a dump leaves beside the state
+// (readScratch): the traps are in the state as well, which its own bound
+// holds.
+const maxTrapListing = 4 << 20
+
 // From is the state the command starts from; nil for a session's first.
 func (c *SessionCommand) From() *SessionState { return c.prev }
 
@@ -430,24 +484,17 @@ func (c *SessionCommand) Finish(maxBytes int) (*SessionState, error) {
 		return c.zshFinish(maxBytes)
 	}
 	// The dump leaves the environment in its scratch file (bashDump).
-	var size int64
-	for _, p := range []string{c.out, c.tmp} {
-		fi, err := os.Stat(p)
-		if err != nil {
-			return nil, ErrNoSessionState
-		}
-		size += fi.Size()
-	}
-	if maxBytes > 0 && size > int64(maxBytes) {
-		return nil, ErrSessionStateTooLarge
-	}
-	out, err := os.ReadFile(c.out)
+	out, err := readScratch(c.out, bound(maxBytes))
 	if err != nil || len(out) == 0 {
-		return nil, ErrNoSessionState
+		return nil, stateErr(err)
 	}
-	env, err := os.ReadFile(c.tmp)
+	rest := -1
+	if maxBytes > 0 {
+		rest = maxBytes - len(out)
+	}
+	env, err := readScratch(c.tmp, rest)
 	if err != nil {
-		return nil, ErrNoSessionState
+		return nil, stateErr(err)
 	}
 	out = append(out, env...)
 	_, recs, err := parseCapture(out, nil, c.nonce)
@@ -751,7 +798,7 @@ func withoutExitTrap(traps string) string {
 // in posix mode (dumpLine), where trap -p lists a signal without a trap
 // as "trap -- - SIG": those are no traps.
 func withHiddenTraps(traps, pre string) string {
-	b, err := os.ReadFile(pre)
+	b, err := readScratch(pre, maxTrapListing)
 	if err != nil {
 		return traps
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -555,5 +556,62 @@ func TestSessionFileSizeLimitBelowTheState(t *testing.T) {
 	}
 	if !errors.Is(err, ErrNoSessionState) {
 		t.Errorf("Finish = %v, want ErrNoSessionState: the state did not fit the limit", err)
+	}
+}
+
+// TestSessionDumpReplacedByTheCommand: the command may write its own
+// directory, where its shell leaves the dump; a dump it replaced by a
+// symbolic link (to /dev/zero, whose read would never end) or a FIFO
+// (whose open would block; the shell's own write to it blocks first) is no
+// state, read without following or waiting, and a regular one beyond the
+// bound is too large.
+func TestSessionDumpReplacedByTheCommand(t *testing.T) {
+	home := t.TempDir()
+	f := &SessionFiles{}
+	defer f.Close()
+	st := firstState(t, f, home, "X=1")
+	// The dump line names the dump's path in the -c string.
+	// (the pattern built, so that it does not find itself in the script).
+	find := `p=dump; d=$(printf '%s\n' "$BASH_EXECUTION_STRING" | grep -o "[^']*/$p'" | head -n 1); d=${d%\'}; rm -f "$d"; `
+	for name, script := range map[string]string{
+		"a link to /dev/zero": find + `ln -s /dev/zero "$d"; X=2`,
+	} {
+		done := make(chan error, 1)
+		go func() {
+			_, errOut, _, _, err := sessionRun(t, f, home, st, script)
+			if errOut != "" {
+				t.Errorf("%s: stderr %q", name, errOut)
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrNoSessionState) {
+				t.Errorf("%s: Finish = %v, want ErrNoSessionState", name, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: Finish did not return", name)
+		}
+	}
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readScratch(fifo, -1); !errors.Is(err, ErrNoSessionState) {
+		t.Errorf("readScratch(a FIFO) = %v, want ErrNoSessionState, at once", err)
+	}
+	big := filepath.Join(dir, "big")
+	if err := os.WriteFile(big, make([]byte, 100), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readScratch(big, 99); !errors.Is(err, ErrSessionStateTooLarge) {
+		t.Errorf("readScratch(100 bytes, 99) = %v, want ErrSessionStateTooLarge", err)
+	}
+	if b, err := readScratch(big, 100); err != nil || len(b) != 100 {
+		t.Errorf("readScratch(100 bytes, 100) = %d bytes, %v", len(b), err)
+	}
+	if b, err := readScratch(big, -1); err != nil || len(b) != 100 {
+		t.Errorf("readScratch(100 bytes, no bound) = %d bytes, %v", len(b), err)
 	}
 }

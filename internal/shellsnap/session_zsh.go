@@ -2,7 +2,6 @@ package shellsnap
 
 import (
 	"maps"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -141,16 +140,9 @@ fi
 
 // zshFinish reads a zsh command's end state (SessionCommand.Finish).
 func (c *SessionCommand) zshFinish(maxBytes int) (*SessionState, error) {
-	fi, err := os.Stat(c.out)
-	if err != nil {
-		return nil, ErrNoSessionState
-	}
-	if maxBytes > 0 && fi.Size() > int64(maxBytes) {
-		return nil, ErrSessionStateTooLarge
-	}
-	out, err := os.ReadFile(c.out)
+	out, err := readScratch(c.out, bound(maxBytes))
 	if err != nil || len(out) == 0 {
-		return nil, ErrNoSessionState
+		return nil, stateErr(err)
 	}
 	_, recs, err := parseCapture(out, nil, c.nonce)
 	if err != nil || recs == nil {
@@ -215,7 +207,7 @@ func zshSplitTraps(traps, pre string) (rest, debug string) {
 			kept = append(kept, stmt)
 		}
 	}
-	if b, err := os.ReadFile(pre); err == nil {
+	if b, err := readScratch(pre, maxTrapListing); err == nil {
 		for _, stmt := range lines(string(b)) {
 			if strings.HasSuffix(stmt, " DEBUG") {
 				debug = `\builtin ` + stmt + "; "
