@@ -137,7 +137,7 @@ func sessionExecResult(id string, out service.SessionExecOutput) SessionExecResu
 	}
 	return SessionExecResult{
 		DurationMs: r.DurationMs, ExitCode: r.ExitCode, Pid: r.Pid, ProcessId: r.ProcessId, Signal: r.Signal,
-		Snapshot: r.Snapshot, Status: r.Status,
+		Sandbox: r.Sandbox, Snapshot: r.Snapshot, Status: r.Status,
 		Stdout: r.Stdout, StdoutBase64: r.StdoutBase64, StdoutBytes: r.StdoutBytes, StdoutTruncated: r.StdoutTruncated,
 		Stderr: r.Stderr, StderrBase64: r.StderrBase64, StderrBytes: r.StderrBytes, StderrTruncated: r.StderrTruncated,
 		Session: after,

@@ -95,7 +95,8 @@ func TestSessionAnswers(t *testing.T) {
 			svc: func() *fakeService {
 				return &fakeService{SessionExecFn: func(context.Context, string, service.SessionExecInput) (service.SessionExecOutput, error) {
 					return service.SessionExecOutput{
-						ExecOutput: service.ExecOutput{ProcessID: "p-1", Pid: 7, Result: exec.Result{Status: exec.StatusExited, ExitCode: &code, Stdout: exec.Output{Data: []byte("hi\n"), Total: 3}}},
+						ExecOutput: service.ExecOutput{ProcessID: "p-1", Pid: 7, Result: exec.Result{Status: exec.StatusExited, ExitCode: &code, Stdout: exec.Output{Data: []byte("hi\n"), Total: 3}},
+							Sandbox: sandbox.Report{Type: sandbox.TypeLandlock, ABI: 7, ReadOnlyMounts: true}},
 						Session: session.Outcome{StateKept: true, Cwd: "/tmp", Changes: shellsnap.SessionChanges{
 							Variables: shellsnap.NameChanges{Added: []string{"FOO"}, Removed: []string{"BAR"}},
 						}},
@@ -104,6 +105,7 @@ func TestSessionAnswers(t *testing.T) {
 			},
 			status: 200, calls: []string{"SessionExec s1"},
 			want: `{"processId":"p-1","pid":7,"status":"exited","exitCode":3,"stdout":"hi\n","snapshot":{"outcome":""},
+				"sandbox":{"type":"landlock","abi":7,"readOnlyMounts":true},
 				"session":{"sessionId":"s1","cwd":"/tmp","stateKept":true,"variables":{"added":["FOO"],"changed":[],"removed":["BAR"]},
 				"functions":{"added":[],"changed":[],"removed":[]}}}`},
 		{name: "get", method: "GET", target: "/sessions/s1", svc: withInfo, status: 200, calls: []string{"Session s1"},
