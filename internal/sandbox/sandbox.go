@@ -293,7 +293,13 @@ func (s *Sandbox) Start(p Policy, cmd *exec.Cmd) (Report, error) {
 	// read-only.
 	mounts := p.confinesFiles() && s.support.MountErr == nil &&
 		!slices.ContainsFunc(roots, func(r root) bool { return r.path == "/" })
-	if err := onThrowawayThread(func() error { return s.startConfined(cmd, fd, netns, mounts, roots) }); err != nil {
+	// net_bind_service acts on the command's own network, but with the
+	// host's that is binding the host's privileged ports.
+	drop := s.support.DropCaps
+	if p.network() == NetworkFull && len(drop) > 0 {
+		drop = append(slices.Clip(drop), unix.CAP_NET_BIND_SERVICE)
+	}
+	if err := onThrowawayThread(func() error { return s.startConfined(cmd, fd, netns, mounts, roots, drop) }); err != nil {
 		return Report{}, err
 	}
 	return Report{Type: TypeLandlock, ABI: s.support.LandlockABI, ReadOnlyMounts: mounts}, nil
@@ -312,9 +318,10 @@ func onThrowawayThread(f func() error) error {
 }
 
 // startConfined confines the calling thread and starts cmd from it; with
-// mounts, everything but roots is mounted read-only for it. It runs on a
+// mounts, everything but roots is mounted read-only for it; drop are the
+// capabilities it loses. It runs on a
 // throwaway thread (onThrowawayThread).
-func (s *Sandbox) startConfined(cmd *exec.Cmd, rulesetFD int, netns *os.File, mounts bool, roots []root) error {
+func (s *Sandbox) startConfined(cmd *exec.Cmd, rulesetFD int, netns *os.File, mounts bool, roots []root, drop []uintptr) error {
 	// The order matters: joining or making a namespace and dropping
 	// capabilities need the capabilities that are dropped, and Landlock comes
 	// last so that none of the above is refused by it.
@@ -336,12 +343,12 @@ func (s *Sandbox) startConfined(cmd *exec.Cmd, rulesetFD int, netns *os.File, mo
 			return fmt.Errorf("setns(CLONE_NEWIPC): %w", err)
 		}
 	}
-	for _, c := range s.support.DropCaps {
+	for _, c := range drop {
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil {
 			return fmt.Errorf("dropping capability %d: %w", c, err)
 		}
 	}
-	if err := dropInheritable(s.support.DropCaps); err != nil {
+	if err := dropInheritable(drop); err != nil {
 		return err
 	}
 	// Ambient capabilities would survive execve even for a non-root child.

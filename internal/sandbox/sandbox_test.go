@@ -353,6 +353,21 @@ func TestCapabilitiesDropped(t *testing.T) {
 	if !strings.Contains(got, "NoNewPrivs") {
 		t.Errorf("status = %q, want NoNewPrivs among it", got)
 	}
+	// With the host's network, binding a privileged port would be binding
+	// the host's: net_bind_service goes too (an adversarial probe's
+	// readOnly command bound the host's 127.0.0.1:81).
+	for _, c := range []struct {
+		p    Policy
+		want bool
+	}{{Policy{Network: NetworkLoopback}, true}, {Policy{ReadOnly: true}, false}, {Policy{ReadOnly: true, Network: NetworkNone}, true}} {
+		requireSupport(t, s, c.p)
+		got := run(t, s, c.p, helperCmd(t, "status", "CapEff"))
+		_, value, _ := strings.Cut(got, "=")
+		caps, err := strconv.ParseUint(value, 16, 64)
+		if err != nil || (caps&(1<<unix.CAP_NET_BIND_SERVICE) != 0) != c.want {
+			t.Errorf("under %+v the child's CapEff = %s; want net_bind_service %v", c.p, value, c.want)
+		}
+	}
 }
 
 func TestUnenforceableRunsNothing(t *testing.T) {

@@ -106,8 +106,9 @@ func Probe() Support {
 // isKept reports whether a sandboxed child started by root keeps capability
 // c. It keeps those that act on files Landlock already bounds (chown,
 // dac_override, fowner, fsetid), on its own identity (setuid, setgid), on
-// signals Landlock scopes (kill), or on nothing outside it
-// (net_bind_service, audit_write). Every other one reaches past the sandbox:
+// signals Landlock scopes (kill), or on nothing outside it (audit_write;
+// net_bind_service in a network of the command's own: Start drops it with
+// the host's network, where a privileged port is the host's). Every other one reaches past the sandbox:
 // sys_admin mounts and joins namespaces, net_admin moves an interface into
 // the host's namespace, mknod makes a disk's device node inside a writable
 // root, sys_module loads kernel code, and so on.
