@@ -187,8 +187,11 @@ func confinedChild(c *net.UnixConn) (int, bool) {
 	}); err != nil || credErr != nil {
 		return 0, true
 	}
-	if cred.Pid == 0 {
-		return 0, false // not in this pid namespace: not a child of ours
+	self := os.Getpid()
+	if cred.Pid == 0 || int(cred.Pid) == self {
+		// Not in this pid namespace (not a child of ours), or this very
+		// process (whose main thread may be in a command's namespace).
+		return int(cred.Pid), false
 	}
 	// This thread's namespace, not /proc/self's, which is the main
 	// thread's: the sandbox joins a command's namespace on a thread that
@@ -204,7 +207,6 @@ func confinedChild(c *net.UnixConn) (int, bool) {
 	if theirs == mine {
 		return int(cred.Pid), false
 	}
-	self := os.Getpid()
 	for pid, steps := int(cred.Pid), 0; pid > 1 && steps < 4096; steps++ {
 		if pid == self {
 			return int(cred.Pid), true
