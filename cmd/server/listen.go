@@ -2,19 +2,24 @@ package main
 
 import (
 	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
+
+	"github.com/snapexec/snapexec/internal/exec"
+	"github.com/snapexec/snapexec/internal/handlers"
 )
 
 // unixPrefix marks a listen address that is a Unix domain socket's path.
@@ -207,29 +212,7 @@ func confinedChild(c *net.UnixConn) (int, bool) {
 	if theirs == mine {
 		return int(cred.Pid), false
 	}
-	for pid, steps := int(cred.Pid), 0; pid > 1 && steps < 4096; steps++ {
-		if pid == self {
-			return int(cred.Pid), true
-		}
-		pid = parentOf(pid)
-	}
-	return int(cred.Pid), false
-}
-
-// parentOf is pid's parent, from /proc/PID/stat; 0 when unknown.
-func parentOf(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name is in parentheses and may hold any byte: the fields
-	// after its last ')' are the state, then the parent's pid.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	if len(f) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	return ppid
+	return int(cred.Pid), exec.DescendsFrom(int(cred.Pid), self)
 }
 
 // refuseConfined answers a confined child's connection with a 403 problem
@@ -241,9 +224,13 @@ func parentOf(pid int) int {
 func refuseConfined(c *net.UnixConn, log zerolog.Logger, pid int) {
 	id := make([]byte, 12)
 	_, _ = rand.Read(id)
-	body := fmt.Sprintf(`{"type":"https://snapexec.dev/problems/sandboxed_client","title":"Forbidden","status":403,"code":"sandboxed_client",`+
-		`"detail":"a command this server runs in a sandbox with a network of its own may not use the server's socket","requestId":"%x"}`, id)
-	log.Warn().Int("pid", pid).Str("requestId", fmt.Sprintf("%x", id)).Msg("refused a sandboxed command's connection to the socket")
+	detail := "a command this server runs in a sandbox with a network of its own may not use the server's socket"
+	body, _ := json.Marshal(handlers.Problem{
+		Type: "https://snapexec.dev/problems/" + string(handlers.SandboxedClient), Title: http.StatusText(http.StatusForbidden),
+		Status: http.StatusForbidden, Code: handlers.SandboxedClient, RequestId: hex.EncodeToString(id),
+		Detail: &detail,
+	})
+	log.Warn().Int("pid", pid).Str("requestId", hex.EncodeToString(id)).Msg("refused a sandboxed command's connection to the socket")
 	_ = c.SetDeadline(time.Now().Add(time.Second))
 	_, _ = fmt.Fprintf(c, "HTTP/1.1 403 Forbidden\r\nContent-Type: application/problem+json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
 	_ = c.CloseWrite()

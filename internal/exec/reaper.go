@@ -385,6 +385,23 @@ func readProcTable() map[int]procEntry {
 	return procs
 }
 
+// DescendsFrom reports whether pid is ancestor or one of its descendants,
+// by the parents /proc shows now (an orphan adopted by a subreaper descends
+// from it).
+func DescendsFrom(pid, ancestor int) bool {
+	for steps := 0; pid > 1 && steps < 4096; steps++ {
+		if pid == ancestor {
+			return true
+		}
+		p, ok := readProc(pid)
+		if !ok {
+			return false
+		}
+		pid = p.ppid
+	}
+	return pid == ancestor
+}
+
 // readProc reads one process's entry; false when it is gone.
 func readProc(pid int) (procEntry, bool) {
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"os"
+	"os/exec"
 	"testing"
 )
 
@@ -28,5 +29,24 @@ func TestLeaderThatEndedIsNoEscape(t *testing.T) {
 	testReaper.mu.Unlock()
 	if escaped {
 		t.Errorf("a look with a table read before leader %d ended took it for an escape", p.Pid())
+	}
+}
+
+// TestDescendsFrom: a process descends from itself and its parent, a child
+// of ours from us, and we not from our child.
+func TestDescendsFrom(t *testing.T) {
+	cmd := exec.Command("sleep", "10")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	self := os.Getpid()
+	for _, c := range []struct {
+		pid, ancestor int
+		want          bool
+	}{{self, self, true}, {self, os.Getppid(), true}, {cmd.Process.Pid, self, true}, {self, cmd.Process.Pid, false}} {
+		if got := DescendsFrom(c.pid, c.ancestor); got != c.want {
+			t.Errorf("DescendsFrom(%d, %d) = %v, want %v", c.pid, c.ancestor, got, c.want)
+		}
 	}
 }
