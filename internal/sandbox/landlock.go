@@ -58,15 +58,20 @@ const (
 // directory as a *FieldError.
 func checkRoots(p Policy) error {
 	for i, root := range p.roots() {
-		fi, err := os.Stat(root)
-		switch {
-		case err != nil:
-			return &FieldError{Field: fmt.Sprintf("sandbox.writableRoots[%d]", i), Reason: "does not exist"}
-		case !fi.IsDir():
-			return &FieldError{Field: fmt.Sprintf("sandbox.writableRoots[%d]", i), Reason: "is not a directory"}
+		if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+			return rootError(i, err == nil)
 		}
 	}
 	return nil
+}
+
+// rootError is writable root i missing, or not a directory.
+func rootError(i int, notDir bool) error {
+	reason := "does not exist"
+	if notDir {
+		reason = "is not a directory"
+	}
+	return &FieldError{Field: fmt.Sprintf("sandbox.writableRoots[%d]", i), Reason: reason}
 }
 
 // pathRule grants access beneath each of paths, and of the directories

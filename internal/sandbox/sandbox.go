@@ -139,6 +139,15 @@ func (s *Sandbox) Support() Support { return s.support }
 // *FieldError), and whether it is enforceable (an *UnavailableError). A zero
 // policy always is.
 func (s *Sandbox) Check(p Policy) error {
+	if err := s.enforceable(p); err != nil || p.IsZero() {
+		return err
+	}
+	return checkRoots(p)
+}
+
+// enforceable is Check but for the roots on the filesystem, which a spawn
+// checks as it opens them (openRoots).
+func (s *Sandbox) enforceable(p Policy) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
@@ -148,7 +157,7 @@ func (s *Sandbox) Check(p Policy) error {
 	if missing := s.support.missing(p); len(missing) > 0 {
 		return &UnavailableError{Missing: missing}
 	}
-	return checkRoots(p)
+	return nil
 }
 
 // Admit is Check for a policy a request asked for: it also refuses a
@@ -202,11 +211,7 @@ func (s *Sandbox) openRoots(p Policy) ([]root, error) {
 		fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			closeRoots(roots)
-			reason := "does not exist"
-			if errors.Is(err, unix.ENOTDIR) {
-				reason = "is not a directory"
-			}
-			return nil, &FieldError{Field: fmt.Sprintf("sandbox.writableRoots[%d]", i), Reason: reason}
+			return nil, rootError(i, errors.Is(err, unix.ENOTDIR))
 		}
 		roots = append(roots, root{fd: fd})
 		path, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
@@ -260,7 +265,7 @@ func resolved(dirs []string) []string {
 // cmd must not set SysProcAttr.Pdeathsig: the thread that forks the child
 // ends right after, and with it the parent that signal watches.
 func (s *Sandbox) Start(p Policy, cmd *exec.Cmd) (Report, error) {
-	if err := s.Check(p); err != nil {
+	if err := s.enforceable(p); err != nil {
 		return Report{}, err
 	}
 	if p.IsZero() {
