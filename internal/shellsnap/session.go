@@ -41,7 +41,7 @@ func (f *SessionFiles) Ready(s *SessionState) {
 // turns aliases on and defines one that opens a line used on the script's
 // last line is not seen.
 func aliasCanOpenLine(script string, lang syntax.LangVariant, state *SessionState, snap *Snapshot) bool {
-	plain := strings.NewReplacer(`\`, "", `'`, "", `"`, "").Replace(script)
+	plain := unquoted(script)
 	on, open := lang == syntax.LangZsh, func() bool { return false }
 	switch {
 	case state != nil:
@@ -131,6 +131,12 @@ func (s *SessionState) aliasOpen(lang syntax.LangVariant) bool {
 		}
 	})
 	return s.openAlias
+}
+
+// unquoted is script without quotes and backslashes, where a name the
+// script writes in any quoting shows as the name (B"ASH_"ALIASES).
+func unquoted(script string) string {
+	return strings.NewReplacer(`\`, "", `'`, "", `"`, "").Replace(script)
 }
 
 // wholeAlias reports whether an alias of kind (alias, salias, or zsh's

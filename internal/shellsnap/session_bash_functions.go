@@ -90,7 +90,7 @@ func (s *SessionState) keptThrough(script string) *syntax.File {
 	}
 	// A name the script writes in any quoting: an alias made by assigning
 	// to BASH_ALIASES.
-	if strings.Contains(strings.NewReplacer(`\`, "", `'`, "", `"`, "").Replace(script), "BASH_ALIASES") {
+	if strings.Contains(unquoted(script), "BASH_ALIASES") {
 		return nil
 	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "")

@@ -534,8 +534,7 @@ func TestScriptAliasCanOpenLine(t *testing.T) {
 		`echo none here; shopt -s expand_aliases`:                                         false,
 		`echo an alias`:                                                                   true,
 	} {
-		plain := strings.NewReplacer(`\`, "", `'`, "", `"`, "").Replace(script)
-		if got := scriptAliasCanOpenLine(script, plain, syntax.LangBash); got != want {
+		if got := scriptAliasCanOpenLine(script, unquoted(script), syntax.LangBash); got != want {
 			t.Errorf("scriptAliasCanOpenLine(%q) = %v, want %v", script, got, want)
 		}
 	}
