@@ -232,6 +232,13 @@ func killAll(procs map[int]string) {
 	}
 }
 
+// leftItsGroup is a line of sh that waits until the process $p leads a group
+// of its own (/proc/PID/stat's fifth field is its group): a command that ends
+// before its setsid child has left its group has that child ended with the
+// group after the drain, and leaves no escape. A busy machine (CI, with every
+// package's tests at once) often runs the child that late.
+const leftItsGroup = `until [ "$(cut -d' ' -f5 /proc/$p/stat)" = "$p" ]; do sleep 0.01; done` + "\n"
+
 // TestKilledServerLeavesNothing kills a real server process with SIGKILL
 // while it runs 5 background children with timeoutMs 5000 and their
 // grandchildren, a capture hanging in its profile, a process that left its
@@ -244,7 +251,7 @@ func TestKilledServerLeavesNothing(t *testing.T) {
 		s.startProcess(t, map[string]any{"argv": []string{"sh", "-c", "sleep " + marker(1) + " & sleep " + marker(1)}, "timeoutMs": 5000, "processId": fmt.Sprint("bg-", i)})
 	}
 	s.startProcess(t, map[string]any{"argv": []string{"sh", "-c", "setsid sleep " + marker(2) + " & sleep " + marker(2)}})
-	if code, got, _ := s.post(t, "/exec", map[string]any{"argv": []string{"sh", "-c", "setsid sleep " + marker(3) + " & echo left"}}); code != 200 || got["stdout"] != "left\n" {
+	if code, got, _ := s.post(t, "/exec", map[string]any{"argv": []string{"sh", "-c", "setsid sleep " + marker(3) + " & p=$!\n" + leftItsGroup + "echo left"}}); code != 200 || got["stdout"] != "left\n" {
 		t.Fatalf("/exec leaving an escaped process = %d %v", code, got)
 	}
 	// A snapshot's state in the server's private directories, which the

@@ -63,7 +63,7 @@ func miniServer() int {
 		}
 		pids = append(pids, p.Pid(), gc)
 	}
-	left, err := m.Run(ctx, Spec{Argv: []string{"/bin/sh", "-c", "setsid sleep 300 & echo $!"}, Env: path})
+	left, err := m.Run(ctx, Spec{Argv: []string{"/bin/sh", "-c", "setsid sleep 300 & p=$!\n" + leftItsGroup + "echo $p"}, Env: path})
 	if err != nil {
 		return fail(err)
 	}
@@ -105,6 +105,13 @@ func miniServer() int {
 	fmt.Println("stopped", r.Escaped())
 	return 0
 }
+
+// leftItsGroup is a line of sh that waits until the process $p leads a group
+// of its own (/proc/PID/stat's fifth field is its group): a command that ends
+// before its setsid child has left its group has that child ended with the
+// group after the drain, and leaves no escape. A busy machine (CI, with every
+// package's tests at once) often runs the child that late.
+const leftItsGroup = `until [ "$(cut -d' ' -f5 /proc/$p/stat)" = "$p" ]; do sleep 0.01; done` + "\n"
 
 // miniServerRun is a running miniServer.
 type miniServerRun struct {

@@ -248,7 +248,7 @@ func TestKeepNoOutput(t *testing.T) {
 // nothing of the command's is left to end.
 func TestEscapeHoldingOutputDoesNotHoldTheEnd(t *testing.T) {
 	m := NewManager(Options{Reaper: testReaper, Grace: time.Hour, Drain: 50 * time.Millisecond})
-	p, err := m.Start(Spec{Argv: []string{"sh", "-c", "setsid sleep 60 & echo $!"}})
+	p, err := m.Start(Spec{Argv: []string{"sh", "-c", "setsid sleep 60 & p=$!\n" + leftItsGroup + "echo $p"}})
 	if err != nil {
 		t.Fatal(err)
 	}
