@@ -65,9 +65,13 @@ set +B
 		"failing":  "f; false; echo not reached",
 		"unset":    "echo ${NOT_SET_ANYWHERE}; echo not reached",
 		"errors":   "no_such_command_here; cd /no/such/dir; echo \"line $LINENO\"",
-		"state":    "echo \"seconds=$SECONDS args=$# zero=${0##*/}\"; declare -p __CODEX_SHELL_SNAPSHOT_SCRIPT 2>&1; compgen -v | grep -c '^__CODEX' || true",
-		"exit":     "echo before; exit 3",
-		"rest":     "echo \"$_\"; trap -p; enable -n; declare -p RO MAP NUMS PROMPT_COMMAND 2>&1; pwd; echo {a,b}; type -t builtin; echo \"$BASH_EXECUTION_STRING\"",
+		// $SECONDS counts whole seconds of the wall clock: one that ticks
+		// between the start (a standby's go-ahead) and the echo makes it 1
+		// however little time passed, in either run; its tens are 0 in both
+		// unless the standby kept its own start.
+		"state": "echo \"tens=${SECONDS%?} args=$# zero=${0##*/}\"; declare -p __CODEX_SHELL_SNAPSHOT_SCRIPT 2>&1; compgen -v | grep -c '^__CODEX' || true",
+		"exit":  "echo before; exit 3",
+		"rest":  "echo \"$_\"; trap -p; enable -n; declare -p RO MAP NUMS PROMPT_COMMAND 2>&1; pwd; echo {a,b}; type -t builtin; echo \"$BASH_EXECUTION_STRING\"",
 	}
 	for pname, profile := range profiles {
 		home := t.TempDir()

@@ -86,7 +86,7 @@ func TestZshStandbyMatchesReplay(t *testing.T) {
 		unordered bool
 	}{
 		{script: shellsnaptest.ZshFidelityProbe, refuse: "strict"},
-		{script: `echo "u=$_ status=$? zero=$0 args=$# line=$LINENO seconds=$SECONDS"; echo $ZSH_EXECUTION_STRING; typeset -p __CODEX_SHELL_SNAPSHOT_SCRIPT 2>&1; env | grep -c __CODEX || true`},
+		{script: `echo "u=$_ status=$? zero=$0 args=$# line=$LINENO tens=${SECONDS%?}"; echo $ZSH_EXECUTION_STRING; typeset -p __CODEX_SHELL_SNAPSHOT_SCRIPT 2>&1; env | grep -c __CODEX || true`},
 		{script: `setopt | LC_ALL=C sort; echo ${#ARR} $ARR[1]`, refuse: "aliases"},
 		{script: `echo ${(ok)options[(R)on]}; [[ -o evallineno ]] && echo evallineno-on`, refuse: "aliases"},
 		{script: "false; echo after false"},
