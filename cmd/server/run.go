@@ -242,6 +242,8 @@ func logSandbox(logger zerolog.Logger, sup sandbox.Support) {
 	}
 	if sup.MountErr != nil {
 		ev = ev.Str("readOnlyMounts", sup.MountErr.Error()+": Landlock alone confines the filesystem, and a sandboxed command may change the metadata of files outside its roots that this server's user owns")
+	} else if sup.DevptsErr != nil {
+		ev = ev.Str("devpts", sup.DevptsErr.Error()+": a sandboxed command sees this host's /dev/pts, and may open the host's other terminals that their modes allow")
 	}
 	ev.Msg("sandbox support")
 }

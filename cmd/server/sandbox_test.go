@@ -82,6 +82,14 @@ func TestSandboxOverHTTP(t *testing.T) {
 			t.Errorf("sandbox = %v, want readOnlyMounts true", got["sandbox"])
 		}
 	}
+	if sup := sandboxSupport(t); sup.MountErr == nil && sup.DevptsErr == nil {
+		// On a terminal, its own: the only one in its /dev/pts.
+		_, got, _ := s.post(t, "/exec", map[string]any{"argv": []string{"sh", "-c", "tty; echo /dev/pts/*"}, "tty": map[string]int{"cols": 80, "rows": 24},
+			"env": map[string]string{"PATH": os.Getenv("PATH")}, "sandbox": map[string]any{"readOnly": true}})
+		if want := "/dev/pts/0\r\n/dev/pts/0 /dev/pts/ptmx\r\n"; got["stdout"] != want {
+			t.Errorf("tty and /dev/pts of a sandboxed command on a terminal = %q, want %q", got["stdout"], want)
+		}
+	}
 	if _, got, _ := s.post(t, "/exec", map[string]any{"argv": []string{"true"}}); fmt.Sprint(got["sandbox"]) != "map[type:none]" {
 		t.Errorf("unsandboxed sandbox = %v, want {type: none}", got["sandbox"])
 	}

@@ -260,9 +260,16 @@ func start(id string, spec Spec, cfg procConfig) (*Process, heldEnds, error) {
 		stdinR, stdinW *os.File
 		tty            *terminal
 	)
+	var pts *sandbox.Devpts
 	if spec.TTY != nil {
+		// A command with a devpts of its own has its terminal opened there,
+		// where it finds it by name (sandbox/devpts.go).
+		if pts, err = cfg.sandbox.Devpts(spec.Sandbox); err != nil {
+			return nil, heldEnds{}, fmt.Errorf("%w: %w", ErrSpawn, err)
+		}
+		defer pts.Close()
 		var slave *os.File
-		if tty, slave, err = openTerminal(*spec.TTY); err != nil {
+		if tty, slave, err = openTerminal(*spec.TTY, pts); err != nil {
 			return nil, heldEnds{}, fmt.Errorf("%w: %w", ErrSpawn, err)
 		}
 		if stdinW, err = tty.writer(); err != nil {
@@ -337,7 +344,7 @@ func start(id string, spec Spec, cfg procConfig) (*Process, heldEnds, error) {
 	if releaseR != nil {
 		cmd.ExtraFiles = []*os.File{releaseR, readyW}
 	}
-	report, err := cfg.reaper.start(cmd, cfg.sandbox, spec.Sandbox)
+	report, err := cfg.reaper.start(cmd, cfg.sandbox, spec.Sandbox, pts)
 	closeAll(outW, errW, stdinR, releaseR, readyW) // the child holds its own copies
 	if err != nil {
 		closeAll(outR, errR, stdinW, held.release, held.ready)

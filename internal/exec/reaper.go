@@ -206,16 +206,16 @@ func (r *Reaper) Shutdown(ctx context.Context) error {
 	}
 }
 
-// start starts cmd confined by p (startConfined), whose child leads a new
-// process group, and records the group before any look at the children can
-// see the child. A nil Reaper just starts it.
-func (r *Reaper) start(cmd *exec.Cmd, sb *sandbox.Sandbox, p sandbox.Policy) (sandbox.Report, error) {
+// start starts cmd confined by p (startConfined, with pts), whose child
+// leads a new process group, and records the group before any look at the
+// children can see the child. A nil Reaper just starts it.
+func (r *Reaper) start(cmd *exec.Cmd, sb *sandbox.Sandbox, p sandbox.Policy, pts *sandbox.Devpts) (sandbox.Report, error) {
 	if r == nil {
-		return startConfined(cmd, sb, p, false)
+		return startConfined(cmd, sb, p, pts, false)
 	}
 	r.spawning.RLock()
 	defer r.spawning.RUnlock()
-	report, err := startConfined(cmd, sb, p, r.masked)
+	report, err := startConfined(cmd, sb, p, pts, r.masked)
 	if err != nil {
 		return sandbox.Report{}, err
 	}

@@ -43,18 +43,19 @@ func checkSandbox(sb *sandbox.Sandbox, p sandbox.Policy) error {
 	return sb.Check(p)
 }
 
-// startConfined starts cmd confined by p and reports how. The zero policy
+// startConfined starts cmd confined by p and reports how; pts is the devpts
+// its terminal was opened from (sandbox.Sandbox.Devpts), nil for none. The zero policy
 // starts it as it is (startCmd, with the signal mask rule of signals.go); any
 // other is sb's to start, from a thread of its own whose mask it empties, so
 // that the child starts clean either way.
-func startConfined(cmd *exec.Cmd, sb *sandbox.Sandbox, p sandbox.Policy, masked bool) (sandbox.Report, error) {
+func startConfined(cmd *exec.Cmd, sb *sandbox.Sandbox, p sandbox.Policy, pts *sandbox.Devpts, masked bool) (sandbox.Report, error) {
 	if p.IsZero() {
 		return sandbox.Report{Type: sandbox.TypeNone}, startCmd(cmd, masked)
 	}
 	if sb == nil {
 		return sandbox.Report{}, &sandbox.UnavailableError{Missing: []string{errNoSandbox}}
 	}
-	return sb.Start(p, cmd)
+	return sb.Start(p, cmd, pts)
 }
 
 // spawnError is what a failed start returns: the sandbox's refusals as they

@@ -6,10 +6,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/creack/pty"
 	"github.com/snapexec/snapexec/internal/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // sandboxManager is testManager with a sandbox of this kernel; the test is
@@ -135,5 +138,55 @@ func TestSandboxMissingRoot(t *testing.T) {
 	var fe *sandbox.FieldError
 	if !errors.As(err, &fe) || fe.Field != "sandbox.writableRoots[1]" {
 		t.Errorf("Start = %v, want a *sandbox.FieldError for sandbox.writableRoots[1]", err)
+	}
+}
+
+// TestSandboxedTerminalIsItsOwn: a command that confines files, started on a
+// terminal, finds its terminal by name (tty) in a /dev/pts that holds it
+// alone, and cannot open a terminal of the host's (one this test opened, as
+// an SSH session's would be); it still opens new terminals, as script(1)
+// does. Unconfined, the same command writes to the host's terminal.
+func TestSandboxedTerminalIsItsOwn(t *testing.T) {
+	m := sandboxManager(t)
+	// A terminal of the host's whose name no terminal of the command's has
+	// (its own is /dev/pts/0, script's /dev/pts/1).
+	var master, other *os.File
+	for other == nil || other.Name() == "/dev/pts/0" || other.Name() == "/dev/pts/1" {
+		var err error
+		if master, other, err = pty.Open(); err != nil {
+			t.Fatal(err)
+		}
+		defer master.Close()
+		defer other.Close()
+	}
+	script := "tty; echo /dev/pts/*; echo typed > " + other.Name() + " && echo reached; " +
+		"script -qc 'tty' /dev/null | tr -d '\\r'"
+	env := []string{"PATH=" + os.Getenv("PATH")}
+	for _, tt := range []struct {
+		policy  sandbox.Policy
+		want    *regexp.Regexp
+		reached bool
+	}{
+		{sandbox.Policy{ReadOnly: true, Network: sandbox.NetworkNone},
+			regexp.MustCompile(`^/dev/pts/0\n/dev/pts/0 /dev/pts/ptmx\n[^\n]*` + regexp.QuoteMeta(other.Name()) + `: (No such file or directory|Permission denied)\n/dev/pts/1\n$`), false},
+		{sandbox.Policy{Network: sandbox.NetworkNone},
+			regexp.MustCompile(`^/dev/pts/\d+\n(/dev/pts/\d+ )+/dev/pts/ptmx\nreached\n/dev/pts/\d+\n$`), true},
+	} {
+		p, err := m.Start(ttySpec(Spec{Argv: []string{"sh", "-c", script}, Env: env, Sandbox: tt.policy}, 80, 24))
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-p.Done()
+		out := strings.ReplaceAll(string(p.Result().Stdout.Data), "\r\n", "\n")
+		if !tt.want.MatchString(out) {
+			t.Errorf("under %+v the terminal showed %q, want %s", tt.policy, out, tt.want)
+		}
+		buf, n := make([]byte, 64), 0
+		if ready, _ := unix.Poll([]unix.PollFd{{Fd: int32(master.Fd()), Events: unix.POLLIN}}, 100); ready > 0 {
+			n, _ = master.Read(buf)
+		}
+		if reached := strings.Contains(string(buf[:n]), "typed"); reached != tt.reached {
+			t.Errorf("under %+v the host's terminal got %q", tt.policy, buf[:n])
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/creack/pty"
+	"github.com/snapexec/snapexec/internal/sandbox"
 	"golang.org/x/sys/unix"
 )
 
@@ -26,12 +27,17 @@ type terminal struct {
 	master *os.File
 }
 
-// openTerminal opens a pseudo-terminal of the given size: the master, for
-// the server, and the slave, for the child. pty.Open finds and unlocks the
-// slave; the master it returns has been put in blocking mode by its own
-// ioctls (os.File.Fd), so the master kept is a non-blocking duplicate.
-func openTerminal(size TTYSize) (*terminal, *os.File, error) {
-	master, slave, err := pty.Open()
+// openTerminal opens a pseudo-terminal of the given size, in pts when it is
+// not nil, else among the host's: the master, for the server, and the slave,
+// for the child. pty.Open (or pts.OpenPTY) finds and unlocks the slave; the
+// master it returns has been put in blocking mode by ioctls through
+// os.File.Fd, so the master kept is a non-blocking duplicate.
+func openTerminal(size TTYSize, pts *sandbox.Devpts) (*terminal, *os.File, error) {
+	open := pty.Open
+	if pts != nil {
+		open = pts.OpenPTY
+	}
+	master, slave, err := open()
 	if err != nil {
 		return nil, nil, err
 	}

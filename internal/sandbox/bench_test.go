@@ -51,7 +51,7 @@ func BenchmarkStart(b *testing.B) {
 			}
 			for b.Loop() {
 				cmd := exec.Command("/bin/true")
-				if _, err := s.Start(bb.policy, cmd); err != nil {
+				if _, err := s.Start(bb.policy, cmd, nil); err != nil {
 					b.Fatal(err)
 				}
 				if err := cmd.Wait(); err != nil {
@@ -74,7 +74,7 @@ func BenchmarkStart(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			fd, err := rulesetOf(p, roots).open()
+			fd, err := rulesetOf(p, roots, nil).open()
 			closeRoots(roots)
 			if err != nil {
 				b.Fatal(err)
@@ -132,7 +132,7 @@ func BenchmarkStartBash(b *testing.B) {
 			for b.Loop() {
 				cmd := exec.Command(bash, "--norc", "--noprofile", "-c", `source "$1" && true`, "bash", stateFile)
 				cmd.Env = []string{"HOME=" + root, "PATH=/usr/bin:/bin"}
-				if _, err := s.Start(bb.policy, cmd); err != nil {
+				if _, err := s.Start(bb.policy, cmd, nil); err != nil {
 					b.Fatal(err)
 				}
 				if err := cmd.Wait(); err != nil {

@@ -58,6 +58,17 @@ func helperMain(mode string, args []string) string {
 		}
 		_, err = unix.SysvShmGet(key, 0, 0)
 		return outcome(err)
+	case "open":
+		// Opens args[0] for reading and writing, as a terminal is opened.
+		f, err := os.OpenFile(args[0], os.O_RDWR|syscall.O_NOCTTY, 0)
+		if err == nil {
+			f.Close()
+		}
+		return outcome(err)
+	case "openpty":
+		return openPTY()
+	case "ttyname":
+		return ttyName()
 	case "rename":
 		return outcome(os.Rename(args[0], args[1]))
 	case "dial":
@@ -166,7 +177,7 @@ func run(t *testing.T, s *Sandbox, p Policy, cmd *exec.Cmd) string {
 	t.Helper()
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if _, err := s.Start(p, cmd); err != nil {
+	if _, err := s.Start(p, cmd, nil); err != nil {
 		t.Fatalf("Start(%+v, %v) = %v", p, cmd.Args, err)
 	}
 	if err := cmd.Wait(); err != nil {

@@ -80,6 +80,7 @@ type pathRule struct {
 	access uint64
 	paths  []string
 	fds    []int
+	what   string // what fds hold, for an error
 	// ignoreMissing skips a path that does not exist (a device this
 	// machine lacks) rather than fail.
 	ignoreMissing bool
@@ -93,22 +94,29 @@ type ruleset struct {
 
 // rulesetOf builds the Landlock ruleset of p, whose writable roots are
 // roots (openRoots): each rule is the directory its descriptor holds, never
-// its path again.
-func rulesetOf(p Policy, roots []root) ruleset {
+// its path again. A command with a devpts of its own, pts, may use the
+// terminals there, none of the host's.
+func rulesetOf(p Policy, roots []root, pts *Devpts) ruleset {
 	rs := ruleset{attr: unix.LandlockRulesetAttr{Scoped: scoped}}
 	if p.confinesFiles() {
 		rs.attr.Handled_access_fs = handledFS
 		rs.rules = append(rs.rules,
 			pathRule{access: readRights, paths: []string{"/"}},
 			pathRule{access: deviceRights, paths: []string{"/dev/null", "/dev/tty", "/dev/ptmx"}, ignoreMissing: true},
-			pathRule{access: deviceRights | unix.LANDLOCK_ACCESS_FS_READ_DIR, paths: []string{"/dev/pts"}, ignoreMissing: true},
 		)
+		terminals := pathRule{access: deviceRights | unix.LANDLOCK_ACCESS_FS_READ_DIR, what: "its devpts"}
+		if pts != nil {
+			terminals.fds = []int{pts.mnt}
+		} else {
+			terminals.paths, terminals.ignoreMissing = []string{"/dev/pts"}, true
+		}
+		rs.rules = append(rs.rules, terminals)
 		if len(roots) > 0 {
 			fds := make([]int, len(roots))
 			for i, r := range roots {
 				fds[i] = r.fd
 			}
-			rs.rules = append(rs.rules, pathRule{access: rootRights, fds: fds})
+			rs.rules = append(rs.rules, pathRule{access: rootRights, fds: fds, what: "a writable root"})
 		}
 	}
 	if p.network() == NetworkNone {
@@ -141,7 +149,7 @@ func (rs ruleset) open() (int, error) {
 		for _, dir := range r.fds {
 			if err := addRule(int(fd), dir, r.access); err != nil {
 				unix.Close(int(fd))
-				return -1, fmt.Errorf("landlock rule for a writable root: %w", err)
+				return -1, fmt.Errorf("landlock rule for %s: %w", r.what, err)
 			}
 		}
 	}

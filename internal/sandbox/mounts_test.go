@@ -143,7 +143,7 @@ func TestReportSaysReadOnlyMounts(t *testing.T) {
 			var out strings.Builder
 			cmd := helperCmd(t, "write", f)
 			cmd.Stdout = &out
-			r, err := s.Start(tt.p, cmd)
+			r, err := s.Start(tt.p, cmd, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

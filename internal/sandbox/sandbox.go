@@ -104,7 +104,17 @@ func New(opts Options) *Sandbox {
 		}
 	}
 	if s.support.MountErr == nil {
-		s.support.MountErr = onThrowawayThread(func() error { return confineMounts(nil) })
+		s.support.MountErr = onThrowawayThread(func() error { return confineMounts(nil, true, nil) })
+	}
+	if s.support.MountErr == nil && s.support.DevptsErr == nil {
+		s.support.DevptsErr = onThrowawayThread(func() error {
+			pts, err := newDevpts()
+			if err != nil {
+				return err
+			}
+			defer pts.Close()
+			return confineMounts(nil, false, pts)
+		})
 	}
 	if s.support.IPCErr == nil {
 		s.support.IPCErr = onThrowawayThread(func() error {
@@ -258,13 +268,15 @@ func resolved(dirs []string) []string {
 }
 
 // Start starts cmd confined by p and reports how. A zero policy starts cmd
-// as it is. On any error nothing was started: a malformed policy or a missing
+// as it is. A command that gets a devpts of its own (ownDevpts) gets pts, from
+// which its terminal was opened (Devpts), or a fresh one when pts is nil; pts
+// is not used otherwise. On any error nothing was started: a malformed policy or a missing
 // writable root is a *FieldError, an unenforceable one an *UnavailableError,
 // and cmd.Start's own error is returned as it is.
 //
 // cmd must not set SysProcAttr.Pdeathsig: the thread that forks the child
 // ends right after, and with it the parent that signal watches.
-func (s *Sandbox) Start(p Policy, cmd *exec.Cmd) (Report, error) {
+func (s *Sandbox) Start(p Policy, cmd *exec.Cmd, pts *Devpts) (Report, error) {
 	if err := s.enforceable(p); err != nil {
 		return Report{}, err
 	}
@@ -279,7 +291,16 @@ func (s *Sandbox) Start(p Policy, cmd *exec.Cmd) (Report, error) {
 		return Report{}, err
 	}
 	defer closeRoots(roots)
-	fd, err := rulesetOf(p, roots).open()
+	switch {
+	case !s.ownDevpts(p):
+		pts = nil
+	case pts == nil:
+		if pts, err = newDevpts(); err != nil {
+			return Report{}, err
+		}
+		defer pts.Close() // the child holds it from here on
+	}
+	fd, err := rulesetOf(p, roots, pts).open()
 	if err != nil {
 		return Report{}, err
 	}
@@ -304,7 +325,7 @@ func (s *Sandbox) Start(p Policy, cmd *exec.Cmd) (Report, error) {
 	if p.network() == NetworkFull && len(drop) > 0 {
 		drop = append(slices.Clip(drop), unix.CAP_NET_BIND_SERVICE)
 	}
-	if err := onThrowawayThread(func() error { return s.startConfined(cmd, fd, netns, mounts, roots, drop) }); err != nil {
+	if err := onThrowawayThread(func() error { return s.startConfined(cmd, fd, netns, mounts, roots, pts, drop) }); err != nil {
 		return Report{}, err
 	}
 	return Report{Type: TypeLandlock, ABI: s.support.LandlockABI, ReadOnlyMounts: mounts}, nil
@@ -326,7 +347,7 @@ func onThrowawayThread(f func() error) error {
 // mounts, everything but roots is mounted read-only for it; drop are the
 // capabilities it loses. It runs on a
 // throwaway thread (onThrowawayThread).
-func (s *Sandbox) startConfined(cmd *exec.Cmd, rulesetFD int, netns *os.File, mounts bool, roots []root, drop []uintptr) error {
+func (s *Sandbox) startConfined(cmd *exec.Cmd, rulesetFD int, netns *os.File, mounts bool, roots []root, pts *Devpts, drop []uintptr) error {
 	// The order matters: joining or making a namespace and dropping
 	// capabilities need the capabilities that are dropped, and Landlock comes
 	// last so that none of the above is refused by it.
@@ -335,8 +356,8 @@ func (s *Sandbox) startConfined(cmd *exec.Cmd, rulesetFD int, netns *os.File, mo
 			return fmt.Errorf("setns: %w", err)
 		}
 	}
-	if mounts {
-		if err := confineMounts(roots); err != nil {
+	if mounts || pts != nil {
+		if err := confineMounts(roots, mounts, pts); err != nil {
 			return err
 		}
 	}

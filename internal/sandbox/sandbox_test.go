@@ -236,7 +236,7 @@ func TestLoopbacksAreNotShared(t *testing.T) {
 	p := Policy{Network: NetworkLoopback}
 	requireSupport(t, s, p)
 	first := exec.Command("/bin/sh", "-c", "exec sleep 60")
-	if _, err := s.Start(p, first); err != nil {
+	if _, err := s.Start(p, first, nil); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { first.Process.Kill(); first.Wait() }()
@@ -262,7 +262,7 @@ func TestNoneCommandsCannotMeet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Start(p, listener); err != nil {
+	if _, err := s.Start(p, listener, nil); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { listener.Process.Kill(); listener.Wait() }()
@@ -300,7 +300,7 @@ func TestConcurrentStarts(t *testing.T) {
 				var out strings.Builder
 				cmd := helperCmd(t, "write", path)
 				cmd.Stdout = &out
-				if _, err := s.Start(pp.policy, cmd); err != nil {
+				if _, err := s.Start(pp.policy, cmd, nil); err != nil {
 					t.Errorf("Start(%+v) = %v", pp.policy, err)
 					return
 				}
@@ -398,7 +398,7 @@ func TestUnenforceableRunsNothing(t *testing.T) {
 			s := newSandbox(t, Options{Probe: tt.probe})
 			sentinel := filepath.Join(t.TempDir(), "sentinel")
 			cmd := exec.Command("/bin/sh", "-c", `echo ran > "$1"`, "sh", sentinel)
-			_, err := s.Start(tt.policy, cmd)
+			_, err := s.Start(tt.policy, cmd, nil)
 			var unavailable *UnavailableError
 			if !errors.As(err, &unavailable) || !errors.Is(err, ErrUnavailable) {
 				t.Fatalf("Start(%+v) = %v, want an *UnavailableError", tt.policy, err)
@@ -416,7 +416,7 @@ func TestUnenforceableRunsNothing(t *testing.T) {
 	}
 	// What the simulated kernel can do still runs.
 	s := newSandbox(t, Options{Probe: noNetns})
-	if _, err := s.Start(Policy{}, exec.Command("/bin/true")); err != nil {
+	if _, err := s.Start(Policy{}, exec.Command("/bin/true"), nil); err != nil {
 		t.Errorf("Start(zero policy) without netns = %v, want nil", err)
 	}
 }
@@ -477,7 +477,7 @@ func TestStartErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			requireSupport(t, s, Policy{ReadOnly: true})
 			cmd := exec.Command("/bin/true")
-			_, err := s.Start(tt.policy, cmd)
+			_, err := s.Start(tt.policy, cmd, nil)
 			var fe *FieldError
 			if !errors.As(err, &fe) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Start(%+v) = %v, want a *FieldError %q", tt.policy, err, tt.want)
@@ -491,14 +491,14 @@ func TestStartErrors(t *testing.T) {
 
 func TestReports(t *testing.T) {
 	s := newSandbox(t, Options{})
-	rep, err := s.Start(Policy{Network: NetworkFull}, exec.Command("/bin/true"))
+	rep, err := s.Start(Policy{Network: NetworkFull}, exec.Command("/bin/true"), nil)
 	if err != nil || rep != (Report{Type: TypeNone}) {
 		t.Errorf("Start(full network only) = %+v, %v; want type none", rep, err)
 	}
 	p := Policy{ReadOnly: true}
 	requireSupport(t, s, p)
 	cmd := exec.Command("/bin/true")
-	rep, err = s.Start(p, cmd)
+	rep, err = s.Start(p, cmd, nil)
 	if err != nil || rep.Type != TypeLandlock || rep.ABI < MinLandlockABI {
 		t.Errorf("Start(readOnly) = %+v, %v; want type landlock with the kernel's ABI", rep, err)
 	}
@@ -585,7 +585,7 @@ func TestStartKeepsRootsOffPrivateDirs(t *testing.T) {
 		t.Fatal(err)
 	}
 	planted := filepath.Join(private, "planted")
-	_, err := s.Start(p, helperCmd(t, "write", planted))
+	_, err := s.Start(p, helperCmd(t, "write", planted), nil)
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.Field != "sandbox.writableRoots[1]" || !strings.Contains(fe.Reason, private) {
 		t.Errorf("Start with a root now leading to %s = %v, want a *FieldError of sandbox.writableRoots[1] naming it", private, err)

@@ -32,6 +32,11 @@ type Support struct {
 	// can. Without it Landlock alone rules the filesystem, and a command may
 	// change the metadata of what the server's user owns outside its roots.
 	MountErr error
+	// DevptsErr says why a command that confines files cannot be given a
+	// devpts of its own (devpts.go); nil when it can. Without it such a
+	// command sees the host's /dev/pts, and may open the host's other
+	// terminals that their modes allow (root's command: every one).
+	DevptsErr error
 	// IPCErr says why sandboxed commands cannot be kept from the host's
 	// System V IPC and POSIX message queues (an IPC namespace of the
 	// sandbox's, Sandbox.ipc); nil when they can.
@@ -69,7 +74,7 @@ func Probe() Support {
 	sup.LandlockABI = landlockABI()
 	eff, err := effectiveCaps()
 	if err != nil {
-		sup.NetnsErr, sup.CapsErr, sup.MountErr, sup.IPCErr = err, err, err, err
+		sup.NetnsErr, sup.CapsErr, sup.MountErr, sup.DevptsErr, sup.IPCErr = err, err, err, err, err
 		return sup
 	}
 	// unshare(CLONE_NEWNET) and unshare(CLONE_NEWNS) outside a user
@@ -77,7 +82,7 @@ func Probe() Support {
 	// of each.
 	if eff&(1<<unix.CAP_SYS_ADMIN) == 0 {
 		sup.NetnsErr = errors.New("the server lacks CAP_SYS_ADMIN")
-		sup.MountErr, sup.IPCErr = sup.NetnsErr, sup.NetnsErr
+		sup.MountErr, sup.DevptsErr, sup.IPCErr = sup.NetnsErr, sup.NetnsErr, sup.NetnsErr
 	}
 	// Only root gets capabilities back at execve: any other user's child gets
 	// none, since no_new_privs disregards file capabilities.
