@@ -161,6 +161,7 @@ typeset -l LOWER_VAR=MiXeD
 typeset -u UPPER_VAR=MiXeD
 typeset -ix EXPORTED_INT=1+1
 typeset -rx EXPORTED_RO=ro
+typeset -x EXPORTED_NO_VALUE
 typeset -F 3 FLOAT_VAR=3.14159
 typeset -Z 5 ZERO_VAR=42
 typeset -T TIED_VAR tied_var

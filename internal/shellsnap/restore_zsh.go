@@ -155,6 +155,16 @@ func zshEnvSteps(p *restorePlan, captureEnv, final, kept map[string]string, vars
 	if len(unsets) > 0 {
 		p.add(step{check: true, code: `\builtin unset -- ` + strings.Join(unsets, " ")})
 	}
+	// A scalar exported with no value (export X; typeset +x X under
+	// allexport) is in no environment, yet set to the empty string and
+	// exported: export without a value makes it so again.
+	for _, name := range slices.Sorted(maps.Keys(exported)) {
+		_, inEnv := final[name]
+		_, skip := zshSkipped[name]
+		if !inEnv && !skip && !zshVolatile[name] && name != "ZDOTDIR" && diffable(name) {
+			exports = append(exports, name)
+		}
+	}
 	if len(exports) > 0 {
 		p.add(step{check: true, code: `\builtin export ` + strings.Join(exports, " ")})
 	}

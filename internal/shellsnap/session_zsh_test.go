@@ -121,6 +121,25 @@ func TestZshSessionCarriesAttributes(t *testing.T) {
 	}
 }
 
+// TestZshSessionCarriesExportsWithoutValue: a parameter exported with no
+// value (export X, or created under allexport) is in no environment, yet
+// exported and set to the empty string; it carries so (found by sequence 270
+// of the differential test).
+func TestZshSessionCarriesExportsWithoutValue(t *testing.T) {
+	home := t.TempDir()
+	f := &SessionFiles{}
+	defer f.Close()
+	_, errOut, _, st, err := zshSessionRun(t, f, home, nil, `export NOVAL; setopt allexport; typeset +x AE; unsetopt allexport; export HOME`)
+	if err != nil {
+		t.Fatalf("Finish: %v (stderr %q)", err, errOut)
+	}
+	out, errOut, _, _, err := zshSessionRun(t, f, home, st, `typeset -p NOVAL AE HOME; env | grep -c -e ^NOVAL= -e ^AE=`)
+	want := "export NOVAL=''\nexport AE=''\nexport HOME=" + home + "\n0\n"
+	if err != nil || out != want {
+		t.Errorf("after the exports: %q (%v, stderr %q), want %q", out, err, errOut, want)
+	}
+}
+
 // TestZshSessionDebugTrapAndVerbose: a DEBUG trap runs before the script's
 // commands and the session's end line (docs/design/sessions.md#zsh), never
 // before the restore's or into the dump's records; verbose echoes the
