@@ -21,7 +21,9 @@ import (
 //
 // "files, landlock alone" is "files" without the mount namespace, what a
 // server without CAP_SYS_ADMIN does: the difference is what the read-only
-// mounts cost.
+// mounts cost. "files, host's devpts" is "files" without a devpts of the
+// command's own (a server that cannot make one): the difference is what the
+// command's own /dev/pts costs.
 func BenchmarkStart(b *testing.B) {
 	s := New(Options{})
 	defer s.Close()
@@ -31,6 +33,12 @@ func BenchmarkStart(b *testing.B) {
 		return sup
 	}})
 	defer landlockAlone.Close()
+	hostPts := New(Options{Probe: func() Support {
+		sup := Probe()
+		sup.DevptsErr = errors.New("host's devpts")
+		return sup
+	}})
+	defer hostPts.Close()
 	root := b.TempDir()
 	policies := []struct {
 		name   string
@@ -40,6 +48,7 @@ func BenchmarkStart(b *testing.B) {
 		{"plain", s, Policy{}},
 		{"files", s, Policy{WritableRoots: []string{root}}},
 		{"files, landlock alone", landlockAlone, Policy{WritableRoots: []string{root}}},
+		{"files, host's devpts", hostPts, Policy{WritableRoots: []string{root}}},
 		{"files+none", s, Policy{WritableRoots: []string{root}, Network: NetworkNone}},
 		{"files+loopback", s, Policy{WritableRoots: []string{root}, Network: NetworkLoopback}},
 	}
