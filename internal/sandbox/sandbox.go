@@ -268,11 +268,12 @@ func resolved(dirs []string) []string {
 }
 
 // Start starts cmd confined by p and reports how. A zero policy starts cmd
-// as it is. A command that gets a devpts of its own (ownDevpts) gets pts, from
-// which its terminal was opened (Devpts), or a fresh one when pts is nil; pts
-// is not used otherwise. On any error nothing was started: a malformed policy or a missing
-// writable root is a *FieldError, an unenforceable one an *UnavailableError,
-// and cmd.Start's own error is returned as it is.
+// as it is. A command that gets a devpts of its own (ownDevpts) gets pts,
+// from which its terminal was opened (Devpts), or a fresh one when pts is
+// nil; pts is not used otherwise. On any error nothing was started: a
+// malformed policy or a missing writable root is a *FieldError, an
+// unenforceable one an *UnavailableError, and cmd.Start's own error is
+// returned as it is.
 //
 // cmd must not set SysProcAttr.Pdeathsig: the thread that forks the child
 // ends right after, and with it the parent that signal watches.
